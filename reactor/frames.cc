@@ -1,0 +1,67 @@
+// Copyright 2026 The zbrokers Authors.
+
+#include "reactor/frames.h"
+
+#include <cerrno>
+
+#include "absl/strings/str_format.h"
+
+namespace zb {
+namespace {
+
+absl::Status SendError(int err, std::size_t index) {
+  if (err == EHOSTUNREACH) {
+    return absl::UnavailableError("peer is not connected (EHOSTUNREACH)");
+  }
+  if (err == EAGAIN) {
+    return absl::ResourceExhaustedError(
+        "socket high-water mark reached (EAGAIN)");
+  }
+  return absl::InternalError(absl::StrFormat(
+      "zmq_msg_send failed on frame %d: %s", index, zmq_strerror(err)));
+}
+
+}  // namespace
+
+Frames MakeFrames(std::initializer_list<std::string_view> parts) {
+  Frames frames;
+  frames.reserve(parts.size());
+  for (std::string_view p : parts) frames.push_back(Frame(p));
+  return frames;
+}
+
+std::vector<std::string> FramesToStrings(
+    std::span<const zmq::message_t> frames) {
+  std::vector<std::string> out;
+  out.reserve(frames.size());
+  for (const auto& f : frames) out.emplace_back(View(f));
+  return out;
+}
+
+absl::Status SendFrames(zmq::socket_t& socket,
+                        std::span<zmq::message_t> frames) {
+  return SendFrames(socket, frames, {});
+}
+
+absl::Status SendFrames(zmq::socket_t& socket, std::span<zmq::message_t> head,
+                        std::span<zmq::message_t> body) {
+  const std::size_t total = head.size() + body.size();
+  if (total == 0) return absl::InvalidArgumentError("SendFrames: no frames");
+  void* s = socket.handle();
+  std::size_t i = 0;
+  auto send_part = [&](zmq::message_t& m) -> int {
+    const int flags = ZMQ_DONTWAIT | (i + 1 < total ? ZMQ_SNDMORE : 0);
+    return zmq_msg_send(m.handle(), s, flags);
+  };
+  for (auto& m : head) {
+    if (send_part(m) < 0) return SendError(errno, i);
+    ++i;
+  }
+  for (auto& m : body) {
+    if (send_part(m) < 0) return SendError(errno, i);
+    ++i;
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace zb

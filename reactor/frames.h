@@ -1,0 +1,65 @@
+// Copyright 2026 The zbrokers Authors.
+//
+// Small helpers for multipart ZeroMQ messages ("frames"), shared by the
+// reactor, the protocol codecs and the brokers.
+//
+// Ownership: zmq::message_t is move-only.  SendFrames() moves every frame into
+// the socket (libzmq takes the buffer without copying); afterwards the frames
+// are empty.  Nothing here allocates except building a frame from bytes.
+//
+// Thread-safety: the functions are stateless; a socket must only be used by
+// one thread at a time, as always with ZeroMQ.
+
+#ifndef ZB_REACTOR_FRAMES_H_
+#define ZB_REACTOR_FRAMES_H_
+
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+#include <zmq.hpp>
+
+#include "absl/status/status.h"
+
+namespace zb {
+
+// An owned multipart message.
+using Frames = std::vector<zmq::message_t>;
+
+// A frame holding a copy of `bytes`.
+inline zmq::message_t Frame(std::string_view bytes) {
+  return zmq::message_t(bytes.data(), bytes.size());
+}
+
+// The bytes of a frame, valid while the frame lives and is not modified.
+inline std::string_view View(const zmq::message_t& frame) {
+  return std::string_view(static_cast<const char*>(frame.data()), frame.size());
+}
+
+// Builds owned frames from byte strings (copies them).
+Frames MakeFrames(std::initializer_list<std::string_view> parts);
+
+// Copies the bytes of every frame (for tests, logs and bindings).
+std::vector<std::string> FramesToStrings(
+    std::span<const zmq::message_t> frames);
+
+// Sends `frames` as one multipart message without blocking, moving each frame
+// into the socket.  Returns:
+//   - OK when the whole message was queued;
+//   - Unavailable when a ROUTER with ZMQ_ROUTER_MANDATORY has no such peer
+//     (EHOSTUNREACH) -- nothing was sent;
+//   - ResourceExhausted when the socket's high-water mark is reached (EAGAIN)
+//     -- nothing was sent;
+//   - Internal for any other ZeroMQ error (the message names it).
+// An empty span is InvalidArgument.
+absl::Status SendFrames(zmq::socket_t& socket,
+                        std::span<zmq::message_t> frames);
+
+// The same, for a message made of a prefix (e.g. identity and envelope) and a
+// body, sent back to back as one multipart message.
+absl::Status SendFrames(zmq::socket_t& socket, std::span<zmq::message_t> head,
+                        std::span<zmq::message_t> body);
+
+}  // namespace zb
+
+#endif  // ZB_REACTOR_FRAMES_H_

@@ -1,0 +1,496 @@
+// Copyright 2026 The zbrokers Authors.
+
+#include "reactor/reactor.h"
+
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <limits>
+#include <utility>
+
+#include "absl/strings/str_format.h"
+
+namespace zb {
+
+// One registered socket or file descriptor.
+struct Reactor::Watch {
+  zmq::socket_t* socket = nullptr;  // null for a raw fd
+  int fd = -1;
+  MessageHandler on_message;
+  ReadyHandler on_readable;  // raw fd only
+  ReadyHandler on_writable;
+  bool removed = false;
+};
+
+// A timer's callback and schedule.  A slot is reused after its timer ends;
+// `generation` tells the ids of successive timers in one slot apart.
+struct Reactor::TimerSlot {
+  Callback cb;
+  std::int64_t deadline_ns = 0;
+  std::int64_t period_ns = 0;  // 0: one-shot
+  std::uint64_t seq = 0;       // of its entry in timer_queue_
+  std::uint32_t generation = 1;
+  bool live = false;
+};
+
+namespace {
+
+constexpr std::int64_t kNanosPerMilli = 1'000'000;
+
+TimerId MakeTimerId(std::uint32_t generation, std::uint32_t slot) {
+  return (static_cast<std::uint64_t>(generation) << 32) | slot;
+}
+
+// Orders timer_queue_ latest-first: (deadline, seq) descending.
+struct LaterFirst {
+  template <typename A, typename B>
+  bool operator()(const A& a, const B& b) const {
+    if (a.deadline_ns != b.deadline_ns) return a.deadline_ns > b.deadline_ns;
+    return a.seq > b.seq;
+  }
+};
+
+void DefaultErrorHandler(std::exception_ptr e, std::string_view where) {
+  try {
+    std::rethrow_exception(e);
+  } catch (const std::exception& ex) {
+    std::fprintf(stderr, "zb::Reactor: %.*s callback threw: %s\n",
+                 static_cast<int>(where.size()), where.data(), ex.what());
+  } catch (...) {
+    std::fprintf(stderr,
+                 "zb::Reactor: %.*s callback threw a non-std exception\n",
+                 static_cast<int>(where.size()), where.data());
+  }
+}
+
+}  // namespace
+
+Reactor::Reactor() : Reactor(Options{}) {}
+
+Reactor::Reactor(Options options)
+    : options_(options),
+      owner_(std::this_thread::get_id()),
+      error_handler_(DefaultErrorHandler) {
+  wake_fd_ = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+  if (wake_fd_ < 0) {
+    // Without a wake-up descriptor post() could not work at all; there is no
+    // sensible way to carry on.
+    std::fprintf(stderr, "zb::Reactor: eventfd failed: %s\n",
+                 std::strerror(errno));
+    std::abort();
+  }
+  frames_.resize(4);
+}
+
+Reactor::~Reactor() { ::close(wake_fd_); }
+
+void Reactor::check_thread(const char* method) const {
+#ifndef NDEBUG
+  if (!on_owner_thread()) {
+    std::fprintf(stderr,
+                 "zb::Reactor::%s called from a thread that does not own the "
+                 "reactor; only post() and stop() may be called from other "
+                 "threads\n",
+                 method);
+    std::abort();
+  }
+#else
+  (void)method;
+#endif
+}
+
+void Reactor::set_error_handler(ErrorHandler handler) {
+  check_thread("set_error_handler");
+  error_handler_ = handler ? std::move(handler) : DefaultErrorHandler;
+}
+
+void Reactor::report(std::exception_ptr e, std::string_view where) {
+  try {
+    error_handler_(std::move(e), where);
+  } catch (...) {
+    // An error handler that throws must not take the loop down either.
+    DefaultErrorHandler(std::current_exception(), "error handler");
+  }
+}
+
+std::int64_t Reactor::now_ns() const {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             Clock::now().time_since_epoch())
+      .count();
+}
+
+// --- Sockets ---------------------------------------------------------------
+
+absl::Status Reactor::add(zmq::socket_t& socket, MessageHandler on_message,
+                          ReadyHandler on_writable) {
+  check_thread("add");
+  if (!socket) return absl::InvalidArgumentError("add: socket is closed");
+  if (!on_message) return absl::InvalidArgumentError("add: no message handler");
+  for (const auto& w : watches_) {
+    if (!w->removed && w->socket == &socket) {
+      return absl::AlreadyExistsError("add: socket is already registered");
+    }
+  }
+  auto w = std::make_unique<Watch>();
+  w->socket = &socket;
+  w->on_message = std::move(on_message);
+  w->on_writable = std::move(on_writable);
+  watches_.push_back(std::move(w));
+  poll_items_dirty_ = true;
+  return absl::OkStatus();
+}
+
+absl::Status Reactor::add_fd(int fd, ReadyHandler on_readable,
+                             ReadyHandler on_writable) {
+  check_thread("add_fd");
+  if (fd < 0) return absl::InvalidArgumentError("add_fd: negative fd");
+  if (!on_readable && !on_writable) {
+    return absl::InvalidArgumentError("add_fd: no handler");
+  }
+  for (const auto& w : watches_) {
+    if (!w->removed && w->socket == nullptr && w->fd == fd) {
+      return absl::AlreadyExistsError(
+          absl::StrFormat("add_fd: fd %d is already registered", fd));
+    }
+  }
+  auto w = std::make_unique<Watch>();
+  w->fd = fd;
+  w->on_readable = std::move(on_readable);
+  w->on_writable = std::move(on_writable);
+  watches_.push_back(std::move(w));
+  poll_items_dirty_ = true;
+  return absl::OkStatus();
+}
+
+absl::Status Reactor::remove(zmq::socket_t& socket) {
+  check_thread("remove");
+  for (auto& w : watches_) {
+    if (!w->removed && w->socket == &socket) {
+      w->removed = true;
+      poll_items_dirty_ = true;
+      return absl::OkStatus();
+    }
+  }
+  return absl::NotFoundError("remove: socket is not registered");
+}
+
+absl::Status Reactor::remove_fd(int fd) {
+  check_thread("remove_fd");
+  for (auto& w : watches_) {
+    if (!w->removed && w->socket == nullptr && w->fd == fd) {
+      w->removed = true;
+      poll_items_dirty_ = true;
+      return absl::OkStatus();
+    }
+  }
+  return absl::NotFoundError(
+      absl::StrFormat("remove_fd: fd %d is not registered", fd));
+}
+
+void Reactor::rebuild_poll_items() {
+  // Removed watches are only destroyed here, between rounds, so a handler
+  // that removes its own socket is never destroyed while it runs.
+  std::erase_if(watches_, [](const auto& w) { return w->removed; });
+  poll_items_.clear();
+  poll_owners_.clear();
+  poll_items_.push_back(zmq_pollitem_t{nullptr, wake_fd_, ZMQ_POLLIN, 0});
+  for (auto& w : watches_) {
+    short events = 0;
+    if (w->on_message || w->on_readable) events |= ZMQ_POLLIN;
+    if (w->on_writable) events |= ZMQ_POLLOUT;
+    poll_items_.push_back(zmq_pollitem_t{
+        w->socket ? w->socket->handle() : nullptr, w->fd, events, 0});
+    poll_owners_.push_back(w.get());
+  }
+  poll_items_dirty_ = false;
+}
+
+int Reactor::dispatch_socket(Watch& w) {
+  void* socket = w.socket->handle();
+  int handled = 0;
+  while (handled < options_.batch_cap && !w.removed) {
+    // Receive one multipart message into the reused frame buffer.
+    std::size_t n = 0;
+    for (;;) {
+      if (n == frames_.size()) frames_.emplace_back();
+      zmq_msg_t* msg = frames_[n].handle();
+      if (zmq_msg_recv(msg, socket, ZMQ_DONTWAIT) < 0) {
+        const int err = errno;
+        if (err == EAGAIN && n == 0) return handled;
+        // Multipart messages arrive atomically, so anything else is a real
+        // failure of the socket (e.g. ETERM).  Report it and move on.
+        errno = err;
+        report(std::make_exception_ptr(zmq::error_t()), "socket receive");
+        return handled;
+      }
+      ++n;
+      if (!zmq_msg_more(msg)) break;
+    }
+    ++handled;
+    try {
+      w.on_message(std::span<zmq::message_t>(frames_.data(), n));
+    } catch (...) {
+      report(std::current_exception(), "socket");
+    }
+  }
+  return handled;
+}
+
+// --- Timers ----------------------------------------------------------------
+
+TimerId Reactor::after(Clock::duration delay, Callback cb) {
+  check_thread("after");
+  const auto d = std::chrono::duration_cast<std::chrono::nanoseconds>(delay);
+  return schedule(now_ns() + std::max<std::int64_t>(0, d.count()), 0,
+                  std::move(cb));
+}
+
+TimerId Reactor::every(Clock::duration period, Callback cb) {
+  check_thread("every");
+  auto p = std::chrono::duration_cast<std::chrono::nanoseconds>(period).count();
+  if (p <= 0) p = 1;
+  return schedule(now_ns() + p, p, std::move(cb));
+}
+
+TimerId Reactor::at(Clock::time_point deadline, Callback cb) {
+  check_thread("at");
+  return schedule(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                      deadline.time_since_epoch())
+                      .count(),
+                  0, std::move(cb));
+}
+
+TimerId Reactor::schedule(std::int64_t deadline_ns, std::int64_t period_ns,
+                          Callback cb) {
+  std::uint32_t slot;
+  if (!free_slots_.empty()) {
+    slot = free_slots_.back();
+    free_slots_.pop_back();
+  } else {
+    slot = static_cast<std::uint32_t>(timer_slots_.size());
+    timer_slots_.emplace_back();
+  }
+  TimerSlot& s = timer_slots_[slot];
+  s.cb = std::move(cb);
+  s.period_ns = period_ns;
+  s.live = true;
+  enqueue_timer(deadline_ns, slot);
+  return MakeTimerId(s.generation, slot);
+}
+
+void Reactor::enqueue_timer(std::int64_t deadline_ns, std::uint32_t slot) {
+  TimerSlot& s = timer_slots_[slot];
+  s.deadline_ns = deadline_ns;
+  s.seq = next_seq_++;
+  const QueuedTimer entry{deadline_ns, s.seq, slot};
+  // First element that is not later than `entry`: `entry` goes just before
+  // it, so the vector stays latest-first and equal deadlines stay FIFO.
+  auto pos = std::lower_bound(timer_queue_.begin(), timer_queue_.end(), entry,
+                              LaterFirst{});
+  timer_queue_.insert(pos, entry);
+}
+
+bool Reactor::dequeue_timer(std::int64_t deadline_ns, std::uint64_t seq) {
+  const QueuedTimer key{deadline_ns, seq, 0};
+  auto pos = std::lower_bound(timer_queue_.begin(), timer_queue_.end(), key,
+                              LaterFirst{});
+  if (pos == timer_queue_.end() || pos->seq != seq) return false;
+  timer_queue_.erase(pos);
+  return true;
+}
+
+void Reactor::release_slot(std::uint32_t slot) {
+  TimerSlot& s = timer_slots_[slot];
+  s.live = false;
+  s.cb = nullptr;
+  ++s.generation;
+  free_slots_.push_back(slot);
+}
+
+bool Reactor::cancel(TimerId id) {
+  check_thread("cancel");
+  const auto slot = static_cast<std::uint32_t>(id & 0xffffffffu);
+  const auto generation = static_cast<std::uint32_t>(id >> 32);
+  if (slot >= timer_slots_.size()) return false;
+  TimerSlot& s = timer_slots_[slot];
+  if (!s.live || s.generation != generation) return false;
+  dequeue_timer(s.deadline_ns, s.seq);
+  release_slot(slot);
+  return true;
+}
+
+int Reactor::fire_due_timers() {
+  if (timer_queue_.empty()) return 0;
+  const std::int64_t now = now_ns();
+  // Timers queued from now on (by callbacks, or periodic re-arms) wait for the
+  // next round, so a callback that re-adds itself cannot spin this loop.
+  const std::uint64_t round_end = next_seq_;
+  int fired = 0;
+  while (!timer_queue_.empty()) {
+    const QueuedTimer t = timer_queue_.back();
+    if (t.deadline_ns > now || t.seq >= round_end) break;
+    timer_queue_.pop_back();
+    TimerSlot& s = timer_slots_[t.slot];
+    const std::uint32_t generation = s.generation;
+    const bool periodic = s.period_ns > 0;
+    // The callback lives on this stack frame while it runs, so it may cancel
+    // its own timer (which destroys the slot's contents) safely.
+    Callback cb = std::move(s.cb);
+    if (periodic) {
+      // Stay on the original grid; skip the periods that were missed.
+      std::int64_t next = t.deadline_ns + s.period_ns;
+      if (next <= now) next += ((now - next) / s.period_ns + 1) * s.period_ns;
+      enqueue_timer(next, t.slot);
+    } else {
+      release_slot(t.slot);
+    }
+    try {
+      cb();
+    } catch (...) {
+      report(std::current_exception(), "timer");
+    }
+    ++fired;
+    if (periodic) {
+      TimerSlot& again = timer_slots_[t.slot];  // slots_ may have grown
+      if (again.live && again.generation == generation) {
+        again.cb = std::move(cb);
+      }
+    }
+  }
+  return fired;
+}
+
+// --- Cross-thread ------------------------------------------------------------
+
+void Reactor::post(Task task) {
+  bool was_empty;
+  {
+    std::lock_guard<std::mutex> lock(post_mu_);
+    was_empty = posted_.empty();
+    posted_.push_back(std::move(task));
+  }
+  // Only the first task of a batch needs to wake the loop: the loop takes the
+  // whole queue at once after it has consumed the wake-up.
+  if (was_empty) {
+    const std::uint64_t one = 1;
+    [[maybe_unused]] ssize_t n = ::write(wake_fd_, &one, sizeof one);
+  }
+}
+
+void Reactor::stop() {
+  stop_requested_.store(true, std::memory_order_release);
+  const std::uint64_t one = 1;
+  [[maybe_unused]] ssize_t n = ::write(wake_fd_, &one, sizeof one);
+}
+
+int Reactor::run_posted() {
+  // Consume the wake-up first, then take the queue: a post() racing with us
+  // either lands in this batch or writes a fresh wake-up.
+  std::uint64_t count;
+  [[maybe_unused]] ssize_t n = ::read(wake_fd_, &count, sizeof count);
+  {
+    std::lock_guard<std::mutex> lock(post_mu_);
+    running_posted_.swap(posted_);
+  }
+  int ran = 0;
+  for (auto& task : running_posted_) {
+    try {
+      std::move(task)();
+    } catch (...) {
+      report(std::current_exception(), "post");
+    }
+    ++ran;
+  }
+  running_posted_.clear();
+  return ran;
+}
+
+// --- Running -----------------------------------------------------------------
+
+absl::StatusOr<int> Reactor::run_once(Clock::duration max_wait) {
+  check_thread("run_once");
+  if (poll_items_dirty_) rebuild_poll_items();
+
+  // Sleep until the earliest timer, but never past max_wait (-1: forever).
+  std::int64_t wait_ns =
+      max_wait == Clock::duration::max()
+          ? -1
+          : std::max<std::int64_t>(
+                0,
+                std::chrono::duration_cast<std::chrono::nanoseconds>(max_wait)
+                    .count());
+  if (!timer_queue_.empty()) {
+    const std::int64_t until_timer =
+        std::max<std::int64_t>(0, timer_queue_.back().deadline_ns - now_ns());
+    if (wait_ns < 0 || until_timer < wait_ns) wait_ns = until_timer;
+  }
+  // Round up: waking before a deadline would only spin.
+  const long timeout_ms =  // NOLINT(runtime/int): zmq_poll takes a long
+      wait_ns < 0 ? -1
+                  : static_cast<long>(  // NOLINT(runtime/int)
+                        std::min<std::int64_t>(
+                            (wait_ns + kNanosPerMilli - 1) / kNanosPerMilli,
+                            std::numeric_limits<int>::max()));
+
+  const int rc = zmq_poll(poll_items_.data(),
+                          static_cast<int>(poll_items_.size()), timeout_ms);
+  if (rc < 0) {
+    const int err = errno;
+    if (err != EINTR) {
+      return absl::InternalError(
+          absl::StrFormat("zmq_poll failed: %s", zmq_strerror(err)));
+    }
+  }
+
+  int handled = 0;
+  if (rc > 0) {
+    if (poll_items_[0].revents & ZMQ_POLLIN) handled += run_posted();
+    // Handlers may add or remove watches; poll_owners_ is only rebuilt at the
+    // start of the next round, and `removed` guards every call.
+    const std::size_t n = poll_owners_.size();
+    for (std::size_t i = 0; i < n; ++i) {
+      const short revents = poll_items_[i + 1].revents;
+      if (revents == 0) continue;
+      Watch& w = *poll_owners_[i];
+      if (w.removed) continue;
+      if (revents & ZMQ_POLLIN) {
+        if (w.socket) {
+          handled += dispatch_socket(w);
+        } else if (w.on_readable) {
+          ++handled;
+          try {
+            w.on_readable();
+          } catch (...) {
+            report(std::current_exception(), "fd");
+          }
+        }
+      }
+      if ((revents & ZMQ_POLLOUT) && !w.removed && w.on_writable) {
+        ++handled;
+        try {
+          w.on_writable();
+        } catch (...) {
+          report(std::current_exception(), w.socket ? "socket" : "fd");
+        }
+      }
+    }
+  }
+  handled += fire_due_timers();
+  return handled;
+}
+
+absl::Status Reactor::run() {
+  check_thread("run");
+  while (!stop_requested_.exchange(false, std::memory_order_acq_rel)) {
+    absl::StatusOr<int> r = run_once(Clock::duration::max());
+    if (!r.ok()) return r.status();
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace zb

@@ -1,0 +1,214 @@
+// Copyright 2026 The zbrokers Authors.
+//
+// zb::Reactor is a single-threaded event loop over ZeroMQ sockets, raw file
+// descriptors, timers and a cross-thread task queue.
+//
+//   zmq::context_t ctx;
+//   zb::Reactor reactor;
+//   zmq::socket_t router(ctx, zmq::socket_type::router);
+//   router.bind("tcp://127.0.0.1:5556");
+//   reactor.add(router, [&](std::span<zmq::message_t> frames) {
+//     // frames[0] is the peer identity; move frames out to forward them
+//     // without copying.
+//   });
+//   reactor.every(std::chrono::seconds(1), [] { /* heartbeat sweep */ });
+//   reactor.run();  // until reactor.stop() (from any thread)
+//
+// Threading.  A Reactor belongs to the thread that constructed it, its
+// *owner*.  Only post() and stop() may be called from other threads; every
+// other method must be called on the owner thread (checked in builds without
+// NDEBUG: a call from another thread aborts with a message naming the method).
+// To run a reactor on a thread of its own, use zb::ReactorThread
+// (reactor_thread.h), which constructs the reactor on that thread.
+//
+// Ownership.  The reactor does not own the sockets or file descriptors it
+// watches; the caller keeps them alive until remove() (or until the reactor is
+// destroyed).  The reactor owns the callbacks.
+//
+// Sockets.  A readable socket is drained in batches: on each wake-up its
+// handler is called once per multipart message, until the socket has nothing
+// more (EAGAIN) or the batch cap is reached, so one poll call serves many
+// messages.  The frames are received into a buffer that the reactor reuses
+// for every message; a handler may move frames out of the span (a moved-from
+// zmq::message_t is empty) but must not keep the span itself.
+//
+// Timers.  Timers live in a std::vector sorted by deadline, latest first, so
+// the earliest deadline sits at the back where popping is cheap; inserts use
+// binary search.  Timers with equal deadlines fire in the order they were
+// added.  Deadlines come from std::chrono::steady_clock, so a wall-clock jump
+// never reorders or stalls timers.  A periodic timer is re-armed from its
+// previous deadline (no drift); when the loop was late by one or more whole
+// periods those periods are skipped: the timer fires once and its next
+// deadline is the first one on its original grid that lies in the future.
+// A timer callback may add or cancel any timer, itself included; a cancelled
+// timer never fires; a timer added while timers fire (even one already due)
+// fires in the next round at the earliest.
+//
+// Errors.  Registration errors come back as absl::Status.  An exception thrown
+// by any callback is passed to the error handler (by default it is printed on
+// stderr) and the loop carries on in a consistent state.
+
+#ifndef ZB_REACTOR_REACTOR_H_
+#define ZB_REACTOR_REACTOR_H_
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <exception>
+#include <memory>
+#include <mutex>
+#include <span>
+#include <string_view>
+#include <thread>
+#include <vector>
+#include <zmq.hpp>
+
+#include "absl/functional/any_invocable.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+
+namespace zb {
+
+// A timer's identity, returned by after()/every()/at() and passed to
+// cancel().  Ids are never reused by one reactor; 0 is never a valid id.
+using TimerId = std::uint64_t;
+
+class Reactor {
+ public:
+  using Clock = std::chrono::steady_clock;
+
+  // Called once per received multipart message.  The span stays valid only
+  // during the call.
+  using MessageHandler = absl::AnyInvocable<void(std::span<zmq::message_t>)>;
+  // Called when a socket can be written to, or a file descriptor is ready.
+  using ReadyHandler = absl::AnyInvocable<void()>;
+  using Callback = absl::AnyInvocable<void()>;
+  using Task = absl::AnyInvocable<void() &&>;
+  // Receives every exception thrown by a callback.  `where` names the kind of
+  // callback ("timer", "socket", "fd", "post").
+  using ErrorHandler =
+      absl::AnyInvocable<void(std::exception_ptr, std::string_view where)>;
+
+  struct Options {
+    // The most messages handed to one socket's handler per wake-up before the
+    // loop moves on to the other sockets (fairness bound).
+    int batch_cap = 256;
+  };
+
+  Reactor();
+  explicit Reactor(Options options);
+  ~Reactor();
+
+  Reactor(const Reactor&) = delete;
+  Reactor& operator=(const Reactor&) = delete;
+
+  // --- Sockets and file descriptors (owner thread only) --------------------
+
+  // Watches `socket`.  `on_message` is called for every multipart message;
+  // `on_writable`, when given, whenever the socket can take a message.
+  // Fails with AlreadyExists when the socket is already registered.
+  absl::Status add(zmq::socket_t& socket, MessageHandler on_message,
+                   ReadyHandler on_writable = nullptr);
+  // Watches a raw file descriptor (level-triggered).  At least one handler.
+  absl::Status add_fd(int fd, ReadyHandler on_readable,
+                      ReadyHandler on_writable = nullptr);
+  // Stops watching.  Safe inside any handler, including the socket's own: a
+  // removed socket's handlers are never called again, even later in the
+  // same round.  Fails with NotFound when it is not registered.
+  absl::Status remove(zmq::socket_t& socket);
+  absl::Status remove_fd(int fd);
+
+  // --- Timers (owner thread only) -------------------------------------------
+
+  // Calls `cb` once, `delay` from now.
+  TimerId after(Clock::duration delay, Callback cb);
+  // Calls `cb` every `period` (> 0), first `period` from now.
+  TimerId every(Clock::duration period, Callback cb);
+  // Calls `cb` once at `deadline`; a deadline in the past fires on the next
+  // loop iteration.
+  TimerId at(Clock::time_point deadline, Callback cb);
+  // Cancels a timer.  Returns false when `id` is unknown, already fired (for
+  // a one-shot timer) or already cancelled.
+  bool cancel(TimerId id);
+  // Number of live timers.
+  std::size_t timer_count() const { return timer_queue_.size(); }
+
+  // --- Running (owner thread only) -----------------------------------------
+
+  // Runs until stop().  Returns a non-OK status when polling fails (e.g. the
+  // ZeroMQ context was terminated).
+  absl::Status run();
+  // Waits at most `max_wait` for something to happen, handles everything that
+  // is ready, and returns.  Returns the number of callbacks it ran.
+  absl::StatusOr<int> run_once(Clock::duration max_wait);
+
+  // --- Any thread ----------------------------------------------------------
+
+  // Runs `task` on the reactor thread at the start of the next iteration.
+  // Tasks posted by one thread run in the order they were posted.  Wakes a
+  // reactor that is blocked in poll at once.
+  void post(Task task);
+  // Makes run() return after the current iteration.  Wakes a blocked reactor.
+  // A stop() that arrives while run() is not running makes the next run()
+  // return at once.
+  void stop();
+
+  // Replaces the error handler (owner thread only).
+  void set_error_handler(ErrorHandler handler);
+
+  // True when called on the reactor's owner thread.
+  bool on_owner_thread() const { return std::this_thread::get_id() == owner_; }
+
+ private:
+  struct Watch;
+  struct TimerSlot;
+  struct QueuedTimer {
+    std::int64_t deadline_ns;  // steady_clock, since epoch
+    std::uint64_t seq;         // insertion order: ties fire FIFO
+    std::uint32_t slot;
+  };
+
+  void check_thread(const char* method) const;
+  TimerId schedule(std::int64_t deadline_ns, std::int64_t period_ns,
+                   Callback cb);
+  void enqueue_timer(std::int64_t deadline_ns, std::uint32_t slot);
+  bool dequeue_timer(std::int64_t deadline_ns, std::uint64_t seq);
+  void release_slot(std::uint32_t slot);
+  int fire_due_timers();
+  int run_posted();
+  int dispatch_socket(Watch& w);
+  void rebuild_poll_items();
+  void report(std::exception_ptr e, std::string_view where);
+  std::int64_t now_ns() const;
+
+  const Options options_;
+  const std::thread::id owner_;
+
+  // Registered sockets/fds.  unique_ptr keeps each Watch at a stable address
+  // while handlers run and may add or remove others.
+  std::vector<std::unique_ptr<Watch>> watches_;
+  std::vector<zmq_pollitem_t> poll_items_;  // [0] is the wake-up eventfd
+  std::vector<Watch*> poll_owners_;         // parallel to poll_items_[1..]
+  bool poll_items_dirty_ = true;
+  // Frames of the message being handed to a handler; reused for every message.
+  std::vector<zmq::message_t> frames_;
+
+  // Timers.  timer_queue_ is sorted latest-first; slots hold the callbacks.
+  std::vector<QueuedTimer> timer_queue_;
+  std::vector<TimerSlot> timer_slots_;
+  std::vector<std::uint32_t> free_slots_;
+  std::uint64_t next_seq_ = 1;
+
+  // Cross-thread state.
+  int wake_fd_ = -1;  // eventfd
+  std::mutex post_mu_;
+  std::vector<Task> posted_;  // guarded by post_mu_
+  std::vector<Task> running_posted_;
+  std::atomic<bool> stop_requested_{false};
+
+  ErrorHandler error_handler_;
+};
+
+}  // namespace zb
+
+#endif  // ZB_REACTOR_REACTOR_H_
