@@ -1,0 +1,195 @@
+// Copyright 2026 The zbrokers Authors.
+//
+// zb::MajordomoBroker is a Majordomo Protocol broker (MDP/0.1, ZeroMQ RFC 7)
+// with the Majordomo Management Interface (RFC 8), running on a zb::Reactor.
+//
+// Clients (REQ, or DEALER sending an empty frame first) and workers (DEALER)
+// connect to one ROUTER socket, which may be bound to several endpoints.  A
+// client request for service S goes to the least-recently-used idle worker
+// of S; when no worker of S is idle it waits in S's queue (bounded, with an
+// expiry).  Requests for "mmi.*" services are answered by the broker itself:
+// "mmi.service" answers "200" when the service named in the body has a worker
+// and "404" otherwise; every other "mmi.*" service answers "501".
+//
+//   zmq::context_t ctx;
+//   zb::Reactor reactor;
+//   zb::MajordomoBroker broker(reactor, ctx, {});
+//   if (absl::Status s = broker.Bind("tcp://*:5555"); !s.ok()) { ... }
+//   reactor.run();
+//
+// What happens to requests that cannot be answered (RFC 7 has no error reply,
+// so in every case below the client simply gets no reply and relies on its
+// own timeout and retry; each case is counted in Stats):
+//   - the service queue is full (Options::max_queue_per_service):
+//     dropped_queue_full;
+//   - the request waited in the queue longer than Options::queue_expiry:
+//     expired;
+//   - its worker died, disconnected or was expired while serving it: the
+//     request goes back to the FRONT of its service queue and is dispatched
+//     again (workers are idempotent per RFC 7), at most
+//     Options::max_redispatch times (redispatched); after that it is dropped
+//     (failures);
+//   - the broker is draining: rejected_draining;
+//   - the client is gone when the reply comes (ZMQ_ROUTER_MANDATORY reports
+//     it): unroutable.
+//
+// Workers.  Every worker, idle or busy, must send something (a HEARTBEAT if
+// nothing else) at least every heartbeat_interval; one that stays silent for
+// heartbeat_interval * heartbeat_liveness is dropped (and its request, if
+// any, redispatched).  The broker sends a HEARTBEAT to every worker each
+// interval in which it sent it nothing else.  A valid but unexpected command
+// (a second READY, a REPLY from an idle worker, any command from an unknown
+// peer other than DISCONNECT, an "mmi.*" READY, ...) is answered with
+// DISCONNECT and the peer is forgotten.  A malformed message is dropped and
+// counted (and logged, rate-limited); when it comes from a registered worker
+// that worker is treated as invalid: it is disconnected as above.
+//
+// Ownership and threading.  The broker owns its ROUTER socket and registers
+// it with the reactor; the context and the reactor must outlive it.  Every
+// method must be called on the reactor's thread (construct and destroy the
+// broker there too, e.g. through ReactorThread::invoke).  Hooks are called on
+// that thread, synchronously; they must not destroy the broker.
+
+#ifndef ZB_BROKERS_MAJORDOMO_MAJORDOMO_BROKER_H_
+#define ZB_BROKERS_MAJORDOMO_MAJORDOMO_BROKER_H_
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+#include <zmq.hpp>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/functional/any_invocable.h"
+#include "absl/status/status.h"
+#include "reactor/reactor.h"
+
+namespace zb {
+
+class MajordomoBroker {
+ public:
+  using Duration = std::chrono::milliseconds;
+
+  struct Options {
+    // Heartbeat period towards workers, and the period of the broker's single
+    // sweep timer (heartbeats, worker expiry, queue expiry).  Workers must use
+    // the same interval (RFC 7).
+    Duration heartbeat_interval{2500};
+    // A worker silent for heartbeat_interval * heartbeat_liveness is dead.
+    int heartbeat_liveness = 3;
+    // Most requests waiting per service; a request beyond it is dropped.
+    // 0 means unbounded.
+    std::size_t max_queue_per_service = 100'000;
+    // A queued request older than this (since it reached the broker) is
+    // dropped.  Checked on every sweep, so it fires up to one sweep late.
+    // Zero means never.  RFC 7 asks brokers to expire requests for services
+    // that have no worker; this applies to every queued request.
+    Duration queue_expiry{30'000};
+    // How many times a request whose worker failed is dispatched again.
+    int max_redispatch = 1;
+    // Most services known at once (a service exists while it has workers or
+    // queued requests); requests naming a new service beyond it are dropped
+    // and counted as dropped_queue_full.  Guards against a client inventing
+    // service names without end.
+    std::size_t max_services = 10'000;
+  };
+
+  // Counters since construction.  Per-service entries exist for every service
+  // the broker currently knows.
+  struct ServiceStats {
+    std::size_t workers = 0;       // registered workers
+    std::size_t idle_workers = 0;  // of which idle
+    std::size_t queued = 0;        // requests waiting
+  };
+  struct Stats {
+    std::uint64_t requests = 0;      // client requests accepted (incl. mmi)
+    std::uint64_t mmi_requests = 0;  // of which answered by MMI
+    std::uint64_t replies = 0;       // replies sent to clients (incl. mmi)
+    std::uint64_t failures = 0;      // dropped after max_redispatch failures
+    std::uint64_t redispatched = 0;  // requests re-queued after a failure
+    std::uint64_t expired = 0;       // dropped after queue_expiry
+    std::uint64_t dropped_queue_full = 0;
+    std::uint64_t rejected_draining = 0;  // new requests while draining
+    std::uint64_t malformed = 0;          // messages dropped as invalid
+    std::uint64_t unroutable = 0;         // sends to a peer that was gone
+    std::uint64_t workers_joined = 0;
+    std::uint64_t workers_left = 0;          // sent DISCONNECT themselves
+    std::uint64_t workers_expired = 0;       // heartbeat silence
+    std::uint64_t workers_disconnected = 0;  // by the broker (protocol error,
+                                             // drain)
+    std::uint64_t disconnects_sent = 0;
+    absl::flat_hash_map<std::string, ServiceStats> services;
+  };
+
+  // Worker membership changes, for logging.
+  struct WorkerEvent {
+    enum class Kind {
+      kJoined,        // READY accepted
+      kLeft,          // the worker sent DISCONNECT
+      kExpired,       // heartbeat silence
+      kDisconnected,  // the broker sent DISCONNECT (protocol error, drain,
+                      // unroutable)
+    };
+    Kind kind;
+    std::string_view identity;  // raw socket identity (may be binary)
+    std::string_view service;
+    std::string_view reason;  // human-readable, for kDisconnected
+  };
+  using WorkerEventHook = absl::AnyInvocable<void(const WorkerEvent&)>;
+
+  // Called once per reply forwarded to a client (not for MMI), with the time
+  // from the request's arrival at the broker to the reply's.
+  using LatencyHook = absl::AnyInvocable<void(
+      std::string_view service, std::chrono::nanoseconds latency)>;
+
+  enum class LogLevel { kDebug, kInfo, kWarning };
+  // Log lines (malformed messages, rate-limited to a few per second with a
+  // count of the suppressed ones).  Default: warnings to stderr.
+  using LogHook = absl::AnyInvocable<void(LogLevel, std::string_view)>;
+
+  MajordomoBroker(Reactor& reactor, zmq::context_t& context, Options options);
+  // Sends nothing; unregisters and closes the socket (linger 0).
+  ~MajordomoBroker();
+
+  MajordomoBroker(const MajordomoBroker&) = delete;
+  MajordomoBroker& operator=(const MajordomoBroker&) = delete;
+
+  // Binds the ROUTER socket to `endpoint` (may be called several times).
+  // "tcp://127.0.0.1:*" picks a free port; see endpoints() for the result.
+  absl::Status Bind(const std::string& endpoint);
+  // The resolved endpoints bound so far (ZMQ_LAST_ENDPOINT of each Bind).
+  const std::vector<std::string>& endpoints() const { return endpoints_; }
+
+  void set_worker_event_hook(WorkerEventHook hook);
+  void set_latency_hook(LatencyHook hook);
+  void set_log_hook(LogHook hook);
+
+  // A snapshot of the counters and per-service gauges.
+  Stats stats() const;
+
+  // Graceful shutdown.  From now on new client requests are dropped
+  // (rejected_draining); requests already queued or being served go on.
+  // When none is left, or when `grace` has passed, every worker is sent
+  // DISCONNECT and forgotten, the remaining queued requests are dropped
+  // (counted as expired), and `on_drained` is called once.  The broker then
+  // stays inert (it drops everything) until destroyed.  Calling Drain again
+  // while draining does nothing and returns FailedPrecondition.
+  absl::Status Drain(Duration grace, absl::AnyInvocable<void()> on_drained);
+  bool draining() const;
+  bool drained() const;
+
+  // Requests queued or being served, over all services.
+  std::size_t open_requests() const;
+
+ private:
+  class Impl;
+  std::unique_ptr<Impl> impl_;
+  std::vector<std::string> endpoints_;
+};
+
+}  // namespace zb
+
+#endif  // ZB_BROKERS_MAJORDOMO_MAJORDOMO_BROKER_H_
