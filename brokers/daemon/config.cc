@@ -1,0 +1,577 @@
+// Copyright 2026 The zbrokers Authors.
+
+#include "brokers/daemon/config.h"
+
+#include <toml++/toml.h>
+
+#include <array>
+#include <fstream>
+#include <sstream>
+#include <variant>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "absl/time/time.h"
+
+namespace zb {
+namespace {
+
+using std::chrono::milliseconds;
+
+// Debian's abseil is built with its own absl::string_view (not an alias of
+// std::string_view), so absl string functions need an explicit conversion.
+absl::string_view Absl(std::string_view s) {
+  return absl::string_view(s.data(), s.size());
+}
+
+void Formatter(std::string* out, std::string_view s) { out->append(s); }
+
+// What kind of value a key holds; decides how a file node or a flag's text is
+// parsed and checked.
+enum class Kind {
+  kEndpoints,         // array of "transport://address" strings
+  kDuration,          // string with a unit, >= 0
+  kPositiveDuration,  // string with a unit, > 0
+  kPositiveInt,       // integer >= 1
+  kNonNegativeInt,    // integer >= 0
+  kLogLevel,          // string, one of the level names
+  kAddress,           // "host:port" or "" (off)
+};
+
+using Value = std::variant<milliseconds, std::int64_t, std::string,
+                           std::vector<std::string>, LogLevel>;
+
+struct KeySpec {
+  std::string_view section;
+  std::string_view key;
+  Kind kind;
+  // The flag that overrides it ("" = file only).  Endpoint flags are special:
+  // they are repeatable and parsed by ParseCommandLine itself.
+  std::string_view flag;
+  void (*apply)(DaemonConfig&, Value&&);
+};
+
+template <typename T>
+T&& Take(Value& v) {
+  return std::get<T>(std::move(v));
+}
+
+// The schema: every key the file may hold.  Adding a key here makes it
+// accepted in the file and, with a flag name, on the command line.
+const std::array<KeySpec, 14> kKeys = {{
+    {"daemon", "log_level", Kind::kLogLevel, "--log-level",
+     [](DaemonConfig& c, Value&& v) { c.log_level = Take<LogLevel>(v); }},
+    {"daemon", "stats_interval", Kind::kDuration, "--stats-interval",
+     [](DaemonConfig& c, Value&& v) {
+       c.stats_interval = Take<milliseconds>(v);
+     }},
+    {"daemon", "metrics", Kind::kAddress, "--metrics",
+     [](DaemonConfig& c, Value&& v) {
+       c.metrics_address = Take<std::string>(v);
+     }},
+    {"daemon", "grace", Kind::kDuration, "--grace",
+     [](DaemonConfig& c, Value&& v) { c.grace = Take<milliseconds>(v); }},
+    {"majordomo", "endpoints", Kind::kEndpoints, "--majordomo",
+     [](DaemonConfig& c, Value&& v) {
+       c.majordomo.endpoints = Take<std::vector<std::string>>(v);
+     }},
+    {"majordomo", "heartbeat_interval", Kind::kPositiveDuration,
+     "--heartbeat-interval",
+     [](DaemonConfig& c, Value&& v) {
+       c.majordomo.heartbeat_interval = Take<milliseconds>(v);
+     }},
+    {"majordomo", "heartbeat_liveness", Kind::kPositiveInt,
+     "--heartbeat-liveness",
+     [](DaemonConfig& c, Value&& v) {
+       c.majordomo.heartbeat_liveness = Take<std::int64_t>(v);
+     }},
+    {"majordomo", "queue_limit", Kind::kNonNegativeInt, "--queue-limit",
+     [](DaemonConfig& c, Value&& v) {
+       c.majordomo.queue_limit = Take<std::int64_t>(v);
+     }},
+    {"majordomo", "queue_expiry", Kind::kDuration, "--queue-expiry",
+     [](DaemonConfig& c, Value&& v) {
+       c.majordomo.queue_expiry = Take<milliseconds>(v);
+     }},
+    {"majordomo", "max_redispatch", Kind::kNonNegativeInt, "--max-redispatch",
+     [](DaemonConfig& c, Value&& v) {
+       c.majordomo.max_redispatch = Take<std::int64_t>(v);
+     }},
+    {"majordomo", "max_services", Kind::kNonNegativeInt, "",
+     [](DaemonConfig& c, Value&& v) {
+       c.majordomo.max_services = Take<std::int64_t>(v);
+     }},
+    {"consensus", "endpoints", Kind::kEndpoints, "--consensus",
+     [](DaemonConfig& c, Value&& v) {
+       c.consensus.endpoints = Take<std::vector<std::string>>(v);
+     }},
+    {"consensus", "request_deadline", Kind::kPositiveDuration,
+     "--request-deadline",
+     [](DaemonConfig& c, Value&& v) {
+       c.consensus.request_deadline = Take<milliseconds>(v);
+     }},
+    {"consensus", "client_expiry", Kind::kPositiveDuration, "--client-expiry",
+     [](DaemonConfig& c, Value&& v) {
+       c.consensus.client_expiry = Take<milliseconds>(v);
+     }},
+}};
+
+constexpr std::array<std::string_view, 3> kSections = {"daemon", "majordomo",
+                                                       "consensus"};
+
+const KeySpec* FindKey(std::string_view section, std::string_view key) {
+  for (const KeySpec& k : kKeys) {
+    if (k.section == section && k.key == key) return &k;
+  }
+  return nullptr;
+}
+
+const KeySpec* FindFlag(std::string_view flag) {
+  for (const KeySpec& k : kKeys) {
+    if (k.flag == flag) return &k;
+  }
+  return nullptr;
+}
+
+std::string KeyName(const KeySpec& k) {
+  return absl::StrFormat("%s.%s", k.section, k.key);
+}
+
+// --- Value checks shared by the file and the flags ------------------------
+
+absl::Status CheckEndpoint(std::string_view ep) {
+  const std::size_t sep = ep.find("://");
+  if (sep == std::string_view::npos || sep == 0 || sep + 3 >= ep.size()) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "expected an endpoint like \"tcp://*:5555\", got \"%s\"", ep));
+  }
+  for (char c : ep.substr(0, sep)) {
+    if (!absl::ascii_isalnum(static_cast<unsigned char>(c))) {
+      return absl::InvalidArgumentError(
+          absl::StrFormat("bad transport in endpoint \"%s\"", ep));
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status CheckAddress(std::string_view addr) {
+  if (addr.empty()) return absl::OkStatus();  // off
+  const std::size_t colon = addr.rfind(':');
+  int port = -1;
+  if (colon == std::string_view::npos || colon == 0 ||
+      !absl::SimpleAtoi(Absl(addr.substr(colon + 1)), &port) || port < 0 ||
+      port > 65535) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "expected \"host:port\" like \"127.0.0.1:9100\" (or \"\" for off), "
+        "got \"%s\"",
+        addr));
+  }
+  return absl::OkStatus();
+}
+
+std::int64_t MinInt(Kind kind) { return kind == Kind::kPositiveInt ? 1 : 0; }
+
+absl::StatusOr<Value> ParseScalarText(Kind kind, std::string_view text) {
+  switch (kind) {
+    case Kind::kDuration:
+    case Kind::kPositiveDuration: {
+      absl::StatusOr<milliseconds> d = ParseDurationText(text);
+      if (!d.ok()) return d.status();
+      if (kind == Kind::kPositiveDuration && d->count() <= 0) {
+        return absl::InvalidArgumentError(absl::StrFormat(
+            "expected a duration of at least 1ms, got \"%s\"", text));
+      }
+      return Value(*d);
+    }
+    case Kind::kPositiveInt:
+    case Kind::kNonNegativeInt: {
+      const std::int64_t min = MinInt(kind);
+      std::int64_t n = 0;
+      if (!absl::SimpleAtoi(Absl(text), &n) || n < min) {
+        return absl::InvalidArgumentError(absl::StrFormat(
+            "expected an integer >= %d, got \"%s\"", min, text));
+      }
+      return Value(n);
+    }
+    case Kind::kLogLevel: {
+      absl::StatusOr<LogLevel> level = ParseLogLevel(text);
+      if (!level.ok()) return level.status();
+      return Value(*level);
+    }
+    case Kind::kAddress: {
+      absl::Status s = CheckAddress(text);
+      if (!s.ok()) return s;
+      return Value(std::string(text));
+    }
+    case Kind::kEndpoints: {
+      absl::Status s = CheckEndpoint(text);
+      if (!s.ok()) return s;
+      return Value(std::vector<std::string>{std::string(text)});
+    }
+  }
+  return absl::InternalError("unhandled key kind");
+}
+
+// --- TOML -----------------------------------------------------------------
+
+std::string Where(std::string_view source, const toml::source_region& r) {
+  return absl::StrFormat("%s:%d:%d", source, r.begin.line, r.begin.column);
+}
+
+std::string_view TypeName(const toml::node& n) {
+  switch (n.type()) {
+    case toml::node_type::table:
+      return "a table";
+    case toml::node_type::array:
+      return "an array";
+    case toml::node_type::string:
+      return "a string";
+    case toml::node_type::integer:
+      return "an integer";
+    case toml::node_type::floating_point:
+      return "a float";
+    case toml::node_type::boolean:
+      return "a boolean";
+    default:
+      return "a date/time";
+  }
+}
+
+// Parses one file node for `spec`.  Errors carry no location; the caller
+// adds it (the element's own line for arrays).
+absl::StatusOr<Value> ParseNode(const KeySpec& spec, const toml::node& node,
+                                std::string_view source) {
+  auto error = [&](const toml::node& at, std::string_view what) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "%s: %s: %s", Where(source, at.source()), KeyName(spec), what));
+  };
+  switch (spec.kind) {
+    case Kind::kEndpoints: {
+      const toml::array* arr = node.as_array();
+      if (arr == nullptr) {
+        return error(node, absl::StrFormat("expected an array of endpoint "
+                                           "strings, got %s",
+                                           TypeName(node)));
+      }
+      std::vector<std::string> endpoints;
+      for (const toml::node& el : *arr) {
+        const toml::value<std::string>* s = el.as_string();
+        if (s == nullptr) {
+          return error(el,
+                       absl::StrFormat("expected an endpoint string, got %s",
+                                       TypeName(el)));
+        }
+        absl::Status st = CheckEndpoint(s->get());
+        if (!st.ok()) return error(el, std::string(st.message()));
+        endpoints.push_back(s->get());
+      }
+      return Value(std::move(endpoints));
+    }
+    case Kind::kPositiveInt:
+    case Kind::kNonNegativeInt: {
+      const std::int64_t min = MinInt(spec.kind);
+      const toml::value<std::int64_t>* i = node.as_integer();
+      if (i == nullptr) {
+        return error(node, absl::StrFormat("expected an integer >= %d, got %s",
+                                           min, TypeName(node)));
+      }
+      if (i->get() < min) {
+        return error(node, absl::StrFormat("expected an integer >= %d, got %d",
+                                           min, i->get()));
+      }
+      return Value(i->get());
+    }
+    case Kind::kDuration:
+    case Kind::kPositiveDuration:
+    case Kind::kLogLevel:
+    case Kind::kAddress: {
+      const toml::value<std::string>* s = node.as_string();
+      if (s == nullptr) {
+        std::string_view expected =
+            spec.kind == Kind::kLogLevel  ? "a log level string like \"info\""
+            : spec.kind == Kind::kAddress ? "a \"host:port\" string"
+                                          : "a duration string like \"5s\"";
+        return error(node, absl::StrFormat("expected %s, got %s", expected,
+                                           TypeName(node)));
+      }
+      absl::StatusOr<Value> v = ParseScalarText(spec.kind, s->get());
+      if (!v.ok()) return error(node, std::string(v.status().message()));
+      return v;
+    }
+  }
+  return absl::InternalError("unhandled key kind");
+}
+
+}  // namespace
+
+// --- Public helpers -------------------------------------------------------
+
+absl::StatusOr<LogLevel> ParseLogLevel(std::string_view name) {
+  const std::string lower = absl::AsciiStrToLower(Absl(name));
+  if (lower == "trace") return LogLevel::kTrace;
+  if (lower == "debug") return LogLevel::kDebug;
+  if (lower == "info") return LogLevel::kInfo;
+  if (lower == "warn" || lower == "warning") return LogLevel::kWarn;
+  if (lower == "error") return LogLevel::kError;
+  if (lower == "critical") return LogLevel::kCritical;
+  if (lower == "off") return LogLevel::kOff;
+  return absl::InvalidArgumentError(absl::StrFormat(
+      "unknown log level \"%s\" (expected trace, debug, info, warn, error, "
+      "critical or off)",
+      name));
+}
+
+std::string_view LogLevelName(LogLevel level) {
+  switch (level) {
+    case LogLevel::kTrace:
+      return "trace";
+    case LogLevel::kDebug:
+      return "debug";
+    case LogLevel::kInfo:
+      return "info";
+    case LogLevel::kWarn:
+      return "warn";
+    case LogLevel::kError:
+      return "error";
+    case LogLevel::kCritical:
+      return "critical";
+    case LogLevel::kOff:
+      return "off";
+  }
+  return "?";
+}
+
+absl::StatusOr<milliseconds> ParseDurationText(std::string_view text) {
+  absl::Duration d;
+  // absl accepts a bare "0" and signed/infinite values; a config wants
+  // neither sign nor infinity, and every non-zero value needs a unit.
+  if (!absl::ParseDuration(Absl(text), &d) || d < absl::ZeroDuration() ||
+      d == absl::InfiniteDuration() ||
+      (d != absl::ZeroDuration() &&
+       !absl::ascii_isalpha(static_cast<unsigned char>(text.back())))) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "expected a duration like \"250ms\", \"5s\" or \"1m\", got \"%s\"",
+        text));
+  }
+  return milliseconds(absl::ToInt64Milliseconds(d));
+}
+
+std::string FormatDuration(milliseconds d) {
+  if (d.count() == 0) return "0s";
+  return absl::FormatDuration(absl::Milliseconds(d.count()));
+}
+
+absl::StatusOr<CommandLine> ParseCommandLine(
+    std::span<const char* const> args) {
+  CommandLine cli;
+  for (std::size_t i = 0; i < args.size(); ++i) {
+    std::string_view arg = args[i];
+    if (arg == "-h" || arg == "--help") {
+      cli.help = true;
+      continue;
+    }
+    if (arg == "--version") {
+      cli.version = true;
+      continue;
+    }
+    if (!arg.starts_with("--")) {
+      return absl::InvalidArgumentError(
+          absl::StrFormat("unexpected argument \"%s\" (see --help)", arg));
+    }
+    std::string_view flag = arg;
+    std::optional<std::string_view> value;
+    if (const std::size_t eq = arg.find('='); eq != std::string_view::npos) {
+      flag = arg.substr(0, eq);
+      value = arg.substr(eq + 1);
+    }
+    const KeySpec* spec = FindFlag(flag);
+    if (spec == nullptr && flag != "--config") {
+      return absl::InvalidArgumentError(
+          absl::StrFormat("unknown flag %s (see --help)", flag));
+    }
+    if (!value.has_value()) {
+      if (i + 1 >= args.size()) {
+        return absl::InvalidArgumentError(
+            absl::StrFormat("%s needs a value (see --help)", flag));
+      }
+      value = args[++i];
+    }
+    if (flag == "--config") {
+      cli.config_file = std::string(*value);
+    } else if (flag == "--majordomo") {
+      cli.majordomo.emplace_back(*value);
+    } else if (flag == "--consensus") {
+      cli.consensus.emplace_back(*value);
+    } else {
+      cli.overrides.emplace_back(KeyName(*spec), std::string(*value));
+    }
+  }
+  return cli;
+}
+
+absl::StatusOr<DaemonConfig> ParseConfigText(std::string_view text,
+                                             std::string_view source_name) {
+  toml::table root;
+  try {
+    root = toml::parse(text, source_name);
+  } catch (const toml::parse_error& e) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "%s: %s", Where(source_name, e.source()), e.description()));
+  }
+  DaemonConfig config;
+  for (auto&& [section_key, section_node] : root) {
+    const std::string_view section = section_key.str();
+    bool known = false;
+    for (std::string_view s : kSections) known = known || s == section;
+    if (!known) {
+      return absl::InvalidArgumentError(absl::StrFormat(
+          "%s: unknown table or key \"%s\" (expected [daemon], [majordomo] "
+          "or [consensus])",
+          Where(source_name, section_key.source()), section));
+    }
+    const toml::table* table = section_node.as_table();
+    if (table == nullptr) {
+      return absl::InvalidArgumentError(
+          absl::StrFormat("%s: \"%s\" must be a table ([%s]), got %s",
+                          Where(source_name, section_key.source()), section,
+                          section, TypeName(section_node)));
+    }
+    for (auto&& [key, node] : *table) {
+      const KeySpec* spec = FindKey(section, key.str());
+      if (spec == nullptr) {
+        std::vector<std::string_view> known_keys;
+        for (const KeySpec& k : kKeys) {
+          if (k.section == section) known_keys.push_back(k.key);
+        }
+        return absl::InvalidArgumentError(absl::StrFormat(
+            "%s: unknown key \"%s.%s\" (known keys in [%s]: %s)",
+            Where(source_name, key.source()), section, key.str(), section,
+            absl::StrJoin(known_keys, ", ", Formatter)));
+      }
+      absl::StatusOr<Value> v = ParseNode(*spec, node, source_name);
+      if (!v.ok()) return v.status();
+      spec->apply(config, *std::move(v));
+    }
+  }
+  return config;
+}
+
+absl::StatusOr<DaemonConfig> LoadConfigFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    return absl::InvalidArgumentError(
+        absl::StrFormat("--config: cannot read \"%s\"", path));
+  }
+  std::ostringstream text;
+  text << in.rdbuf();
+  if (in.bad()) {
+    return absl::InvalidArgumentError(
+        absl::StrFormat("--config: error reading \"%s\"", path));
+  }
+  return ParseConfigText(text.str(), path);
+}
+
+absl::Status ApplyCommandLine(const CommandLine& cli, DaemonConfig& config) {
+  auto endpoints = [](std::string_view flag,
+                      const std::vector<std::string>& values,
+                      std::vector<std::string>& out) -> absl::Status {
+    if (values.empty()) return absl::OkStatus();
+    for (const std::string& ep : values) {
+      absl::Status s = CheckEndpoint(ep);
+      if (!s.ok()) {
+        return absl::InvalidArgumentError(
+            absl::StrFormat("%s: %s", flag, s.message()));
+      }
+    }
+    out = values;
+    return absl::OkStatus();
+  };
+  absl::Status s =
+      endpoints("--majordomo", cli.majordomo, config.majordomo.endpoints);
+  if (!s.ok()) return s;
+  s = endpoints("--consensus", cli.consensus, config.consensus.endpoints);
+  if (!s.ok()) return s;
+  for (const auto& [name, text] : cli.overrides) {
+    const std::size_t dot = name.find('.');
+    const KeySpec* spec = FindKey(name.substr(0, dot), name.substr(dot + 1));
+    if (spec == nullptr) {
+      return absl::InternalError(
+          absl::StrFormat("no key for override %s", name));
+    }
+    absl::StatusOr<Value> v = ParseScalarText(spec->kind, text);
+    if (!v.ok()) {
+      return absl::InvalidArgumentError(
+          absl::StrFormat("%s: %s", spec->flag, v.status().message()));
+    }
+    spec->apply(config, *std::move(v));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ValidateConfig(const DaemonConfig& config) {
+  if (config.majordomo.endpoints.empty() &&
+      config.consensus.endpoints.empty()) {
+    return absl::InvalidArgumentError(
+        "no broker to run: give at least one --majordomo or --consensus "
+        "endpoint (or majordomo.endpoints / consensus.endpoints in the "
+        "config file)");
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<DaemonConfig> BuildConfig(const CommandLine& cli) {
+  DaemonConfig config;
+  if (cli.config_file.has_value()) {
+    absl::StatusOr<DaemonConfig> loaded = LoadConfigFile(*cli.config_file);
+    if (!loaded.ok()) return loaded.status();
+    config = *std::move(loaded);
+  }
+  absl::Status s = ApplyCommandLine(cli, config);
+  if (!s.ok()) return s;
+  s = ValidateConfig(config);
+  if (!s.ok()) return s;
+  return config;
+}
+
+std::string UsageText() {
+  return R"(Usage: zb-broker [FLAGS]
+
+Runs one or more zbrokers brokers in one process.  At least one broker
+endpoint is required.  Flags override the config file.
+
+Brokers (each flag repeatable; given flags replace the file's list):
+  --majordomo ENDPOINT       Majordomo (MDP/0.1 + MMI) broker, e.g. tcp://*:5555
+  --consensus ENDPOINT       consensus (CCp100) broker, e.g. tcp://*:5556
+
+Daemon:
+  --config FILE              TOML config file (see docs/daemon.md)
+  --log-level LEVEL          trace|debug|info|warn|error|critical|off [info]
+  --stats-interval DURATION  period of the counters log line, 0s = off [60s]
+  --metrics HOST:PORT        Prometheus text endpoint at /metrics [off]
+  --grace DURATION           drain period on SIGTERM/SIGINT [5s]
+
+Majordomo tuning (default: the broker's own):
+  --heartbeat-interval DURATION   heartbeat period towards workers
+  --heartbeat-liveness N          missed heartbeats before a worker is dropped
+  --queue-limit N                 most requests queued per service, 0 = no bound
+  --queue-expiry DURATION         longest time a request may stay queued, 0s = no limit
+  --max-redispatch N              times a request whose worker died is resent
+
+Consensus tuning (default: the broker's own):
+  --request-deadline DURATION     a request fails when not done by then
+  --client-expiry DURATION        idle client records are forgotten after
+
+  -h, --help                 this text
+  --version                  print the version
+
+Durations take a unit: 250ms, 5s, 1m30s.  A value may also be given as
+--flag=value.
+
+Exit codes: 0 after a clean stop (SIGTERM/SIGINT), 1 when the daemon fails at
+run time (e.g. an endpoint cannot be bound), 2 for a usage or config error.
+)";
+}
+
+}  // namespace zb

@@ -1,0 +1,155 @@
+// Copyright 2026 The zbrokers Authors.
+//
+// The zb-broker daemon's configuration: a TOML file (--config FILE) plus
+// command-line flags that override it.
+//
+//   absl::StatusOr<zb::CommandLine> cli = zb::ParseCommandLine(args);
+//   if (!cli.ok()) { /* print cli.status().message(), exit 2 */ }
+//   if (cli->help) { std::cout << zb::UsageText(); }
+//   absl::StatusOr<zb::DaemonConfig> config = zb::BuildConfig(*cli);
+//   if (!config.ok()) { /* print the message, exit 2 */ }
+//
+// The file has three tables, and nothing else is accepted: an unknown table or
+// key is an error (a typo must never be silently ignored).
+//
+//   [daemon]
+//   log_level = "info"             # trace|debug|info|warn|error|critical|off
+//   stats_interval = "60s"         # periodic counter log line; "0s" = off
+//   metrics = "127.0.0.1:9100"     # Prometheus endpoint; "" = off
+//   grace = "5s"                   # drain period on SIGTERM/SIGINT
+//
+//   [majordomo]
+//   endpoints = ["tcp://*:5555"]
+//   heartbeat_interval = "2500ms"
+//   heartbeat_liveness = 3
+//   queue_limit = 100000           # per service; 0 = unbounded
+//   queue_expiry = "30s"           # "0s" = never
+//   max_redispatch = 1
+//   max_services = 10000
+//
+//   [consensus]
+//   endpoints = ["tcp://*:5556"]
+//   request_deadline = "5s"
+//   client_expiry = "5m"
+//
+// Durations are strings with a unit ("250ms", "5s", "1m30s"; resolution 1 ms).
+// A broker tuning key that is absent keeps that broker's own default (the
+// std::optional fields below); docs/daemon.md lists every default.
+//
+// Every error is an InvalidArgument status whose message names the flag or
+// the key, and for a file also "path:line:column", e.g.
+//   "zb.toml:7:1: majordomo.queue_limit: expected an integer >= 1, got 0".
+//
+// Thread-safety: these are plain values and pure functions.
+
+#ifndef ZB_BROKERS_DAEMON_CONFIG_H_
+#define ZB_BROKERS_DAEMON_CONFIG_H_
+
+#include <chrono>
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+
+namespace zb {
+
+// Log levels, in spdlog's order (logging.h maps them to spdlog).
+enum class LogLevel { kTrace, kDebug, kInfo, kWarn, kError, kCritical, kOff };
+
+// "trace", "debug", "info", "warn" (or "warning"), "error", "critical", "off".
+absl::StatusOr<LogLevel> ParseLogLevel(std::string_view name);
+std::string_view LogLevelName(LogLevel level);
+
+// A non-negative duration with a unit, e.g. "250ms", "5s", "1m30s".
+absl::StatusOr<std::chrono::milliseconds> ParseDurationText(
+    std::string_view text);
+// The reverse, for logs and --help ("2.5s", "250ms", "0s").
+std::string FormatDuration(std::chrono::milliseconds d);
+
+struct MajordomoSettings {
+  // Bind endpoints; none means no Majordomo broker.
+  std::vector<std::string> endpoints;
+  // Broker HEARTBEAT period towards workers; a worker silent for
+  // interval x liveness is dropped.
+  std::optional<std::chrono::milliseconds> heartbeat_interval;
+  std::optional<std::int64_t> heartbeat_liveness;
+  // Most requests queued per service while no worker is idle; 0 = no bound.
+  std::optional<std::int64_t> queue_limit;
+  // How long a request may wait in a queue before it is dropped; 0 = never.
+  std::optional<std::chrono::milliseconds> queue_expiry;
+  // How often a request whose worker died is dispatched again.
+  std::optional<std::int64_t> max_redispatch;
+  // Most services known at once (guards against invented service names).
+  std::optional<std::int64_t> max_services;
+};
+
+struct ConsensusSettings {
+  std::vector<std::string> endpoints;
+  // A request not answered by every worker by then fails with "timeout".
+  std::optional<std::chrono::milliseconds> request_deadline;
+  // Idle client sequence records are forgotten after this long.
+  std::optional<std::chrono::milliseconds> client_expiry;
+};
+
+struct DaemonConfig {
+  MajordomoSettings majordomo;
+  ConsensusSettings consensus;
+
+  LogLevel log_level = LogLevel::kInfo;
+  // Period of the "stats" log line with every broker's counters; 0 = off.
+  std::chrono::milliseconds stats_interval = std::chrono::seconds(60);
+  // "host:port" of the Prometheus text endpoint; empty = no endpoint.  Port 0
+  // picks a free port (logged at start-up).
+  std::string metrics_address;
+  // On SIGTERM/SIGINT, how long open requests may take to finish.
+  std::chrono::milliseconds grace = std::chrono::seconds(5);
+};
+
+// What the command line said.  Fields the user did not give are empty, so
+// that they do not override the file.
+struct CommandLine {
+  bool help = false;
+  bool version = false;
+  std::optional<std::string> config_file;
+  // Every value of a repeatable flag, in order; when non-empty it replaces
+  // (does not extend) the file's endpoint list for that broker.
+  std::vector<std::string> majordomo;
+  std::vector<std::string> consensus;
+  // Other overrides, as "section.key" -> raw text, in command-line order.
+  // They are validated exactly like the file's values.
+  std::vector<std::pair<std::string, std::string>> overrides;
+};
+
+// Parses the arguments after argv[0].  Accepts "--flag value" and
+// "--flag=value".  Unknown flags, missing values and stray positional
+// arguments are errors.  Values are only checked by BuildConfig().
+absl::StatusOr<CommandLine> ParseCommandLine(std::span<const char* const> args);
+
+// Parses TOML text.  `source_name` is used in error messages (the file path).
+absl::StatusOr<DaemonConfig> ParseConfigText(std::string_view text,
+                                             std::string_view source_name);
+// Reads and parses a file.  A missing or unreadable file is an error.
+absl::StatusOr<DaemonConfig> LoadConfigFile(const std::string& path);
+
+// Applies the command line's overrides to `config`.
+absl::Status ApplyCommandLine(const CommandLine& cli, DaemonConfig& config);
+
+// Checks what must hold for the daemon to start: at least one broker
+// endpoint.
+absl::Status ValidateConfig(const DaemonConfig& config);
+
+// The whole pipeline: defaults, then the file (if --config), then the flags,
+// then ValidateConfig().
+absl::StatusOr<DaemonConfig> BuildConfig(const CommandLine& cli);
+
+// The text printed by --help.
+std::string UsageText();
+
+}  // namespace zb
+
+#endif  // ZB_BROKERS_DAEMON_CONFIG_H_

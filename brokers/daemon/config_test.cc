@@ -1,0 +1,388 @@
+// Copyright 2026 The zbrokers Authors.
+
+#include "brokers/daemon/config.h"
+
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace zb {
+namespace {
+
+using std::chrono::milliseconds;
+using ::testing::AllOf;
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+
+absl::StatusOr<CommandLine> Parse(std::vector<const char*> args) {
+  return ParseCommandLine(std::span<const char* const>(args));
+}
+
+// The error message of a parse that must fail.
+std::string ParseError(std::string_view toml) {
+  absl::StatusOr<DaemonConfig> c = ParseConfigText(toml, "t.toml");
+  EXPECT_FALSE(c.ok()) << "parsed: " << toml;
+  if (c.ok()) return "";
+  EXPECT_EQ(c.status().code(), absl::StatusCode::kInvalidArgument);
+  return std::string(c.status().message());
+}
+
+// A temporary file removed at the end of the test.
+class TempFile {
+ public:
+  explicit TempFile(std::string_view text) {
+    char name[] = "/tmp/zb_config_test_XXXXXX";
+    const int fd = mkstemp(name);
+    EXPECT_GE(fd, 0);
+    close(fd);
+    path_ = name;
+    std::ofstream(path_) << text;
+  }
+  ~TempFile() { std::remove(path_.c_str()); }
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+};
+
+constexpr std::string_view kGoodFile = R"(
+# every key
+[daemon]
+log_level = "debug"
+stats_interval = "30s"
+metrics = "127.0.0.1:9100"
+grace = "2500ms"
+
+[majordomo]
+endpoints = ["tcp://*:5555", "ipc:///tmp/zb-mdp"]
+heartbeat_interval = "1s"
+heartbeat_liveness = 5
+queue_limit = 1000
+queue_expiry = "1m"
+max_redispatch = 2
+max_services = 50
+
+[consensus]
+endpoints = ["tcp://127.0.0.1:5556"]
+request_deadline = "3s"
+client_expiry = "10m"
+)";
+
+TEST(ConfigFileTest, GoodFileSetsEveryKey) {
+  absl::StatusOr<DaemonConfig> c = ParseConfigText(kGoodFile, "good.toml");
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->log_level, LogLevel::kDebug);
+  EXPECT_EQ(c->stats_interval, milliseconds(30'000));
+  EXPECT_EQ(c->metrics_address, "127.0.0.1:9100");
+  EXPECT_EQ(c->grace, milliseconds(2500));
+  EXPECT_THAT(c->majordomo.endpoints,
+              ElementsAre("tcp://*:5555", "ipc:///tmp/zb-mdp"));
+  EXPECT_EQ(c->majordomo.heartbeat_interval, milliseconds(1000));
+  EXPECT_EQ(c->majordomo.heartbeat_liveness, 5);
+  EXPECT_EQ(c->majordomo.queue_limit, 1000);
+  EXPECT_EQ(c->majordomo.queue_expiry, milliseconds(60'000));
+  EXPECT_EQ(c->majordomo.max_redispatch, 2);
+  EXPECT_EQ(c->majordomo.max_services, 50);
+  EXPECT_THAT(c->consensus.endpoints, ElementsAre("tcp://127.0.0.1:5556"));
+  EXPECT_EQ(c->consensus.request_deadline, milliseconds(3000));
+  EXPECT_EQ(c->consensus.client_expiry, milliseconds(600'000));
+}
+
+TEST(ConfigFileTest, EmptyFileKeepsDefaults) {
+  absl::StatusOr<DaemonConfig> c = ParseConfigText("", "empty.toml");
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->log_level, LogLevel::kInfo);
+  EXPECT_EQ(c->stats_interval, milliseconds(60'000));
+  EXPECT_EQ(c->metrics_address, "");
+  EXPECT_EQ(c->grace, milliseconds(5000));
+  EXPECT_TRUE(c->majordomo.endpoints.empty());
+  EXPECT_FALSE(c->majordomo.heartbeat_interval.has_value());
+  EXPECT_FALSE(c->majordomo.queue_limit.has_value());
+  EXPECT_FALSE(c->consensus.request_deadline.has_value());
+  // Valid TOML but no broker: the daemon must refuse to start.
+  EXPECT_FALSE(ValidateConfig(*c).ok());
+}
+
+TEST(ConfigFileTest, ZeroMeansOffWhereDocumented) {
+  absl::StatusOr<DaemonConfig> c = ParseConfigText(
+      "[daemon]\nstats_interval = \"0s\"\ngrace = \"0s\"\nmetrics = \"\"\n"
+      "[majordomo]\nqueue_limit = 0\nqueue_expiry = \"0s\"\n"
+      "max_redispatch = 0\n",
+      "t.toml");
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->stats_interval, milliseconds(0));
+  EXPECT_EQ(c->grace, milliseconds(0));
+  EXPECT_EQ(c->majordomo.queue_limit, 0);
+  EXPECT_EQ(c->majordomo.queue_expiry, milliseconds(0));
+  EXPECT_EQ(c->majordomo.max_redispatch, 0);
+}
+
+TEST(ConfigFileTest, SyntaxErrorNamesLine) {
+  EXPECT_THAT(ParseError("[daemon]\nlog_level = = \"info\"\n"),
+              HasSubstr("t.toml:2:"));
+}
+
+TEST(ConfigFileTest, UnknownTableIsAnError) {
+  EXPECT_THAT(ParseError("[daemon]\ngrace = \"1s\"\n[majordomoo]\n"),
+              AllOf(HasSubstr("t.toml:3:"), HasSubstr("majordomoo")));
+}
+
+TEST(ConfigFileTest, TopLevelKeyIsAnError) {
+  EXPECT_THAT(ParseError("log_level = \"info\"\n"),
+              AllOf(HasSubstr("t.toml:1:"), HasSubstr("log_level")));
+}
+
+TEST(ConfigFileTest, SectionThatIsNotATableIsAnError) {
+  EXPECT_THAT(ParseError("daemon = 3\n"),
+              AllOf(HasSubstr("t.toml:1:"), HasSubstr("must be a table")));
+}
+
+TEST(ConfigFileTest, UnknownKeyIsAnErrorWithItsLine) {
+  const std::string msg = ParseError(
+      "[majordomo]\nendpoints = [\"tcp://*:1\"]\n"
+      "heartbeat_intervl = \"1s\"\n");
+  EXPECT_THAT(msg, AllOf(HasSubstr("t.toml:3:"),
+                         HasSubstr("majordomo.heartbeat_intervl"),
+                         HasSubstr("heartbeat_interval")));  // the known keys
+}
+
+TEST(ConfigFileTest, KeyOfAnotherSectionIsUnknown) {
+  EXPECT_THAT(
+      ParseError("[consensus]\nqueue_limit = 3\n"),
+      AllOf(HasSubstr("t.toml:2:"), HasSubstr("consensus.queue_limit")));
+}
+
+struct BadValue {
+  std::string_view toml;
+  std::string_view key;   // must be named in the message
+  std::string_view line;  // "t.toml:N:"
+};
+
+class ConfigBadValueTest : public ::testing::TestWithParam<BadValue> {};
+
+TEST_P(ConfigBadValueTest, NamesKeyAndLine) {
+  const BadValue& bad = GetParam();
+  const std::string msg = ParseError(bad.toml);
+  EXPECT_THAT(msg, HasSubstr(bad.key));
+  EXPECT_THAT(msg, HasSubstr(bad.line));
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    EachKey, ConfigBadValueTest,
+    ::testing::Values(
+        BadValue{"[daemon]\nlog_level = \"loud\"\n", "daemon.log_level",
+                 "t.toml:2:"},
+        BadValue{"[daemon]\nlog_level = 3\n", "daemon.log_level", "t.toml:2:"},
+        BadValue{"[daemon]\n\nstats_interval = 60\n", "daemon.stats_interval",
+                 "t.toml:3:"},
+        BadValue{"[daemon]\nstats_interval = \"-5s\"\n",
+                 "daemon.stats_interval", "t.toml:2:"},
+        BadValue{"[daemon]\nstats_interval = \"60\"\n", "daemon.stats_interval",
+                 "t.toml:2:"},
+        BadValue{"[daemon]\nstats_interval = \"inf\"\n",
+                 "daemon.stats_interval", "t.toml:2:"},
+        BadValue{"[daemon]\nmetrics = \"localhost\"\n", "daemon.metrics",
+                 "t.toml:2:"},
+        BadValue{"[daemon]\nmetrics = \"127.0.0.1:70000\"\n", "daemon.metrics",
+                 "t.toml:2:"},
+        BadValue{"[daemon]\nmetrics = 9100\n", "daemon.metrics", "t.toml:2:"},
+        BadValue{"[daemon]\ngrace = \"soon\"\n", "daemon.grace", "t.toml:2:"},
+        BadValue{"[majordomo]\nendpoints = \"tcp://*:5555\"\n",
+                 "majordomo.endpoints", "t.toml:2:"},
+        BadValue{"[majordomo]\nendpoints = [\n  \"tcp://*:5555\",\n  5,\n]\n",
+                 "majordomo.endpoints", "t.toml:4:"},
+        BadValue{"[majordomo]\nendpoints = [\"*:5555\"]\n",
+                 "majordomo.endpoints", "t.toml:2:"},
+        BadValue{"[majordomo]\nheartbeat_interval = \"0s\"\n",
+                 "majordomo.heartbeat_interval", "t.toml:2:"},
+        BadValue{"[majordomo]\nheartbeat_liveness = 0\n",
+                 "majordomo.heartbeat_liveness", "t.toml:2:"},
+        BadValue{"[majordomo]\nheartbeat_liveness = 2.5\n",
+                 "majordomo.heartbeat_liveness", "t.toml:2:"},
+        BadValue{"[majordomo]\nqueue_limit = -1\n", "majordomo.queue_limit",
+                 "t.toml:2:"},
+        BadValue{"[majordomo]\nqueue_expiry = true\n", "majordomo.queue_expiry",
+                 "t.toml:2:"},
+        BadValue{"[majordomo]\nmax_redispatch = \"1\"\n",
+                 "majordomo.max_redispatch", "t.toml:2:"},
+        BadValue{"[majordomo]\nmax_services = -3\n", "majordomo.max_services",
+                 "t.toml:2:"},
+        BadValue{"[consensus]\nendpoints = [\"tcp:/x\"]\n",
+                 "consensus.endpoints", "t.toml:2:"},
+        BadValue{"[consensus]\nrequest_deadline = \"0ms\"\n",
+                 "consensus.request_deadline", "t.toml:2:"},
+        BadValue{"[consensus]\nclient_expiry = \"5 minutes\"\n",
+                 "consensus.client_expiry", "t.toml:2:"}));
+
+TEST(CommandLineTest, ParsesEveryFlagBothWays) {
+  absl::StatusOr<CommandLine> cli =
+      Parse({"--majordomo", "tcp://*:1", "--consensus=tcp://*:2",
+             "--majordomo=tcp://*:3", "--config", "f.toml", "--log-level=warn",
+             "--grace", "1s", "--metrics", "127.0.0.1:0"});
+  ASSERT_TRUE(cli.ok()) << cli.status();
+  EXPECT_FALSE(cli->help);
+  EXPECT_EQ(cli->config_file, "f.toml");
+  EXPECT_THAT(cli->majordomo, ElementsAre("tcp://*:1", "tcp://*:3"));
+  EXPECT_THAT(cli->consensus, ElementsAre("tcp://*:2"));
+  EXPECT_EQ(cli->overrides.size(), 3u);
+}
+
+TEST(CommandLineTest, HelpAndVersion) {
+  absl::StatusOr<CommandLine> cli = Parse({"--help"});
+  ASSERT_TRUE(cli.ok());
+  EXPECT_TRUE(cli->help);
+  cli = Parse({"-h"});
+  ASSERT_TRUE(cli.ok());
+  EXPECT_TRUE(cli->help);
+  cli = Parse({"--version"});
+  ASSERT_TRUE(cli.ok());
+  EXPECT_TRUE(cli->version);
+  EXPECT_THAT(UsageText(),
+              AllOf(HasSubstr("--majordomo"), HasSubstr("--consensus"),
+                    HasSubstr("--config"), HasSubstr("--grace")));
+}
+
+TEST(CommandLineTest, UnknownFlagIsAnError) {
+  absl::StatusOr<CommandLine> cli =
+      Parse({"--majordomo", "tcp://*:1", "--frobnicate"});
+  ASSERT_FALSE(cli.ok());
+  EXPECT_THAT(cli.status().message(), HasSubstr("--frobnicate"));
+}
+
+TEST(CommandLineTest, MissingValueIsAnError) {
+  absl::StatusOr<CommandLine> cli = Parse({"--majordomo"});
+  ASSERT_FALSE(cli.ok());
+  EXPECT_THAT(cli.status().message(), HasSubstr("--majordomo needs a value"));
+}
+
+TEST(CommandLineTest, PositionalArgumentIsAnError) {
+  absl::StatusOr<CommandLine> cli = Parse({"tcp://*:5555"});
+  ASSERT_FALSE(cli.ok());
+  EXPECT_THAT(cli.status().message(), HasSubstr("tcp://*:5555"));
+}
+
+TEST(CommandLineTest, BadFlagValueNamesTheFlag) {
+  struct Case {
+    std::vector<const char*> args;
+    std::string_view flag;
+  };
+  const std::vector<Case> cases = {
+      {{"--majordomo", "nonsense"}, "--majordomo"},
+      {{"--consensus", "tcp://*:1", "--log-level", "chatty"}, "--log-level"},
+      {{"--consensus", "tcp://*:1", "--grace", "5"}, "--grace"},
+      {{"--consensus", "tcp://*:1", "--metrics", "9100"}, "--metrics"},
+      {{"--consensus", "tcp://*:1", "--heartbeat-liveness", "x"},
+       "--heartbeat-liveness"},
+      {{"--consensus", "tcp://*:1", "--queue-limit=-2"}, "--queue-limit"},
+      {{"--consensus", "tcp://*:1", "--request-deadline", "0s"},
+       "--request-deadline"},
+  };
+  for (const Case& c : cases) {
+    absl::StatusOr<CommandLine> cli = Parse(c.args);
+    ASSERT_TRUE(cli.ok()) << cli.status();
+    absl::StatusOr<DaemonConfig> config = BuildConfig(*cli);
+    ASSERT_FALSE(config.ok()) << c.flag;
+    EXPECT_THAT(config.status().message(), HasSubstr(c.flag));
+  }
+}
+
+TEST(BuildConfigTest, NoBrokerIsAnError) {
+  absl::StatusOr<CommandLine> cli = Parse({"--log-level", "debug"});
+  ASSERT_TRUE(cli.ok());
+  absl::StatusOr<DaemonConfig> config = BuildConfig(*cli);
+  ASSERT_FALSE(config.ok());
+  EXPECT_THAT(config.status().message(), HasSubstr("no broker"));
+}
+
+TEST(BuildConfigTest, FlagsOverrideTheFile) {
+  TempFile file(kGoodFile);
+  absl::StatusOr<CommandLine> cli =
+      Parse({"--config", file.path().c_str(), "--majordomo", "tcp://*:7000",
+             "--log-level", "error", "--queue-limit", "7", "--grace=0s",
+             "--metrics="});
+  ASSERT_TRUE(cli.ok()) << cli.status();
+  absl::StatusOr<DaemonConfig> c = BuildConfig(*cli);
+  ASSERT_TRUE(c.ok()) << c.status();
+  // Overridden.
+  EXPECT_THAT(c->majordomo.endpoints, ElementsAre("tcp://*:7000"));
+  EXPECT_EQ(c->log_level, LogLevel::kError);
+  EXPECT_EQ(c->majordomo.queue_limit, 7);
+  EXPECT_EQ(c->grace, milliseconds(0));
+  EXPECT_EQ(c->metrics_address, "");
+  // Kept from the file.
+  EXPECT_THAT(c->consensus.endpoints, ElementsAre("tcp://127.0.0.1:5556"));
+  EXPECT_EQ(c->majordomo.heartbeat_liveness, 5);
+  EXPECT_EQ(c->stats_interval, milliseconds(30'000));
+}
+
+TEST(BuildConfigTest, FlagsAloneSuffice) {
+  absl::StatusOr<CommandLine> cli =
+      Parse({"--consensus", "tcp://*:5556", "--stats-interval", "1m30s"});
+  ASSERT_TRUE(cli.ok());
+  absl::StatusOr<DaemonConfig> c = BuildConfig(*cli);
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_THAT(c->consensus.endpoints, ElementsAre("tcp://*:5556"));
+  EXPECT_EQ(c->stats_interval, milliseconds(90'000));
+}
+
+TEST(BuildConfigTest, BadFileNamesPathKeyAndLine) {
+  TempFile file(
+      "[consensus]\nendpoints = [\"tcp://*:1\"]\n"
+      "request_deadline = 5\n");
+  absl::StatusOr<CommandLine> cli = Parse({"--config", file.path().c_str()});
+  ASSERT_TRUE(cli.ok());
+  absl::StatusOr<DaemonConfig> c = BuildConfig(*cli);
+  ASSERT_FALSE(c.ok());
+  EXPECT_THAT(c.status().message(),
+              AllOf(HasSubstr(file.path() + ":3:"),
+                    HasSubstr("consensus.request_deadline")));
+}
+
+TEST(BuildConfigTest, MissingFileIsAnError) {
+  absl::StatusOr<CommandLine> cli =
+      Parse({"--config", "/nonexistent/zb.toml", "--consensus", "tcp://*:1"});
+  ASSERT_TRUE(cli.ok());
+  absl::StatusOr<DaemonConfig> c = BuildConfig(*cli);
+  ASSERT_FALSE(c.ok());
+  EXPECT_THAT(c.status().message(),
+              AllOf(HasSubstr("--config"), HasSubstr("/nonexistent/zb.toml")));
+}
+
+TEST(BuildConfigTest, ExampleFileIsValid) {
+  const char* path = std::getenv("ZB_EXAMPLE_CONFIG");
+  if (path == nullptr) GTEST_SKIP() << "ZB_EXAMPLE_CONFIG not set";
+  absl::StatusOr<DaemonConfig> c = LoadConfigFile(path);
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_TRUE(ValidateConfig(*c).ok());
+}
+
+TEST(DurationTest, ParseAndFormat) {
+  EXPECT_EQ(*ParseDurationText("250ms"), milliseconds(250));
+  EXPECT_EQ(*ParseDurationText("1m30s"), milliseconds(90'000));
+  EXPECT_EQ(*ParseDurationText("0"), milliseconds(0));
+  EXPECT_FALSE(ParseDurationText("5").ok());
+  EXPECT_FALSE(ParseDurationText("").ok());
+  EXPECT_FALSE(ParseDurationText("-1s").ok());
+  EXPECT_EQ(FormatDuration(milliseconds(2500)), "2.5s");
+  EXPECT_EQ(FormatDuration(milliseconds(0)), "0s");
+}
+
+TEST(LogLevelTest, RoundTrip) {
+  for (LogLevel l :
+       {LogLevel::kTrace, LogLevel::kDebug, LogLevel::kInfo, LogLevel::kWarn,
+        LogLevel::kError, LogLevel::kCritical, LogLevel::kOff}) {
+    EXPECT_EQ(*ParseLogLevel(LogLevelName(l)), l);
+  }
+  EXPECT_EQ(*ParseLogLevel("WARNING"), LogLevel::kWarn);
+  EXPECT_FALSE(ParseLogLevel("verbose").ok());
+}
+
+}  // namespace
+}  // namespace zb
