@@ -1,0 +1,421 @@
+// Copyright 2026 The zbrokers Authors.
+
+#include "brokers/client/consensus_client.h"
+
+#include <algorithm>
+#include <utility>
+
+#include "absl/strings/str_format.h"
+
+namespace zb {
+namespace {
+
+// Result vectors kept for reuse; more would only hold memory.
+constexpr std::size_t kMaxSpareResults = 16;
+
+}  // namespace
+
+ConsensusClient::ConsensusClient(Reactor& reactor, zmq::context_t& context,
+                                 std::string endpoint, Options options)
+    : reactor_(reactor),
+      context_(context),
+      endpoint_(std::move(endpoint)),
+      options_(options) {
+  client_id_ = options_.client_id;
+  while (client_id_ == 0) client_id_ = absl::Uniform<std::uint32_t>(random_);
+  out_.reserve(8);
+  status_ = open_socket();
+}
+
+ConsensusClient::~ConsensusClient() { close(); }
+
+// --- Socket
+// --------------------------------------------------------------------
+
+absl::Status ConsensusClient::open_socket() {
+  try {
+    socket_.emplace(context_, zmq::socket_type::dealer);
+    // What is still queued when the client closes or reopens belongs to
+    // requests that have ended or will be resent: drop it.
+    socket_->set(zmq::sockopt::linger, 0);
+    socket_->connect(endpoint_);
+  } catch (const zmq::error_t& e) {
+    socket_.reset();
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "ConsensusClient: cannot connect to \"%s\": %s", endpoint_, e.what()));
+  }
+  if (absl::Status s = reactor_.add(
+          *socket_, [this](std::span<zmq::message_t> f) { on_message(f); });
+      !s.ok()) {
+    socket_.reset();
+    return s;
+  }
+  ++socket_epoch_;
+  return absl::OkStatus();
+}
+
+void ConsensusClient::close_socket() {
+  if (!socket_) return;
+  // Safe inside this socket's own handler: the reactor never calls a removed
+  // socket's handler again.
+  reactor_.remove(*socket_).IgnoreError();
+  socket_.reset();
+}
+
+void ConsensusClient::reopen() {
+  ++stats_.reopens;
+  close_socket();
+  // Attempts sent on the old socket can no longer be answered.
+  attempts_.clear();
+  for (Slot& s : slots_) s.sequences.clear();
+  const std::uint32_t old_id = client_id_;
+  do {
+    client_id_ = absl::Uniform<std::uint32_t>(random_);
+  } while (client_id_ == 0 || client_id_ == old_id);
+  next_sequence_ = 1;
+  timeouts_in_a_row_ = 0;
+  status_ = open_socket();
+}
+
+// --- Requests
+// ------------------------------------------------------------------
+
+void ConsensusClient::request(std::string_view service, Frames payload,
+                              const RequestOptions& options, Callback done) {
+  request(service, std::span(payload), options, std::move(done));
+}
+
+void ConsensusClient::request(std::string_view service,
+                              std::span<zmq::message_t> payload,
+                              const RequestOptions& options, Callback done) {
+  if (closed_) return post_failure(std::move(done), kReasonClientClosed);
+  if (!socket_) return post_failure(std::move(done), kReasonNotConnected);
+  if (service.empty() || service.size() > 255) {
+    return post_failure(std::move(done), kReasonInvalidRequest);
+  }
+  ++stats_.requests;
+  std::uint32_t index;
+  if (!free_slots_.empty()) {
+    index = free_slots_.back();
+    free_slots_.pop_back();
+  } else {
+    index = static_cast<std::uint32_t>(slots_.size());
+    slots_.emplace_back();
+  }
+  Slot& s = slots_[index];
+  s.done = std::move(done);
+  s.service.assign(service);
+  s.timeout = std::max(options.timeout, std::chrono::milliseconds(0));
+  s.retries_left = std::max(options.retries, 0);
+  s.attempts = 0;
+  s.open = true;
+  s.sequences.clear();
+  s.payload.clear();
+  ++open_;
+
+  zmq::message_t empty;
+  if (s.retries_left > 0) {
+    // Keep the frames: every attempt but the last sends copies of them.
+    for (zmq::message_t& f : payload) s.payload.push_back(std::move(f));
+    if (s.payload.empty()) s.payload.push_back(std::move(empty));
+    send_attempt(index);
+  } else {
+    std::span<zmq::message_t> body =
+        payload.empty() ? std::span(&empty, 1) : payload;
+    send_attempt(index, &body);
+  }
+}
+
+void ConsensusClient::send_attempt(std::uint32_t index,
+                                   std::span<zmq::message_t>* payload) {
+  Slot& s = slots_[index];
+  s.deadline = Clock::now() + s.timeout;
+  s.socket_epoch = socket_epoch_;
+  ++s.attempts;
+  arm_timer(s.deadline);
+  if (!socket_) {
+    ++stats_.send_failures;
+    return;
+  }
+
+  const std::uint64_t sequence = next_sequence_;
+  out_.clear();
+  out_.emplace_back();  // DEALER delimiter
+  ccp::AppendHeader(out_, ccp::MessageType::kRequest, s.service,
+                    ccp::SequenceId{sequence, client_id_});
+  std::span<zmq::message_t> body;
+  if (payload != nullptr) {
+    body = *payload;
+  } else if (s.retries_left == 0) {
+    body = s.payload;  // the last attempt: no copies needed any more
+  } else {
+    copies_.clear();
+    for (zmq::message_t& f : s.payload) {
+      copies_.emplace_back();
+      copies_.back().copy(f);
+    }
+    body = copies_;
+  }
+  const absl::Status sent = SendFrames(*socket_, out_, body);
+  out_.clear();
+  copies_.clear();
+  if (!sent.ok()) {
+    // Nothing was queued (a multipart send is all or nothing), so the
+    // sequence number stays unused.  The attempt is lost like an unanswered
+    // one: its deadline retries it or ends the request.
+    ++stats_.send_failures;
+    return;
+  }
+  if (s.retries_left == 0) s.payload.clear();
+  attempts_.emplace(sequence, index);
+  s.sequences.push_back(sequence);
+  ++next_sequence_;
+}
+
+void ConsensusClient::finish(std::uint32_t index, Outcome outcome,
+                             FailedBy failed_by, std::string_view reason,
+                             std::span<zmq::message_t> payload) {
+  Slot& s = slots_[index];
+  for (std::uint64_t sequence : s.sequences) attempts_.erase(sequence);
+  s.sequences.clear();
+
+  Result r;
+  r.outcome = outcome;
+  r.failed_by = failed_by;
+  r.reason.assign(reason);  // before the frames `reason` may point into move
+  r.attempts = s.attempts;
+  r.payload = take_spare();
+  for (zmq::message_t& f : payload) r.payload.push_back(std::move(f));
+
+  Callback done = std::move(s.done);
+  s.done = nullptr;
+  s.open = false;
+  s.payload.clear();
+  free_slots_.push_back(index);
+  --open_;
+  switch (outcome) {
+    case Outcome::kSuccess:
+      ++stats_.successes;
+      break;
+    case Outcome::kFailure:
+      ++stats_.failures;
+      break;
+    case Outcome::kTimeout:
+      ++stats_.timeouts;
+      break;
+  }
+
+  done(std::move(r));
+  // Whatever the callback left behind is released here; the vector itself
+  // is kept for the next result.
+  if (r.payload.capacity() != 0 && spare_.size() < kMaxSpareResults) {
+    r.payload.clear();
+    spare_.push_back(std::move(r.payload));
+  }
+}
+
+Frames ConsensusClient::take_spare() {
+  if (spare_.empty()) return Frames();
+  Frames f = std::move(spare_.back());
+  spare_.pop_back();
+  return f;
+}
+
+void ConsensusClient::post_failure(Callback done, std::string_view reason) {
+  // Posted so that no callback ever runs inside request() itself.
+  reactor_.post([done = std::move(done), reason]() mutable {
+    Result r;
+    r.outcome = Outcome::kFailure;
+    r.failed_by = FailedBy::kClient;
+    r.reason.assign(reason);
+    done(std::move(r));
+  });
+}
+
+// --- Incoming
+// ------------------------------------------------------------------
+
+void ConsensusClient::on_message(std::span<zmq::message_t> frames) {
+  // Any message shows that the broker is there.
+  timeouts_in_a_row_ = 0;
+  absl::StatusOr<std::span<zmq::message_t>> body = ccp::DealerBody(frames);
+  if (!body.ok()) {
+    ++stats_.malformed;
+    return;
+  }
+  absl::StatusOr<ccp::Header> h = ccp::ParseHeader(*body);
+  if (!h.ok()) {
+    ++stats_.malformed;
+    return;
+  }
+  switch (h->type) {
+    case ccp::MessageType::kReplySuccess:
+    case ccp::MessageType::kReplyFailure:
+      on_reply(*h, body->subspan(h->payload_index));
+      return;
+    case ccp::MessageType::kPing:
+      if (!pings_.empty()) {
+        PingCallback done = std::move(pings_.front().done);
+        pings_.pop_front();
+        done(absl::OkStatus());
+      }
+      return;
+    case ccp::MessageType::kHeartbeat:
+      return;
+    default:
+      ++stats_.malformed;
+      return;
+  }
+}
+
+void ConsensusClient::on_reply(const ccp::Header& h,
+                               std::span<zmq::message_t> payload) {
+  if (h.sequence.client_id != client_id_) {
+    ++stats_.stale_replies;
+    return;
+  }
+  const auto it = attempts_.find(h.sequence.sequence);
+  if (it == attempts_.end()) {
+    ++stats_.stale_replies;
+    return;
+  }
+  const std::uint32_t index = it->second;
+  if (h.type == ccp::MessageType::kReplySuccess) {
+    finish(index, Outcome::kSuccess, FailedBy::kNone, {}, payload);
+    return;
+  }
+  if (!ccp::IsBrokerFailure(payload)) {
+    finish(index, Outcome::kFailure, FailedBy::kWorker, {}, payload);
+    return;
+  }
+  const std::string_view code = View(payload[0]);
+  if (code == ccp::kReasonBadSequence) {
+    // The broker does not accept our client id (it restarted, or forgot an
+    // idle client): start over with a new one.
+    ++stats_.rejected;
+    reopen();
+    Slot& s = slots_[index];
+    if (s.retries_left > 0) {
+      --s.retries_left;
+      ++stats_.retries;
+      send_attempt(index);
+      return;
+    }
+  }
+  finish(index, Outcome::kFailure, FailedBy::kBroker, code, payload);
+}
+
+// --- Deadlines
+// -----------------------------------------------------------------
+
+void ConsensusClient::arm_timer(Clock::time_point deadline) {
+  if (timer_ != 0 && timer_at_ <= deadline) return;
+  if (timer_ != 0) reactor_.cancel(timer_);
+  timer_at_ = deadline;
+  timer_ = reactor_.at(deadline, [this] { on_timer(); });
+}
+
+void ConsensusClient::note_timeout(std::uint64_t socket_epoch) {
+  ++stats_.attempt_timeouts;
+  // An attempt lost with an older socket says nothing about this one.
+  if (socket_epoch != socket_epoch_ || options_.reopen_after_timeouts <= 0) {
+    return;
+  }
+  if (++timeouts_in_a_row_ >= options_.reopen_after_timeouts) reopen();
+}
+
+void ConsensusClient::expire(std::uint32_t index, Clock::time_point /*now*/) {
+  note_timeout(slots_[index].socket_epoch);
+  Slot& s = slots_[index];
+  if (s.retries_left > 0) {
+    --s.retries_left;
+    ++stats_.retries;
+    send_attempt(index);
+  } else {
+    finish(index, Outcome::kTimeout, FailedBy::kNone, {}, {});
+  }
+}
+
+void ConsensusClient::on_timer() {
+  timer_ = 0;
+  const Clock::time_point now = Clock::now();
+  // Callbacks run from here may add requests (slots_ may grow: index, never
+  // hold references across a call).
+  for (std::uint32_t i = 0; i < slots_.size(); ++i) {
+    if (slots_[i].open && slots_[i].deadline <= now) expire(i, now);
+  }
+  if (!pings_.empty()) {
+    std::vector<PingCallback> expired;
+    for (auto it = pings_.begin(); it != pings_.end();) {
+      if (it->deadline <= now) {
+        note_timeout(it->socket_epoch);
+        expired.push_back(std::move(it->done));
+        it = pings_.erase(it);
+      } else {
+        ++it;
+      }
+    }
+    for (PingCallback& done : expired) {
+      done(absl::DeadlineExceededError("the broker did not echo the PING"));
+    }
+  }
+  Clock::time_point next = Clock::time_point::max();
+  for (const Slot& s : slots_) {
+    if (s.open) next = std::min(next, s.deadline);
+  }
+  for (const PendingPing& p : pings_) next = std::min(next, p.deadline);
+  if (next != Clock::time_point::max()) arm_timer(next);
+}
+
+// --- Ping
+// ----------------------------------------------------------------------
+
+void ConsensusClient::ping(std::chrono::milliseconds timeout,
+                           PingCallback done) {
+  if (closed_) {
+    reactor_.post([done = std::move(done)]() mutable {
+      done(absl::CancelledError("the client is closed"));
+    });
+    return;
+  }
+  if (!socket_) {
+    reactor_.post([done = std::move(done), s = status_]() mutable {
+      done(absl::FailedPreconditionError(s.message()));
+    });
+    return;
+  }
+  out_.clear();
+  out_.emplace_back();
+  ccp::AppendHeader(out_, ccp::MessageType::kPing);
+  if (!SendFrames(*socket_, out_).ok()) ++stats_.send_failures;
+  out_.clear();
+  const Clock::time_point deadline = Clock::now() + timeout;
+  pings_.push_back(PendingPing{deadline, socket_epoch_, std::move(done)});
+  arm_timer(deadline);
+}
+
+// --- Closing
+// -------------------------------------------------------------------
+
+void ConsensusClient::close() {
+  if (closed_) return;
+  closed_ = true;
+  if (timer_ != 0) {
+    reactor_.cancel(timer_);
+    timer_ = 0;
+  }
+  close_socket();
+  for (std::uint32_t i = 0; i < slots_.size(); ++i) {
+    if (slots_[i].open) {
+      finish(i, Outcome::kFailure, FailedBy::kClient, kReasonClientClosed, {});
+    }
+  }
+  attempts_.clear();
+  std::deque<PendingPing> pings = std::move(pings_);
+  pings_.clear();
+  for (PendingPing& p : pings) {
+    p.done(absl::CancelledError("the client was destroyed"));
+  }
+}
+
+}  // namespace zb

@@ -1,0 +1,289 @@
+// Copyright 2026 The zbrokers Authors.
+//
+// zb::ConsensusClient sends requests to a consensus (CCp100) broker from a
+// zb::Reactor.  Every request goes to every worker of its service; the
+// broker answers with all their payloads, or with a failure.
+// docs/consensus.md is the user guide; docs/protocols/ccp.md describes the
+// wire protocol.  For simple programs without a reactor of their own, see
+// zb::BlockingConsensusClient (blocking_consensus_client.h).
+//
+//   zmq::context_t ctx;
+//   zb::Reactor reactor;
+//   zb::ConsensusClient client(reactor, ctx, "tcp://127.0.0.1:5556");
+//   client.request("echo", zb::MakeFrames({"hello"}),
+//                  {.timeout = std::chrono::seconds(2), .retries = 1},
+//                  [&](zb::ConsensusClient::Result&& r) {
+//                    if (r.ok()) { /* r.payload: every worker's frames */ }
+//                    reactor.stop();
+//                  });
+//   reactor.run();
+//
+// Outcomes.  Every request ends exactly once, with one call of its callback:
+//   - kSuccess: every worker answered success; `payload` holds all their
+//     payload frames, in the broker's registration order.
+//   - kFailure: `failed_by` says who failed it.
+//       kWorker  a worker answered REPLY_FAILURE; `payload` is its payload
+//                exactly as sent; `reason` is empty.
+//       kBroker  the broker failed it; `reason` is the broker's code (one of
+//                ccp::kReason*, e.g. "zb:no-workers", "zb:timeout") and
+//                `payload` is [code, human-readable text].
+//       kClient  the client failed it without an answer: kReasonClientClosed
+//                (the client was destroyed with the request open),
+//                kReasonInvalidRequest (bad service name) or
+//                kReasonNotConnected (the socket could not be set up).
+//     The two are told apart by ccp::IsBrokerFailure(): broker codes start
+//     with "zb:", worker payloads must not.
+//   - kTimeout: no answer within `timeout` for the last attempt, and no
+//     retries left.
+// Callbacks run on the reactor thread and never inside request() or ping()
+// themselves (immediate failures are posted), so a callback may freely call
+// request() again.
+//
+// Timeouts and retries.  RequestOptions::timeout bounds each attempt: the
+// request ends after at most timeout x (retries + 1).  When an attempt times
+// out and retries remain, the request is sent again with the client's NEXT
+// sequence number (the broker requires each request of a client id to be
+// exactly one more than the previous).  A reply to any attempt of a request
+// completes it; replies to attempts of requests that already ended are
+// dropped (Stats::stale_replies).  So each request has exactly one outcome,
+// while its workers may see it more than once: handlers should be
+// idempotent when retries are used.  Set the broker's request deadline below
+// the client's timeout, or the client times out before the broker can report
+// why.
+//
+// Reconnects.  The client reopens its DEALER socket with a new random client
+// id (and sequence numbers restarting at 1) when
+//   - Options::reopen_after_timeouts attempts (or pings) sent on the current
+//     socket time out in a row with nothing heard from the broker in
+//     between (the broker may have restarted or be unreachable), or
+//   - the broker rejects a request with "zb:bad-sequence" (after a broker
+//     restart it no longer knows the client id).  The rejected request is
+//     resent at once on the new socket if it has retries left (that uses
+//     one), else it ends with that failure.
+// Attempts in flight on the old socket are lost with it; their requests are
+// resent at their deadline if they have retries left, and otherwise end as
+// kTimeout.
+//
+// Performance.  On the request/reply path the client copies no payload
+// bytes (frames are moved into the socket and out of the reply; a request
+// with retries keeps its frames and sends zmq_msg_copy()s, which share
+// buffers) and allocates nothing in steady state: request records are
+// pooled, header frames are small enough for libzmq's in-place storage,
+// and a single timer for the earliest deadline serves all requests.  The
+// callback receives the result as an rvalue: frames it leaves in
+// `payload` are released and the vector's capacity is reused for a later
+// result.  Callbacks whose captures exceed absl::AnyInvocable's inline
+// storage (two pointers) allocate once per request.
+//
+// Ownership and threads.  The client belongs to the reactor's thread: create
+// it, call it and destroy it there (with zb::ReactorThread, inside invoke()).
+// The reactor and the context must outlive the client.  Destroying the
+// client ends every open request with kFailure/kClient/kReasonClientClosed
+// (callbacks run inside the destructor and must not use the client) and
+// every pending ping with CancelledError.  While the reactor is not running
+// nothing times out; requests still end exactly once, at the latest when the
+// client is destroyed.  Do not destroy the client inside one of its own
+// callbacks.
+
+#ifndef ZB_BROKERS_CLIENT_CONSENSUS_CLIENT_H_
+#define ZB_BROKERS_CLIENT_CONSENSUS_CLIENT_H_
+
+#include <chrono>
+#include <cstdint>
+#include <deque>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+#include <zmq.hpp>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/container/inlined_vector.h"
+#include "absl/functional/any_invocable.h"
+#include "absl/random/random.h"
+#include "absl/status/status.h"
+#include "brokers/protocol/ccp.h"
+#include "reactor/frames.h"
+#include "reactor/reactor.h"
+
+namespace zb {
+
+// Options of a zb::ConsensusClient (ConsensusClient::Options).  Declared
+// outside the class so that `Options options = {}` works as a default
+// argument.
+struct ConsensusClientOptions {
+  // Attempts (and pings) sent on the current socket that may time out in a
+  // row, with nothing heard from the broker, before the client reopens its
+  // socket with a new client id.  0 never reopens on timeouts.
+  int reopen_after_timeouts = 2;
+  // The first client id; 0 picks a random one.  Later ids are random.
+  std::uint32_t client_id = 0;
+};
+
+// Options of one request (ConsensusClient::RequestOptions).
+struct ConsensusRequestOptions {
+  // How long each attempt waits for the broker's answer.
+  std::chrono::milliseconds timeout{5000};
+  // How many times the request is sent again after a timed-out attempt.
+  int retries = 0;
+};
+
+class ConsensusClient {
+ public:
+  using Clock = Reactor::Clock;
+
+  // Reasons of client-generated failures (Result::failed_by == kClient).
+  static constexpr std::string_view kReasonClientClosed = "zb:client-closed";
+  static constexpr std::string_view kReasonInvalidRequest =
+      "zb:invalid-request";
+  static constexpr std::string_view kReasonNotConnected = "zb:not-connected";
+
+  using Options = ConsensusClientOptions;
+  using RequestOptions = ConsensusRequestOptions;
+
+  enum class Outcome { kSuccess, kFailure, kTimeout };
+  enum class FailedBy { kNone, kWorker, kBroker, kClient };
+
+  struct Result {
+    Outcome outcome = Outcome::kFailure;
+    FailedBy failed_by = FailedBy::kNone;  // kFailure only
+    std::string reason;                    // see the file comment
+    Frames payload;
+    int attempts = 0;  // how many times the request was sent
+
+    bool ok() const { return outcome == Outcome::kSuccess; }
+  };
+
+  using Callback = absl::AnyInvocable<void(Result&&)>;
+  // OK when the broker echoed the PING; DeadlineExceeded when it did not in
+  // time; Cancelled when the client was destroyed first.
+  using PingCallback = absl::AnyInvocable<void(absl::Status)>;
+
+  // Counters, for tests and monitoring.  Read them on the reactor thread.
+  struct Stats {
+    std::uint64_t requests = 0;
+    std::uint64_t successes = 0;
+    std::uint64_t failures = 0;
+    std::uint64_t timeouts = 0;          // requests that ended as kTimeout
+    std::uint64_t attempt_timeouts = 0;  // attempts (and pings) timed out
+    std::uint64_t retries = 0;           // attempts after the first
+    std::uint64_t reopens = 0;           // new sockets / client ids
+    std::uint64_t rejected = 0;          // "zb:bad-sequence" answers
+    std::uint64_t stale_replies = 0;     // replies to ended requests
+    std::uint64_t malformed = 0;         // unparseable broker messages
+    std::uint64_t send_failures = 0;     // sends refused (high-water mark)
+  };
+
+  // Connects a DEALER socket to `endpoint`.  Never throws: a failure (for
+  // instance a malformed endpoint) is kept in status() and every request
+  // then fails with kReasonNotConnected.
+  ConsensusClient(Reactor& reactor, zmq::context_t& context,
+                  std::string endpoint, Options options = {});
+  ~ConsensusClient();
+
+  ConsensusClient(const ConsensusClient&) = delete;
+  ConsensusClient& operator=(const ConsensusClient&) = delete;
+
+  // Sends `payload` (moved; an empty payload is sent as one empty frame) to
+  // every worker of `service`; `done` is called exactly once with the
+  // outcome.  The span overload moves the frames out of the span (useful to
+  // reuse one Frames vector without allocating).
+  void request(std::string_view service, Frames payload,
+               const RequestOptions& options, Callback done);
+  void request(std::string_view service, std::span<zmq::message_t> payload,
+               const RequestOptions& options, Callback done);
+
+  // Sends PING; `done` gets OK when the broker echoes it within `timeout`.
+  // Echoes carry no id, so each echo completes the oldest pending ping.
+  void ping(std::chrono::milliseconds timeout, PingCallback done);
+  void ping(PingCallback done) {
+    ping(std::chrono::seconds(5), std::move(done));
+  }
+
+  // OK, or why the socket could not be set up.
+  const absl::Status& status() const { return status_; }
+  const Stats& stats() const { return stats_; }
+  // The client id of the current socket.
+  std::uint32_t client_id() const { return client_id_; }
+  // The sequence number the next attempt will use.
+  std::uint64_t next_sequence() const { return next_sequence_; }
+  // Requests that have not ended yet.
+  std::size_t open_requests() const { return open_; }
+
+ private:
+  // One open request; pooled and reused.
+  struct Slot {
+    Callback done;
+    std::string service;
+    Frames payload;  // kept only while retries remain (for resending)
+    Clock::time_point deadline;
+    std::chrono::milliseconds timeout{0};
+    int retries_left = 0;
+    int attempts = 0;
+    std::uint64_t socket_epoch = 0;  // socket of the latest attempt
+    bool open = false;
+    // Sequence numbers of this request's attempts on the current socket.
+    absl::InlinedVector<std::uint64_t, 2> sequences;
+  };
+  struct PendingPing {
+    Clock::time_point deadline;
+    std::uint64_t socket_epoch;
+    PingCallback done;
+  };
+
+  absl::Status open_socket();
+  void close_socket();
+  void reopen();
+  void on_message(std::span<zmq::message_t> frames);
+  void on_reply(const ccp::Header& h, std::span<zmq::message_t> payload);
+  // Sends one attempt of slots_[index] (the frames of `payload`, moved, or
+  // copies of the slot's kept payload when `payload` is null).
+  void send_attempt(std::uint32_t index,
+                    std::span<zmq::message_t>* payload = nullptr);
+  void finish(std::uint32_t index, Outcome outcome, FailedBy failed_by,
+              std::string_view reason, std::span<zmq::message_t> payload);
+  void post_failure(Callback done, std::string_view reason);
+  void expire(std::uint32_t index, Clock::time_point now);
+  void note_timeout(std::uint64_t socket_epoch);
+  void arm_timer(Clock::time_point deadline);
+  void on_timer();
+  Frames take_spare();
+  void close();
+
+  Reactor& reactor_;
+  zmq::context_t& context_;
+  const std::string endpoint_;
+  const Options options_;
+  absl::Status status_;
+  bool closed_ = false;
+
+  std::optional<zmq::socket_t> socket_;
+  std::uint64_t socket_epoch_ = 0;
+  std::uint32_t client_id_ = 0;
+  std::uint64_t next_sequence_ = 1;
+  int timeouts_in_a_row_ = 0;
+  absl::BitGen random_;
+
+  std::vector<Slot> slots_;
+  std::vector<std::uint32_t> free_slots_;
+  std::size_t open_ = 0;
+  // Sequence number of every live attempt on the current socket -> slot.
+  absl::flat_hash_map<std::uint64_t, std::uint32_t> attempts_;
+  std::deque<PendingPing> pings_;
+
+  // The one timer for every deadline.  It is armed at or before the earliest
+  // deadline: a request that ends does not move it; when it fires it ends
+  // what is due and re-arms for the earliest deadline left.
+  TimerId timer_ = 0;
+  Clock::time_point timer_at_;
+
+  Frames out_;     // header frames of the message being sent; reused
+  Frames copies_;  // zmq_msg_copy()s of a kept payload; reused
+  std::vector<Frames> spare_;  // result vectors handed back by callbacks
+  Stats stats_;
+};
+
+}  // namespace zb
+
+#endif  // ZB_BROKERS_CLIENT_CONSENSUS_CLIENT_H_

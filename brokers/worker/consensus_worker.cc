@@ -1,0 +1,311 @@
+// Copyright 2026 The zbrokers Authors.
+
+#include "brokers/worker/consensus_worker.h"
+
+#include <algorithm>
+#include <mutex>
+#include <thread>
+#include <utility>
+
+#include "absl/strings/str_format.h"
+
+namespace zb {
+namespace internal {
+
+// What a Responder needs to reach its worker from any thread, and to notice
+// that the worker is gone.  Shared by the worker and its responders.
+struct ConsensusWorkerLink {
+  std::mutex mu;
+  // Written only on the owner thread, under `mu`; read on the owner thread
+  // without the lock (no concurrent writer there) and elsewhere under it.
+  ConsensusWorker* worker = nullptr;
+  Reactor* reactor = nullptr;
+  std::thread::id owner;
+};
+
+}  // namespace internal
+
+// --- Responder ---------------------------------------------------------------
+
+ConsensusWorker::Responder::Responder(
+    std::shared_ptr<internal::ConsensusWorkerLink> link,
+    ccp::SequenceId sequence, std::uint64_t connection)
+    : link_(std::move(link)), sequence_(sequence), connection_(connection) {}
+
+ConsensusWorker::Responder::Responder(Responder&& other) noexcept
+    : link_(std::move(other.link_)),
+      sequence_(other.sequence_),
+      connection_(other.connection_) {}
+
+ConsensusWorker::Responder& ConsensusWorker::Responder::operator=(
+    Responder&& other) noexcept {
+  if (this != &other) {
+    if (link_) {
+      zmq::message_t reason(kUnansweredReason.data(), kUnansweredReason.size());
+      answer(ccp::MessageType::kReplyFailure, std::span(&reason, 1));
+    }
+    link_ = std::move(other.link_);
+    sequence_ = other.sequence_;
+    connection_ = other.connection_;
+  }
+  return *this;
+}
+
+ConsensusWorker::Responder::~Responder() {
+  if (link_) {
+    zmq::message_t reason(kUnansweredReason.data(), kUnansweredReason.size());
+    answer(ccp::MessageType::kReplyFailure, std::span(&reason, 1));
+  }
+}
+
+void ConsensusWorker::Responder::succeed(std::span<zmq::message_t> payload) {
+  answer(ccp::MessageType::kReplySuccess, payload);
+}
+
+void ConsensusWorker::Responder::fail(std::span<zmq::message_t> payload) {
+  answer(ccp::MessageType::kReplyFailure, payload);
+}
+
+void ConsensusWorker::Responder::answer(ccp::MessageType type,
+                                        std::span<zmq::message_t> payload) {
+  // Taking the link makes this responder answered whatever happens next.
+  std::shared_ptr<internal::ConsensusWorkerLink> link = std::move(link_);
+  if (!link) return;
+  const bool unanswered = type == ccp::MessageType::kReplyFailure &&
+                          payload.size() == 1 &&
+                          View(payload[0]) == kUnansweredReason;
+  if (std::this_thread::get_id() == link->owner) {
+    // The hot path: no lock, no allocation, sent before returning.
+    if (ConsensusWorker* worker = link->worker) {
+      worker->send_answer(type, sequence_, connection_, payload, unanswered);
+    }
+    return;
+  }
+  // Another thread: the frames travel to the reactor inside a posted task.
+  // Holding the lock while posting keeps the worker (and so its reactor)
+  // alive until the task is queued; the task checks again when it runs.
+  Frames frames;
+  frames.reserve(payload.size());
+  for (zmq::message_t& f : payload) frames.push_back(std::move(f));
+  std::lock_guard<std::mutex> lock(link->mu);
+  if (link->worker == nullptr) return;
+  link->reactor->post([link, type, sequence = sequence_,
+                       connection = connection_, unanswered,
+                       frames = std::move(frames)]() mutable {
+    if (ConsensusWorker* worker = link->worker) {
+      worker->send_answer(type, sequence, connection, std::span(frames),
+                          unanswered);
+    }
+  });
+}
+
+// --- ConsensusWorker ---------------------------------------------------------
+
+ConsensusWorker::ConsensusWorker(Reactor& reactor, zmq::context_t& context,
+                                 std::string endpoint, std::string service,
+                                 Handler handler, Options options)
+    : reactor_(reactor),
+      context_(context),
+      endpoint_(std::move(endpoint)),
+      service_(std::move(service)),
+      handler_(std::move(handler)),
+      options_(options),
+      link_(std::make_shared<internal::ConsensusWorkerLink>()) {
+  link_->worker = this;
+  link_->reactor = &reactor_;
+  link_->owner = std::this_thread::get_id();
+  out_.reserve(8);
+
+  if (service_.empty() || service_.size() > 255) {
+    status_ = absl::InvalidArgumentError(
+        "ConsensusWorker: the service name must be 1..255 bytes");
+  } else if (!handler_) {
+    status_ = absl::InvalidArgumentError("ConsensusWorker: no handler");
+  } else if (options_.heartbeat_interval < std::chrono::milliseconds(1) ||
+             options_.heartbeat_interval.count() > 0xffffffffLL) {
+    status_ = absl::InvalidArgumentError(
+        "ConsensusWorker: heartbeat_interval must be 1 ms .. 2^32-1 ms");
+  } else if (options_.heartbeat_retries < 1 ||
+             options_.heartbeat_retries > 255) {
+    status_ = absl::InvalidArgumentError(
+        "ConsensusWorker: heartbeat_retries must be 1..255");
+  }
+  if (!status_.ok()) return;
+
+  status_ = open_socket();
+  if (!status_.ok()) return;
+  tick_timer_ =
+      reactor_.every(std::max<Clock::duration>(options_.heartbeat_interval / 2,
+                                               std::chrono::microseconds(500)),
+                     [this] { on_tick(); });
+}
+
+ConsensusWorker::~ConsensusWorker() {
+  shutdown();
+  std::lock_guard<std::mutex> lock(link_->mu);
+  link_->worker = nullptr;
+}
+
+absl::Status ConsensusWorker::open_socket() {
+  try {
+    socket_.emplace(context_, zmq::socket_type::dealer);
+    // Closing a socket on reconnect drops what is queued for a broker that
+    // is gone; shutdown() raises the linger for its DISCONNECT.
+    socket_->set(zmq::sockopt::linger, 0);
+    socket_->connect(endpoint_);
+  } catch (const zmq::error_t& e) {
+    socket_.reset();
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "ConsensusWorker: cannot connect to \"%s\": %s", endpoint_, e.what()));
+  }
+  if (absl::Status s = reactor_.add(
+          *socket_, [this](std::span<zmq::message_t> f) { on_message(f); });
+      !s.ok()) {
+    socket_.reset();
+    return s;
+  }
+  ++connection_;
+  last_heard_ = Clock::now();
+  heard_since_tick_ = false;
+
+  out_.clear();
+  out_.emplace_back();  // DEALER delimiter
+  ccp::AppendReady(
+      out_, service_,
+      static_cast<std::uint32_t>(options_.heartbeat_interval.count()),
+      static_cast<std::uint8_t>(options_.heartbeat_retries));
+  send({});
+  return absl::OkStatus();
+}
+
+void ConsensusWorker::close_socket(std::chrono::milliseconds linger) {
+  if (!socket_) return;
+  // Safe inside this socket's own handler: the reactor never calls a removed
+  // socket's handler again.
+  reactor_.remove(*socket_).IgnoreError();
+  socket_->set(zmq::sockopt::linger, static_cast<int>(linger.count()));
+  socket_.reset();
+}
+
+void ConsensusWorker::reconnect() {
+  ++stats_.reconnects;
+  close_socket(std::chrono::milliseconds(0));
+  status_ = open_socket();
+}
+
+void ConsensusWorker::shutdown() {
+  if (tick_timer_ != 0) {
+    reactor_.cancel(tick_timer_);
+    tick_timer_ = 0;
+  }
+  if (!socket_) return;
+  out_.clear();
+  out_.emplace_back();
+  ccp::AppendDisconnect(out_, service_);
+  send({});
+  close_socket(options_.linger);
+}
+
+bool ConsensusWorker::send(std::span<zmq::message_t> payload) {
+  const absl::Status s = SendFrames(*socket_, out_, payload);
+  out_.clear();
+  if (!s.ok()) {
+    ++stats_.send_failures;
+    return false;
+  }
+  sent_since_tick_ = true;
+  return true;
+}
+
+void ConsensusWorker::send_heartbeat() {
+  out_.clear();
+  out_.emplace_back();
+  ccp::AppendHeader(out_, ccp::MessageType::kHeartbeat);
+  if (send({})) ++stats_.heartbeats_sent;
+}
+
+void ConsensusWorker::send_answer(ccp::MessageType type,
+                                  const ccp::SequenceId& sequence,
+                                  std::uint64_t connection,
+                                  std::span<zmq::message_t> payload,
+                                  bool unanswered) {
+  if (unanswered) ++stats_.unanswered;
+  if (!socket_ || connection != connection_) {
+    ++stats_.dropped_answers;
+    return;
+  }
+  out_.clear();
+  out_.emplace_back();
+  ccp::AppendHeader(out_, type, service_, sequence);
+  zmq::message_t empty;
+  if (!send(payload.empty() ? std::span(&empty, 1) : payload)) return;
+  if (type == ccp::MessageType::kReplySuccess) {
+    ++stats_.replies_success;
+  } else {
+    ++stats_.replies_failure;
+  }
+}
+
+void ConsensusWorker::on_message(std::span<zmq::message_t> frames) {
+  heard_since_tick_ = true;
+  absl::StatusOr<std::span<zmq::message_t>> body = ccp::DealerBody(frames);
+  if (!body.ok()) {
+    ++stats_.malformed;
+    return;
+  }
+  absl::StatusOr<ccp::Header> h = ccp::ParseHeader(*body);
+  if (!h.ok()) {
+    ++stats_.malformed;
+    return;
+  }
+  switch (h->type) {
+    case ccp::MessageType::kRequest: {
+      if (h->service != service_) {
+        // Not ours: answer failure rather than leave the request open.
+        ++stats_.malformed;
+        zmq::message_t reason("worker:wrong-service", 20);
+        send_answer(ccp::MessageType::kReplyFailure, h->sequence, connection_,
+                    std::span(&reason, 1), false);
+        return;
+      }
+      ++stats_.requests;
+      handler_(body->subspan(h->payload_index),
+               Responder(link_, h->sequence, connection_));
+      return;
+    }
+    case ccp::MessageType::kHeartbeat:
+      return;
+    case ccp::MessageType::kDisconnect:
+      // The broker dropped us (e.g. it expired us); register again.
+      reconnect();
+      return;
+    default:
+      ++stats_.malformed;
+      return;
+  }
+}
+
+void ConsensusWorker::on_tick() {
+  const Clock::time_point now = Clock::now();
+  if (heard_since_tick_) {
+    // The tick time is an upper bound for when we last heard from the broker,
+    // so the silence measured below is never longer than the real one.
+    heard_since_tick_ = false;
+    last_heard_ = now;
+  } else if (now - last_heard_ >=
+             options_.heartbeat_interval * options_.heartbeat_retries) {
+    reconnect();
+    return;
+  }
+  // Ticks come every half interval: two quiet ticks in a row mean nothing
+  // was sent for at least one interval (and at most 1.5).
+  quiet_ticks_ = sent_since_tick_ ? 0 : quiet_ticks_ + 1;
+  sent_since_tick_ = false;
+  if (quiet_ticks_ >= 2) {
+    quiet_ticks_ = 0;
+    send_heartbeat();
+    sent_since_tick_ = false;
+  }
+}
+
+}  // namespace zb
