@@ -1,0 +1,175 @@
+// Copyright 2026 The zbrokers Authors.
+//
+// Prometheus metrics for the zb-broker daemon (prometheus-cpp).
+//
+// The brokers keep plain counters on their own reactor threads.  The daemon
+// takes a snapshot of them on each broker's reactor every refresh period
+// (and once more at shutdown) and hands it to that broker's BrokerMetrics,
+// which turns it into prometheus-cpp metrics.  prometheus-cpp metrics are
+// thread-safe, so the HTTP threads of the Exposer can scrape while the
+// reactor threads update; the brokers themselves never see a lock.
+//
+//   zb::Metrics metrics;                                 // registry only
+//   if (absl::Status s = metrics.Listen("127.0.0.1:9100"); !s.ok()) { ... }
+//   zb::BrokerMetrics& mdp = metrics.AddBroker("majordomo");
+//   // On the majordomo reactor thread:
+//   mdp.ObserveLatency(std::chrono::microseconds(180));  // per reply
+//   mdp.Update(snapshot);                                // periodically
+//
+// Names (every one carries broker="majordomo"|"consensus"):
+//   zb_requests_total            counter   requests accepted from clients
+//   zb_replies_total             counter   replies sent to clients
+//   zb_failures_total            counter   requests that failed
+//   zb_timeouts_total            counter   requests that ran out of time
+//   zb_malformed_total           counter   messages dropped as malformed
+//   zb_events_total{event=...}   counter   broker-specific counters
+//   zb_workers{service=...}      gauge     registered workers per service
+//   zb_queue_depth{service=...}  gauge     requests waiting per service
+//   zb_open_requests             gauge     requests queued or in flight
+//   zb_draining                  gauge     1 while the broker drains
+//   zb_request_latency_seconds   histogram request arrival -> reply sent
+// docs/daemon.md says which broker counter feeds which metric.
+//
+// Threading: Metrics' methods are called on one thread (the daemon's main
+// thread) before brokers start and after they stop; Serialize() and scrapes
+// may run at any time.  Each BrokerMetrics is updated by one thread at a
+// time (its broker's reactor thread).
+
+#ifndef ZB_BROKERS_DAEMON_METRICS_H_
+#define ZB_BROKERS_DAEMON_METRICS_H_
+
+#include <array>
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/status/status.h"
+
+namespace prometheus {
+class Counter;
+class Exposer;
+class Gauge;
+class Histogram;
+class Registry;
+template <typename T>
+class Family;
+}  // namespace prometheus
+
+namespace zb {
+
+// The metric families shared by all brokers (defined in metrics.cc).
+struct MetricFamilies;
+
+// A broker-neutral view of one broker's counters at one moment.  Counters
+// only grow; gauges are current values.
+struct BrokerSnapshot {
+  std::uint64_t requests = 0;
+  std::uint64_t replies = 0;
+  std::uint64_t failures = 0;
+  std::uint64_t timeouts = 0;
+  std::uint64_t malformed = 0;
+  // Broker-specific counters (zb_events_total{event=name}).
+  std::vector<std::pair<std::string, std::uint64_t>> events;
+  struct Service {
+    std::string name;
+    std::uint64_t workers = 0;
+    std::uint64_t queued = 0;
+  };
+  std::vector<Service> services;
+  std::uint64_t open_requests = 0;
+  bool draining = false;
+};
+
+class BrokerMetrics {
+ public:
+  // Upper bounds of the latency buckets, in seconds (50 us .. 10 s).
+  static constexpr std::array<double, 17> kLatencyBuckets = {
+      0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025,
+      0.05,    0.1,    0.25,    0.5,    1.0,   2.5,    5.0,   10.0};
+
+  BrokerMetrics(const BrokerMetrics&) = delete;
+  BrokerMetrics& operator=(const BrokerMetrics&) = delete;
+  ~BrokerMetrics();
+
+  // Records one request's latency.  Cheap (no lock, no allocation): it adds
+  // to a local histogram that the next Update() publishes.
+  void ObserveLatency(std::chrono::nanoseconds latency);
+
+  // Publishes `snapshot` and the latencies observed since the last call.
+  // Counters advance by the difference to the previous snapshot; services
+  // missing from `snapshot` lose their gauges.
+  void Update(const BrokerSnapshot& snapshot);
+
+  // The last snapshot published (for the periodic log line).
+  const BrokerSnapshot& last() const { return last_; }
+
+  const std::string& kind() const { return kind_; }
+
+ private:
+  friend class Metrics;
+  BrokerMetrics(std::string kind, MetricFamilies& families);
+
+  static void Advance(prometheus::Counter& counter, std::uint64_t before,
+                      std::uint64_t now);
+
+  const std::string kind_;
+  MetricFamilies& families_;
+  prometheus::Counter& requests_;
+  prometheus::Counter& replies_;
+  prometheus::Counter& failures_;
+  prometheus::Counter& timeouts_;
+  prometheus::Counter& malformed_;
+  prometheus::Gauge& open_requests_;
+  prometheus::Gauge& draining_;
+  prometheus::Histogram& latency_;
+  absl::flat_hash_map<std::string, prometheus::Counter*> events_;
+  struct ServiceGauges {
+    prometheus::Gauge* workers;
+    prometheus::Gauge* queued;
+  };
+  absl::flat_hash_map<std::string, ServiceGauges> services_;
+
+  BrokerSnapshot last_;
+  // Latencies since the last Update(): per-bucket counts (not cumulative;
+  // the last slot is +Inf) and their sum in seconds.
+  std::array<double, kLatencyBuckets.size() + 1> pending_buckets_{};
+  double pending_sum_ = 0;
+  bool pending_any_ = false;
+};
+
+class Metrics {
+ public:
+  Metrics();
+  ~Metrics();
+
+  Metrics(const Metrics&) = delete;
+  Metrics& operator=(const Metrics&) = delete;
+
+  // Serves the registry at http://ADDRESS/metrics.  "host:0" picks a free
+  // port (see port()).  Fails (Unavailable) when the address cannot be bound.
+  absl::Status Listen(const std::string& address);
+  // The bound port, 0 when not listening.
+  int port() const { return port_; }
+
+  // Metrics for one broker, labelled broker=`kind`.  Owned by this object.
+  BrokerMetrics& AddBroker(const std::string& kind);
+
+  // The registry in Prometheus text format (what a scrape returns).
+  std::string Serialize() const;
+
+ private:
+  std::shared_ptr<prometheus::Registry> registry_;
+  std::unique_ptr<MetricFamilies> families_;
+  std::vector<std::unique_ptr<BrokerMetrics>> brokers_;
+  std::unique_ptr<prometheus::Exposer> exposer_;
+  int port_ = 0;
+  std::string poke_host_;
+};
+
+}  // namespace zb
+
+#endif  // ZB_BROKERS_DAEMON_METRICS_H_

@@ -1,0 +1,178 @@
+// Copyright 2026 The zbrokers Authors.
+
+#include "brokers/daemon/metrics.h"
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <sys/time.h>
+#include <unistd.h>
+
+#include <string>
+#include <thread>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace zb {
+namespace {
+
+using ::testing::HasSubstr;
+using ::testing::Not;
+
+// An HTTP GET of http://127.0.0.1:port/path over a plain socket; returns the
+// whole response (headers and body), or "" on failure.
+std::string HttpGet(int port, const std::string& path) {
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  if (fd < 0) return "";
+  timeval tv{10, 0};  // generous bound; a scrape takes milliseconds
+  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(static_cast<std::uint16_t>(port));
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  std::string response;
+  if (connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0) {
+    const std::string request = "GET " + path +
+                                " HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+                                "Connection: close\r\n\r\n";
+    if (write(fd, request.data(), request.size()) ==
+        static_cast<ssize_t>(request.size())) {
+      char buf[4096];
+      ssize_t n;
+      while ((n = read(fd, buf, sizeof(buf))) > 0) {
+        response.append(buf, static_cast<std::size_t>(n));
+      }
+    }
+  }
+  close(fd);
+  return response;
+}
+
+BrokerSnapshot Snapshot(std::uint64_t requests) {
+  BrokerSnapshot s;
+  s.requests = requests;
+  s.replies = requests - 1;
+  s.failures = 1;
+  s.timeouts = 2;
+  s.malformed = 3;
+  s.events = {{"redispatched", 4}};
+  s.services = {{"echo", 2, 7}, {"other", 1, 0}};
+  s.open_requests = 7;
+  return s;
+}
+
+TEST(MetricsTest, SnapshotBecomesMetrics) {
+  Metrics metrics;
+  BrokerMetrics& mdp = metrics.AddBroker("majordomo");
+  mdp.Update(Snapshot(10));
+  const std::string text = metrics.Serialize();
+  EXPECT_THAT(text, HasSubstr("zb_requests_total{broker=\"majordomo\"} 10"));
+  EXPECT_THAT(text, HasSubstr("zb_replies_total{broker=\"majordomo\"} 9"));
+  EXPECT_THAT(text, HasSubstr("zb_failures_total{broker=\"majordomo\"} 1"));
+  EXPECT_THAT(text, HasSubstr("zb_timeouts_total{broker=\"majordomo\"} 2"));
+  EXPECT_THAT(text, HasSubstr("zb_malformed_total{broker=\"majordomo\"} 3"));
+  EXPECT_THAT(text, HasSubstr("zb_events_total{broker=\"majordomo\","
+                              "event=\"redispatched\"} 4"));
+  EXPECT_THAT(text, HasSubstr("zb_workers{broker=\"majordomo\","
+                              "service=\"echo\"} 2"));
+  EXPECT_THAT(text, HasSubstr("zb_queue_depth{broker=\"majordomo\","
+                              "service=\"echo\"} 7"));
+  EXPECT_THAT(text, HasSubstr("zb_open_requests{broker=\"majordomo\"} 7"));
+  EXPECT_THAT(text, HasSubstr("zb_draining{broker=\"majordomo\"} 0"));
+  EXPECT_EQ(mdp.last().requests, 10u);
+}
+
+TEST(MetricsTest, CountersAdvanceByDifferenceAndNeverGoBack) {
+  Metrics metrics;
+  BrokerMetrics& ccp = metrics.AddBroker("consensus");
+  ccp.Update(Snapshot(10));
+  ccp.Update(Snapshot(25));
+  EXPECT_THAT(metrics.Serialize(),
+              HasSubstr("zb_requests_total{broker=\"consensus\"} 25"));
+  ccp.Update(Snapshot(20));  // a reset broker must not lower the counter
+  EXPECT_THAT(metrics.Serialize(),
+              HasSubstr("zb_requests_total{broker=\"consensus\"} 25"));
+}
+
+TEST(MetricsTest, ForgottenServicesLoseTheirSeries) {
+  Metrics metrics;
+  BrokerMetrics& mdp = metrics.AddBroker("majordomo");
+  mdp.Update(Snapshot(10));
+  ASSERT_THAT(metrics.Serialize(), HasSubstr("service=\"other\""));
+  BrokerSnapshot s = Snapshot(11);
+  s.services.pop_back();
+  s.draining = true;
+  mdp.Update(s);
+  const std::string text = metrics.Serialize();
+  EXPECT_THAT(text, Not(HasSubstr("service=\"other\"")));
+  EXPECT_THAT(text, HasSubstr("service=\"echo\""));
+  EXPECT_THAT(text, HasSubstr("zb_draining{broker=\"majordomo\"} 1"));
+}
+
+TEST(MetricsTest, TwoBrokersAreSeparateSeries) {
+  Metrics metrics;
+  BrokerMetrics& mdp = metrics.AddBroker("majordomo");
+  BrokerMetrics& ccp = metrics.AddBroker("consensus");
+  mdp.Update(Snapshot(3));
+  ccp.Update(Snapshot(8));
+  const std::string text = metrics.Serialize();
+  EXPECT_THAT(text, HasSubstr("zb_requests_total{broker=\"majordomo\"} 3"));
+  EXPECT_THAT(text, HasSubstr("zb_requests_total{broker=\"consensus\"} 8"));
+}
+
+TEST(MetricsTest, LatencyHistogramIsPublishedOnUpdate) {
+  Metrics metrics;
+  BrokerMetrics& mdp = metrics.AddBroker("majordomo");
+  mdp.ObserveLatency(std::chrono::microseconds(40));   // <= 50us
+  mdp.ObserveLatency(std::chrono::microseconds(300));  // <= 500us
+  mdp.ObserveLatency(std::chrono::seconds(20));        // +Inf
+  // Not visible before the next Update().
+  EXPECT_THAT(metrics.Serialize(),
+              HasSubstr("zb_request_latency_seconds_count{broker=\"majordomo\"}"
+                        " 0"));
+  mdp.Update(Snapshot(3));
+  const std::string text = metrics.Serialize();
+  EXPECT_THAT(text, HasSubstr("zb_request_latency_seconds_count{broker="
+                              "\"majordomo\"} 3"));
+  EXPECT_THAT(text, HasSubstr("zb_request_latency_seconds_bucket{broker="
+                              "\"majordomo\",le=\"5e-05\"} 1"));
+  EXPECT_THAT(text, HasSubstr("zb_request_latency_seconds_bucket{broker="
+                              "\"majordomo\",le=\"0.0005\"} 2"));
+  EXPECT_THAT(text, HasSubstr("zb_request_latency_seconds_bucket{broker="
+                              "\"majordomo\",le=\"10\"} 2"));
+  EXPECT_THAT(text, HasSubstr("zb_request_latency_seconds_bucket{broker="
+                              "\"majordomo\",le=\"+Inf\"} 3"));
+  // Published once only.
+  mdp.Update(Snapshot(4));
+  EXPECT_THAT(metrics.Serialize(),
+              HasSubstr("zb_request_latency_seconds_count{broker="
+                        "\"majordomo\"} 3"));
+}
+
+TEST(MetricsTest, ServesOverHttp) {
+  Metrics metrics;
+  ASSERT_TRUE(metrics.Listen("127.0.0.1:0").ok());
+  ASSERT_GT(metrics.port(), 0);
+  BrokerMetrics& mdp = metrics.AddBroker("majordomo");
+  mdp.Update(Snapshot(42));
+  const std::string response = HttpGet(metrics.port(), "/metrics");
+  EXPECT_THAT(response, HasSubstr("200 OK"));
+  EXPECT_THAT(response,
+              HasSubstr("zb_requests_total{broker=\"majordomo\"} 42"));
+  EXPECT_THAT(response, HasSubstr("# TYPE zb_request_latency_seconds "
+                                  "histogram"));
+}
+
+TEST(MetricsTest, ListenOnABusyPortFails) {
+  Metrics first;
+  ASSERT_TRUE(first.Listen("127.0.0.1:0").ok());
+  Metrics second;
+  const absl::Status s =
+      second.Listen("127.0.0.1:" + std::to_string(first.port()));
+  EXPECT_EQ(s.code(), absl::StatusCode::kUnavailable) << s;
+  EXPECT_EQ(second.port(), 0);
+}
+
+}  // namespace
+}  // namespace zb
