@@ -1,0 +1,142 @@
+// Copyright 2026 The zbrokers Authors.
+
+#include "test/latency/json_output.h"
+
+#include <cmath>
+#include <string_view>
+
+#include "absl/strings/str_format.h"
+
+namespace zb::latency {
+namespace {
+
+// A JSON string literal.  Control characters are escaped as \u00XX; other
+// bytes pass through (the inputs are UTF-8 file names and endpoints).
+std::string Quote(std::string_view s) {
+  std::string out = "\"";
+  for (char c : s) {
+    switch (c) {
+      case '"':
+        out += "\\\"";
+        break;
+      case '\\':
+        out += "\\\\";
+        break;
+      case '\n':
+        out += "\\n";
+        break;
+      case '\t':
+        out += "\\t";
+        break;
+      default:
+        if (static_cast<unsigned char>(c) < 0x20) {
+          absl::StrAppendFormat(&out, "\\u%04x", static_cast<int>(c));
+        } else {
+          out.push_back(c);
+        }
+    }
+  }
+  out.push_back('"');
+  return out;
+}
+
+// A JSON number, or null for NaN/infinity (JSON has neither).
+std::string Number(double v) {
+  if (!std::isfinite(v)) return "null";
+  return absl::StrFormat("%.6g", v);
+}
+
+std::string StepJson(const StepResult& s) {
+  return absl::StrFormat(
+      "{\"workers\": %d, \"clients\": %d, \"round_trips\": %d, "
+      "\"avg_us\": %s, \"p50_us\": %s, \"p99_us\": %s, \"max_us\": %s, "
+      "\"elapsed_s\": %s, \"failures\": %d, \"throughput_rps\": %s, "
+      "\"cpu_us_per_rt\": %s}",
+      s.workers, s.clients, s.round_trips, Number(s.latency.avg_us),
+      Number(s.latency.p50_us), Number(s.latency.p99_us),
+      Number(s.latency.max_us), Number(s.elapsed_s), s.failures,
+      Number(s.throughput_rps),
+      s.cpu_us_per_rt >= 0 ? Number(s.cpu_us_per_rt) : "null");
+}
+
+std::string StepsJson(const Series& s) {
+  std::string out = "[";
+  for (std::size_t i = 0; i < s.steps.size(); ++i) {
+    out += i == 0 ? "\n    " : ",\n    ";
+    out += StepJson(s.steps[i]);
+  }
+  out += s.steps.empty() ? "]" : "\n  ]";
+  return out;
+}
+
+std::string FitJson(const Series& s, Grow grow) {
+  const double nan = std::nan("");
+  const LinearFit& f = s.fit;
+  return absl::StrFormat(
+      "{\"x\": %s, \"intercept_us\": %s, \"slope_us_per_worker\": %s, "
+      "\"r2\": %s}",
+      Quote(GrowName(grow)), Number(f.valid ? f.intercept : nan),
+      Number(f.valid ? f.slope : nan), Number(f.valid ? f.r2 : nan));
+}
+
+}  // namespace
+
+std::string ToJson(const Report& r) {
+  const Options& o = r.options;
+  const Grow grow = o.grow;
+  std::string out = "{\n  \"config\": {";
+  absl::StrAppendFormat(
+      &out,
+      "\"rounds_per_step\": %d, \"warmup\": %d, \"max_workers\": %d, "
+      "\"step\": %d, \"grow\": %s, \"workers\": %d, \"max_clients\": %d, "
+      "\"transport\": %s, \"placement\": %s, \"payload_bytes\": %d, "
+      "\"timeout_ms\": %d, \"broker\": %s, \"baseline\": %s},\n",
+      o.rounds_per_step, o.EffectiveWarmup(), o.max_workers, o.step,
+      Quote(GrowName(grow)), o.workers, o.max_clients,
+      Quote(TransportName(o.transport)), Quote(PlacementName(o.placement)),
+      o.payload_bytes, o.timeout_ms, Quote(r.broker),
+      o.baseline ? "true" : "false");
+  absl::StrAppendFormat(&out, "  \"steps\": %s,\n", StepsJson(r.zbrokers));
+  absl::StrAppendFormat(&out, "  \"fit\": %s", FitJson(r.zbrokers, grow));
+  if (r.raw) {
+    const Series& raw = *r.raw;
+    // The baseline's steps print one level deeper; the indentation is only
+    // cosmetic.
+    absl::StrAppendFormat(&out,
+                          ",\n  \"baseline\": {\"steps\": %s,\n  \"fit\": %s}",
+                          StepsJson(raw), FitJson(raw, grow));
+    out += ",\n  \"ratio\": {\"steps\": [";
+    bool first = true;
+    for (const StepResult& s : r.zbrokers.steps) {
+      const StepResult* b = MatchingStep(raw, s, grow);
+      if (b == nullptr) continue;
+      absl::StrAppendFormat(
+          &out,
+          "%s\n    {\"workers\": %d, \"clients\": %d, \"avg\": %s, "
+          "\"p50\": %s, \"p99\": %s}",
+          first ? "" : ",", s.workers, s.clients,
+          Number(Ratio(s.latency.avg_us, b->latency.avg_us)),
+          Number(Ratio(s.latency.p50_us, b->latency.p50_us)),
+          Number(Ratio(s.latency.p99_us, b->latency.p99_us)));
+      first = false;
+    }
+    const double nan = std::nan("");
+    const bool fits = r.zbrokers.fit.valid && raw.fit.valid;
+    const double first_ratio =
+        !r.zbrokers.steps.empty() && !raw.steps.empty()
+            ? Ratio(r.zbrokers.steps.front().latency.avg_us,
+                    raw.steps.front().latency.avg_us)
+            : nan;
+    absl::StrAppendFormat(
+        &out,
+        "%s],\n    \"slope\": %s, \"intercept\": %s, \"first_step_avg\": %s}",
+        first ? "" : "\n  ",
+        Number(fits ? Ratio(r.zbrokers.fit.slope, raw.fit.slope) : nan),
+        Number(fits ? Ratio(r.zbrokers.fit.intercept, raw.fit.intercept) : nan),
+        Number(first_ratio));
+  }
+  out += "\n}\n";
+  return out;
+}
+
+}  // namespace zb::latency

@@ -1,0 +1,89 @@
+// Copyright 2026 The zbrokers Authors.
+//
+// Command-line options of zb-latency, the per-worker latency test, and their
+// parser.  Parsing is by hand rather than with absl flags so that every bad
+// option gets one clear sentence and the documented exit code 2 (absl flags
+// exits with 1 and prints its own usage).
+//
+//   absl::StatusOr<zb::latency::Options> o =
+//       zb::latency::ParseOptions({argv + 1, argv + argc});
+//   if (!o.ok()) { fprintf(stderr, "%s\n", o.status().message()...); exit(2); }
+//   if (o->help) { fputs(zb::latency::HelpText().c_str(), stdout); exit(0); }
+//
+// Thread-compatible value types and pure functions.
+
+#ifndef ZB_TEST_LATENCY_OPTIONS_H_
+#define ZB_TEST_LATENCY_OPTIONS_H_
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/statusor.h"
+
+namespace zb::latency {
+
+enum class Grow { kWorkers, kClients };
+enum class Transport { kTcp, kIpc, kInproc };
+enum class Placement { kThreads, kProcesses };
+
+std::string_view GrowName(Grow g);
+std::string_view TransportName(Transport t);
+std::string_view PlacementName(Placement p);
+
+// The default --max-workers: chosen so that a default run (tcp, threads,
+// 10,000 round trips per step, no baseline) takes about three minutes on a
+// 2-core machine.  See docs/latency.md for the measurement behind it.
+inline constexpr int kDefaultMaxWorkers = 30;
+
+struct Options {
+  // Measured round trips per step (all clients together).
+  std::int64_t rounds_per_step = 10000;
+  // Warm-up round trips per client before each step; not counted.  -1 picks
+  // rounds_per_step / 20 clamped to [50, 1000].
+  std::int64_t warmup = -1;
+  // --grow workers: workers 1, 1 + step, 1 + 2 * step, ... <= max_workers.
+  int max_workers = kDefaultMaxWorkers;
+  int step = 1;
+  Grow grow = Grow::kWorkers;
+  // --grow clients: clients 1, 1 + step, ... <= max_clients, against a fixed
+  // number of workers.
+  int max_clients = 8;
+  int workers = 1;
+  Transport transport = Transport::kTcp;
+  // True when --transport was given (it must then agree with --broker).
+  bool transport_given = false;
+  Placement placement = Placement::kThreads;
+  int payload_bytes = 16;
+  // A running zb-broker to use instead of the embedded one; empty: embedded.
+  std::string broker;
+  std::string csv_path;
+  std::string json_path;
+  std::string svg_path;
+  bool baseline = false;
+  // Per-request deadline: a round trip that takes longer counts as a
+  // failure.
+  int timeout_ms = 5000;
+  bool help = false;
+
+  // The warm-up actually used per client (resolves -1).
+  std::int64_t EffectiveWarmup() const;
+  // The x values of the steps: worker counts (--grow workers) or client
+  // counts (--grow clients).
+  std::vector<int> StepSizes() const;
+};
+
+// Parses the arguments after the program name.  Accepts "--name=value" and
+// "--name value".  Fails with InvalidArgument and a message meant for the
+// user (unknown option, missing or malformed value, value out of range,
+// conflicting options).  Does not touch the file system: whether output
+// files can be written is checked by the caller when it opens them.
+absl::StatusOr<Options> ParseOptions(const std::vector<std::string>& args);
+
+// The --help text.
+std::string HelpText();
+
+}  // namespace zb::latency
+
+#endif  // ZB_TEST_LATENCY_OPTIONS_H_

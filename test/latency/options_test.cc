@@ -1,0 +1,116 @@
+// Copyright 2026 The zbrokers Authors.
+
+#include "test/latency/options.h"
+
+#include <string>
+#include <vector>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace zb::latency {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+
+absl::StatusOr<Options> Parse(std::vector<std::string> args) {
+  return ParseOptions(args);
+}
+
+std::string ErrorOf(std::vector<std::string> args) {
+  absl::StatusOr<Options> o = Parse(std::move(args));
+  EXPECT_FALSE(o.ok());
+  if (o.ok()) return "";
+  EXPECT_EQ(o.status().code(), absl::StatusCode::kInvalidArgument);
+  return std::string(o.status().message());
+}
+
+TEST(OptionsTest, Defaults) {
+  absl::StatusOr<Options> o = Parse({});
+  ASSERT_TRUE(o.ok()) << o.status();
+  EXPECT_EQ(o->rounds_per_step, 10000);
+  EXPECT_EQ(o->max_workers, kDefaultMaxWorkers);
+  EXPECT_EQ(o->step, 1);
+  EXPECT_EQ(o->grow, Grow::kWorkers);
+  EXPECT_EQ(o->transport, Transport::kTcp);
+  EXPECT_EQ(o->placement, Placement::kThreads);
+  EXPECT_FALSE(o->baseline);
+  EXPECT_TRUE(o->broker.empty());
+  EXPECT_EQ(o->EffectiveWarmup(), 500);
+  EXPECT_EQ(o->StepSizes().size(), static_cast<size_t>(kDefaultMaxWorkers));
+}
+
+TEST(OptionsTest, BothValueForms) {
+  absl::StatusOr<Options> o =
+      Parse({"--rounds-per-step=300", "--max-workers", "7", "--step=3",
+             "--transport", "inproc", "--payload-bytes=0", "--baseline",
+             "--csv", "a.csv", "--json=b.json", "--svg", "c.svg"});
+  ASSERT_TRUE(o.ok()) << o.status();
+  EXPECT_EQ(o->rounds_per_step, 300);
+  EXPECT_EQ(o->max_workers, 7);
+  EXPECT_EQ(o->step, 3);
+  EXPECT_EQ(o->transport, Transport::kInproc);
+  EXPECT_EQ(o->payload_bytes, 0);
+  EXPECT_TRUE(o->baseline);
+  EXPECT_EQ(o->csv_path, "a.csv");
+  EXPECT_EQ(o->json_path, "b.json");
+  EXPECT_EQ(o->svg_path, "c.svg");
+  EXPECT_THAT(o->StepSizes(), ElementsAre(1, 4, 7));
+  EXPECT_EQ(o->EffectiveWarmup(), 50);
+}
+
+TEST(OptionsTest, GrowClients) {
+  absl::StatusOr<Options> o =
+      Parse({"--grow", "clients", "--workers", "3", "--max-clients", "2"});
+  ASSERT_TRUE(o.ok()) << o.status();
+  EXPECT_EQ(o->grow, Grow::kClients);
+  EXPECT_EQ(o->workers, 3);
+  EXPECT_THAT(o->StepSizes(), ElementsAre(1, 2));
+}
+
+TEST(OptionsTest, BrokerDecidesTransport) {
+  absl::StatusOr<Options> o = Parse({"--broker", "ipc:///tmp/x.ipc"});
+  ASSERT_TRUE(o.ok()) << o.status();
+  EXPECT_EQ(o->transport, Transport::kIpc);
+  EXPECT_THAT(
+      ErrorOf({"--broker", "tcp://127.0.0.1:5555", "--transport", "ipc"}),
+      HasSubstr("contradicts"));
+  EXPECT_THAT(ErrorOf({"--broker", "inproc://x"}), HasSubstr("tcp://"));
+}
+
+TEST(OptionsTest, HelpWins) {
+  absl::StatusOr<Options> o = Parse({"--max-workers=3", "--help"});
+  ASSERT_TRUE(o.ok());
+  EXPECT_TRUE(o->help);
+  EXPECT_THAT(HelpText(), HasSubstr("--rounds-per-step"));
+  for (const char* flag : {"--max-workers", "--step", "--grow", "--transport",
+                           "--placement", "--payload-bytes", "--broker",
+                           "--csv", "--json", "--svg", "--baseline"}) {
+    EXPECT_THAT(HelpText(), HasSubstr(flag));
+  }
+}
+
+TEST(OptionsTest, BadOptionsHaveClearMessages) {
+  EXPECT_THAT(ErrorOf({"--max-workers", "0"}),
+              HasSubstr("--max-workers must be between 1"));
+  EXPECT_THAT(ErrorOf({"--max-workers", "x"}), HasSubstr("whole number"));
+  EXPECT_THAT(ErrorOf({"--max-workers=12abc"}), HasSubstr("whole number"));
+  EXPECT_THAT(ErrorOf({"--transport", "udp"}),
+              HasSubstr("unknown transport 'udp'"));
+  EXPECT_THAT(ErrorOf({"--grow", "both"}), HasSubstr("--grow must be"));
+  EXPECT_THAT(ErrorOf({"--frobnicate"}), HasSubstr("unknown option"));
+  EXPECT_THAT(ErrorOf({"--csv"}), HasSubstr("needs a value"));
+  EXPECT_THAT(ErrorOf({"--csv="}), HasSubstr("needs a file name"));
+  EXPECT_THAT(ErrorOf({"stray"}), HasSubstr("unexpected argument"));
+  EXPECT_THAT(ErrorOf({"--baseline=yes"}), HasSubstr("takes no value"));
+  EXPECT_THAT(ErrorOf({"--placement", "processes", "--transport", "inproc"}),
+              HasSubstr("cannot cross processes"));
+  EXPECT_THAT(ErrorOf({"--workers", "2"}), HasSubstr("--grow clients"));
+  EXPECT_THAT(ErrorOf({"--grow", "clients", "--max-workers", "2"}),
+              HasSubstr("--grow workers"));
+  EXPECT_THAT(ErrorOf({"--rounds-per-step", "-5"}), HasSubstr("between"));
+}
+
+}  // namespace
+}  // namespace zb::latency
