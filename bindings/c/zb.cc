@@ -1,0 +1,793 @@
+// Copyright 2026 The zbrokers Authors.
+//
+// The C ABI (zb.h) over zb::Reactor and the client, worker and broker
+// libraries.
+//
+// Rules this file keeps:
+//   - No exception leaves an extern "C" function: every entry point runs its
+//     body inside Guard(), which turns exceptions into error codes and a
+//     thread-local message.
+//   - No C++ type crosses the boundary: handles are structs defined here and
+//     only ever seen as opaque pointers by callers.
+//   - Owner-thread checks return ZB_ERR_WRONG_THREAD instead of reaching the
+//     reactor's debug assertion (which aborts): a foreign caller deserves an
+//     error, not a crash.
+
+#include "bindings/c/zb.h"
+
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <chrono>
+#include <climits>
+#include <cstring>
+#include <memory>
+#include <mutex>
+#include <new>
+#include <span>
+#include <string>
+#include <utility>
+#include <vector>
+#include <zmq.hpp>
+
+#include "absl/container/flat_hash_set.h"
+#include "absl/container/inlined_vector.h"
+#include "absl/status/status.h"
+#include "absl/strings/ascii.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/string_view.h"
+#include "reactor/frames.h"
+#include "reactor/reactor.h"
+
+#ifndef ZB_VERSION
+#define ZB_VERSION "0.0.0"
+#endif
+
+namespace {
+
+using Clock = zb::Reactor::Clock;
+
+// ---- Errors -----------------------------------------------------------------
+
+thread_local std::string t_last_error;
+
+int Fail(int code, absl::string_view message) {
+  t_last_error.assign(message.data(), message.size());
+  return code;
+}
+
+// Maps a Status from the C++ libraries to a return code.  `where` names the
+// C function for the message.
+int FromStatus(const absl::Status& status, absl::string_view where) {
+  if (status.ok()) return ZB_OK;
+  int code = ZB_ERR_INTERNAL;
+  switch (status.code()) {
+    case absl::StatusCode::kInvalidArgument:
+    case absl::StatusCode::kOutOfRange:
+      code = ZB_ERR_INVALID;
+      break;
+    case absl::StatusCode::kNotFound:
+      code = ZB_ERR_NOT_FOUND;
+      break;
+    case absl::StatusCode::kAlreadyExists:
+    case absl::StatusCode::kFailedPrecondition:
+    case absl::StatusCode::kAborted:
+    case absl::StatusCode::kCancelled:
+      code = ZB_ERR_STATE;
+      break;
+    case absl::StatusCode::kResourceExhausted:
+      code = ZB_ERR_AGAIN;
+      break;
+    case absl::StatusCode::kUnavailable:
+      code = ZB_ERR_UNREACHABLE;
+      break;
+    default:
+      break;
+  }
+  return Fail(code, absl::StrCat(where, ": ", status.message()));
+}
+
+// Runs an entry point's body; no exception gets past it.
+template <typename Body>
+int Guard(absl::string_view where, Body&& body) noexcept {
+  try {
+    return body();
+  } catch (const zmq::error_t& e) {
+    return Fail(ZB_ERR_ZMQ, absl::StrCat(where, ": ", e.what()));
+  } catch (const std::bad_alloc&) {
+    return Fail(ZB_ERR_NO_MEMORY, absl::StrCat(where, ": out of memory"));
+  } catch (const std::exception& e) {
+    return Fail(ZB_ERR_INTERNAL, absl::StrCat(where, ": ", e.what()));
+  } catch (...) {
+    return Fail(ZB_ERR_INTERNAL, absl::StrCat(where, ": unknown exception"));
+  }
+}
+
+int ZmqFail(absl::string_view where, int err) {
+  return Fail(ZB_ERR_ZMQ, absl::StrCat(where, ": ", zmq_strerror(err)));
+}
+
+// ---- User pointers
+// ------------------------------------------------------------
+
+// Owns a caller's `user` pointer: calls free_user(user) exactly once, when
+// the last holder lets go.  Move-only, so it can live inside the reactor's
+// move-only callbacks.
+class UserRef {
+ public:
+  UserRef() = default;
+  UserRef(void* user, zb_free_fn free_user) : user_(user), free_(free_user) {}
+  UserRef(UserRef&& o) noexcept
+      : user_(o.user_), free_(std::exchange(o.free_, nullptr)) {}
+  UserRef& operator=(UserRef&& o) noexcept {
+    if (this != &o) {
+      Reset();
+      user_ = o.user_;
+      free_ = std::exchange(o.free_, nullptr);
+    }
+    return *this;
+  }
+  UserRef(const UserRef&) = delete;
+  UserRef& operator=(const UserRef&) = delete;
+  ~UserRef() { Reset(); }
+
+  void* get() const { return user_; }
+  void Reset() {
+    if (zb_free_fn f = std::exchange(free_, nullptr)) f(user_);
+  }
+
+ private:
+  void* user_ = nullptr;
+  zb_free_fn free_ = nullptr;
+};
+
+// ---- Time -------------------------------------------------------------------
+
+// Bounds for microsecond arguments: ~31 years keeps every conversion to
+// steady_clock nanoseconds far from overflow.
+constexpr std::int64_t kMaxMicros = 1'000'000'000'000'000;
+
+Clock::duration Micros(std::int64_t us) {
+  return std::chrono::duration_cast<Clock::duration>(
+      std::chrono::microseconds(std::clamp<std::int64_t>(us, 0, kMaxMicros)));
+}
+
+// ---- The shared ZeroMQ context ---------------------------------------------
+
+// One context per process, shared by every reactor so that inproc://
+// endpoints work across reactors.  It is created with the first reactor and
+// terminated with the last one (all its sockets are closed by then), so a
+// process that destroys its reactors never leaves ZeroMQ threads behind.
+std::mutex g_context_mu;
+std::weak_ptr<zmq::context_t> g_context;
+
+std::shared_ptr<zmq::context_t> SharedContext() {
+  std::lock_guard<std::mutex> lock(g_context_mu);
+  std::shared_ptr<zmq::context_t> ctx = g_context.lock();
+  if (!ctx) {
+    ctx = std::make_shared<zmq::context_t>(1);
+    g_context = ctx;
+  }
+  return ctx;
+}
+
+}  // namespace
+
+// ---- Handles
+// ------------------------------------------------------------------
+
+struct zb_reactor_t {
+  std::shared_ptr<zmq::context_t> context;
+  std::unique_ptr<zb::Reactor> loop;
+  // zb_reactor_run/run_for loop on run_once() and watch this flag, so that
+  // run_once() can ignore stops and run_for() can report them.
+  std::atomic<bool> stop_requested{false};
+  // > 0 while run/run_once/run_for is on the stack: the reactor is then
+  // inside a callback whenever a zb_ function is called on its thread.
+  int depth = 0;
+  absl::flat_hash_set<zb_socket_t*> sockets;  // owned
+};
+
+struct zb_socket_t {
+  zb_reactor_t* reactor = nullptr;
+  zmq::socket_t socket;
+  zb_frames_fn fn = nullptr;
+  UserRef user;
+  bool watched = false;
+  // While the callback runs, a close or a new callback must not free what
+  // the running callback may still use; they are finished afterwards.
+  bool dispatching = false;
+  bool close_pending = false;
+  std::vector<UserRef> retired;
+  // Reused for every message handed to the callback.
+  std::vector<const void*> data;
+  std::vector<size_t> sizes;
+};
+
+namespace {
+
+int CheckOwner(const zb_reactor_t* r, absl::string_view where) {
+  if (!r->loop->on_owner_thread()) {
+    return Fail(ZB_ERR_WRONG_THREAD,
+                absl::StrCat(where,
+                             ": called from a thread that does not own the "
+                             "reactor; only zb_reactor_post and "
+                             "zb_reactor_stop may be called from other "
+                             "threads"));
+  }
+  return ZB_OK;
+}
+
+// Marks the reactor as running for the lifetime of the object.
+class Running {
+ public:
+  explicit Running(zb_reactor_t* r) : r_(r) { ++r_->depth; }
+  ~Running() { --r_->depth; }
+  Running(const Running&) = delete;
+  Running& operator=(const Running&) = delete;
+
+ private:
+  zb_reactor_t* r_;
+};
+
+int CheckRunnable(zb_reactor_t* r, absl::string_view where) {
+  if (r == nullptr) return Fail(ZB_ERR_INVALID, absl::StrCat(where, ": NULL"));
+  if (int rc = CheckOwner(r, where)) return rc;
+  if (r->depth > 0) {
+    return Fail(ZB_ERR_STATE,
+                absl::StrCat(where,
+                             ": the reactor is already running (called from "
+                             "one of its callbacks?)"));
+  }
+  return ZB_OK;
+}
+
+int CheckSocket(const zb_socket_t* s, absl::string_view where) {
+  if (s == nullptr) {
+    return Fail(ZB_ERR_INVALID, absl::StrCat(where, ": socket is NULL"));
+  }
+  if (s->close_pending) {
+    return Fail(ZB_ERR_STATE, absl::StrCat(where, ": socket is closed"));
+  }
+  return CheckOwner(s->reactor, where);
+}
+
+int AddTimer(zb_reactor_t* r, absl::string_view where, zb_callback_fn fn,
+             void* user, zb_free_fn free_user, zb_timer_id* id,
+             zb::TimerId (*schedule)(zb::Reactor&, zb::Reactor::Callback,
+                                     std::int64_t),
+             std::int64_t when) {
+  if (r == nullptr || fn == nullptr) {
+    return Fail(ZB_ERR_INVALID,
+                absl::StrCat(where, ": reactor and callback are required"));
+  }
+  if (int rc = CheckOwner(r, where)) return rc;
+  zb::TimerId tid = schedule(
+      *r->loop, [fn, ref = UserRef(user, free_user)]() { fn(ref.get()); },
+      when);
+  if (id != nullptr) *id = tid;
+  return ZB_OK;
+}
+
+void DestroySocket(zb_socket_t* s) {
+  // The reactor must stop watching before the socket closes.
+  if (s->watched) s->reactor->loop->remove(s->socket).IgnoreError();
+  s->watched = false;
+  s->socket.close();
+  if (s->dispatching) {
+    // Finished by Dispatch() once the running callback returns.
+    s->close_pending = true;
+    return;
+  }
+  delete s;
+}
+
+void Dispatch(zb_socket_t* s, std::span<zmq::message_t> frames) {
+  s->data.resize(frames.size());
+  s->sizes.resize(frames.size());
+  for (std::size_t i = 0; i < frames.size(); ++i) {
+    s->data[i] = frames[i].data();
+    s->sizes[i] = frames[i].size();
+  }
+  s->dispatching = true;
+  s->fn(s->user.get(), frames.size(), s->data.data(), s->sizes.data());
+  s->dispatching = false;
+  if (s->close_pending) {
+    delete s;
+    return;
+  }
+  s->retired.clear();
+}
+
+// ZeroMQ options whose value is 64 bits wide.
+bool IsInt64Option(int option) {
+  switch (option) {
+    case ZMQ_AFFINITY:
+    case ZMQ_MAXMSGSIZE:
+    case ZMQ_VMCI_BUFFER_SIZE:
+    case ZMQ_VMCI_BUFFER_MIN_SIZE:
+    case ZMQ_VMCI_BUFFER_MAX_SIZE:
+      return true;
+    default:
+      return false;
+  }
+}
+
+int SocketTypeFromName(const char* name) {
+  static constexpr struct {
+    const char* name;
+    int type;
+  } kTypes[] = {
+      {"pair", ZB_PAIR},     {"pub", ZB_PUB},   {"sub", ZB_SUB},
+      {"req", ZB_REQ},       {"rep", ZB_REP},   {"dealer", ZB_DEALER},
+      {"router", ZB_ROUTER}, {"pull", ZB_PULL}, {"push", ZB_PUSH},
+      {"xpub", ZB_XPUB},     {"xsub", ZB_XSUB}, {"stream", ZB_STREAM},
+  };
+  const std::string lower = absl::AsciiStrToLower(name);
+  for (const auto& t : kTypes) {
+    if (lower == t.name) return t.type;
+  }
+  return -1;
+}
+
+}  // namespace
+
+// ---- Errors
+// -------------------------------------------------------------------
+
+extern "C" const char* zb_last_error(void) { return t_last_error.c_str(); }
+
+extern "C" const char* zb_strerror(int code) {
+  switch (code) {
+    case ZB_OK:
+      return "ZB_OK";
+    case ZB_ERR_INVALID:
+      return "ZB_ERR_INVALID";
+    case ZB_ERR_WRONG_THREAD:
+      return "ZB_ERR_WRONG_THREAD";
+    case ZB_ERR_NOT_FOUND:
+      return "ZB_ERR_NOT_FOUND";
+    case ZB_ERR_STATE:
+      return "ZB_ERR_STATE";
+    case ZB_ERR_AGAIN:
+      return "ZB_ERR_AGAIN";
+    case ZB_ERR_UNREACHABLE:
+      return "ZB_ERR_UNREACHABLE";
+    case ZB_ERR_ZMQ:
+      return "ZB_ERR_ZMQ";
+    case ZB_ERR_RANGE:
+      return "ZB_ERR_RANGE";
+    case ZB_ERR_NO_MEMORY:
+      return "ZB_ERR_NO_MEMORY";
+    case ZB_ERR_INTERNAL:
+      return "ZB_ERR_INTERNAL";
+    default:
+      return "unknown";
+  }
+}
+
+extern "C" const char* zb_version(void) { return ZB_VERSION; }
+
+// ---- Reactor
+// ------------------------------------------------------------------
+
+extern "C" int zb_reactor_new(zb_reactor_t** out) {
+  return Guard("zb_reactor_new", [&]() -> int {
+    if (out == nullptr)
+      return Fail(ZB_ERR_INVALID, "zb_reactor_new: out is NULL");
+    auto r = std::make_unique<zb_reactor_t>();
+    r->context = SharedContext();
+    r->loop = std::make_unique<zb::Reactor>();
+    *out = r.release();
+    return ZB_OK;
+  });
+}
+
+extern "C" int zb_reactor_destroy(zb_reactor_t* r) {
+  return Guard("zb_reactor_destroy", [&]() -> int {
+    if (r == nullptr) return ZB_OK;
+    if (int rc = CheckRunnable(r, "zb_reactor_destroy")) return rc;
+    // Sockets first (they must close before the context), then the loop,
+    // which drops pending timers and tasks and so releases their users.
+    for (zb_socket_t* s : r->sockets) DestroySocket(s);
+    r->sockets.clear();
+    r->loop.reset();
+    delete r;  // releases this reactor's share of the context last
+    return ZB_OK;
+  });
+}
+
+extern "C" int zb_reactor_run(zb_reactor_t* r) {
+  return Guard("zb_reactor_run", [&]() -> int {
+    if (int rc = CheckRunnable(r, "zb_reactor_run")) return rc;
+    Running running(r);
+    while (!r->stop_requested.exchange(false, std::memory_order_acq_rel)) {
+      absl::StatusOr<int> n = r->loop->run_once(Clock::duration::max());
+      if (!n.ok()) return FromStatus(n.status(), "zb_reactor_run");
+    }
+    return ZB_OK;
+  });
+}
+
+extern "C" int zb_reactor_run_once(zb_reactor_t* r, int64_t max_wait_us,
+                                   int* handled) {
+  return Guard("zb_reactor_run_once", [&]() -> int {
+    if (int rc = CheckRunnable(r, "zb_reactor_run_once")) return rc;
+    Running running(r);
+    absl::StatusOr<int> n = r->loop->run_once(
+        max_wait_us < 0 ? Clock::duration::max() : Micros(max_wait_us));
+    if (!n.ok()) return FromStatus(n.status(), "zb_reactor_run_once");
+    if (handled != nullptr) *handled = *n;
+    return ZB_OK;
+  });
+}
+
+extern "C" int zb_reactor_run_for(zb_reactor_t* r, int64_t max_us,
+                                  int* stopped) {
+  return Guard("zb_reactor_run_for", [&]() -> int {
+    if (int rc = CheckRunnable(r, "zb_reactor_run_for")) return rc;
+    Running running(r);
+    const Clock::time_point deadline = Clock::now() + Micros(max_us);
+    for (;;) {
+      if (r->stop_requested.exchange(false, std::memory_order_acq_rel)) {
+        if (stopped != nullptr) *stopped = 1;
+        return ZB_OK;
+      }
+      const Clock::time_point now = Clock::now();
+      if (now >= deadline) break;
+      absl::StatusOr<int> n = r->loop->run_once(deadline - now);
+      if (!n.ok()) return FromStatus(n.status(), "zb_reactor_run_for");
+    }
+    if (stopped != nullptr) *stopped = 0;
+    return ZB_OK;
+  });
+}
+
+extern "C" int zb_reactor_stop(zb_reactor_t* r) {
+  return Guard("zb_reactor_stop", [&]() -> int {
+    if (r == nullptr) return Fail(ZB_ERR_INVALID, "zb_reactor_stop: NULL");
+    r->stop_requested.store(true, std::memory_order_release);
+    // zb::Reactor::run() is never used here, so its own stop flag is
+    // irrelevant; stop() is the cheapest way to wake a blocked poll.
+    r->loop->stop();
+    return ZB_OK;
+  });
+}
+
+extern "C" int zb_reactor_post(zb_reactor_t* r, zb_callback_fn fn, void* user,
+                               zb_free_fn free_user) {
+  return Guard("zb_reactor_post", [&]() -> int {
+    if (r == nullptr || fn == nullptr) {
+      return Fail(ZB_ERR_INVALID,
+                  "zb_reactor_post: reactor and callback are required");
+    }
+    r->loop->post(
+        [fn, ref = UserRef(user, free_user)]() mutable { fn(ref.get()); });
+    return ZB_OK;
+  });
+}
+
+// ---- Timers
+// -------------------------------------------------------------------
+
+extern "C" int64_t zb_now_us(void) {
+  return std::chrono::duration_cast<std::chrono::microseconds>(
+             Clock::now().time_since_epoch())
+      .count();
+}
+
+extern "C" int zb_reactor_after(zb_reactor_t* r, int64_t delay_us,
+                                zb_callback_fn fn, void* user,
+                                zb_free_fn free_user, zb_timer_id* id) {
+  return Guard("zb_reactor_after", [&]() -> int {
+    if (delay_us < 0) {
+      return Fail(ZB_ERR_INVALID, "zb_reactor_after: negative delay");
+    }
+    return AddTimer(
+        r, "zb_reactor_after", fn, user, free_user, id,
+        [](zb::Reactor& loop, zb::Reactor::Callback cb, std::int64_t us) {
+          return loop.after(Micros(us), std::move(cb));
+        },
+        delay_us);
+  });
+}
+
+extern "C" int zb_reactor_every(zb_reactor_t* r, int64_t period_us,
+                                zb_callback_fn fn, void* user,
+                                zb_free_fn free_user, zb_timer_id* id) {
+  return Guard("zb_reactor_every", [&]() -> int {
+    if (period_us <= 0) {
+      return Fail(ZB_ERR_INVALID, "zb_reactor_every: period must be > 0");
+    }
+    return AddTimer(
+        r, "zb_reactor_every", fn, user, free_user, id,
+        [](zb::Reactor& loop, zb::Reactor::Callback cb, std::int64_t us) {
+          return loop.every(Micros(us), std::move(cb));
+        },
+        period_us);
+  });
+}
+
+extern "C" int zb_reactor_at(zb_reactor_t* r, int64_t deadline_us,
+                             zb_callback_fn fn, void* user,
+                             zb_free_fn free_user, zb_timer_id* id) {
+  return Guard("zb_reactor_at", [&]() -> int {
+    return AddTimer(
+        r, "zb_reactor_at", fn, user, free_user, id,
+        [](zb::Reactor& loop, zb::Reactor::Callback cb, std::int64_t us) {
+          return loop.at(Clock::time_point(Micros(us)), std::move(cb));
+        },
+        deadline_us);
+  });
+}
+
+extern "C" int zb_reactor_cancel(zb_reactor_t* r, zb_timer_id id) {
+  return Guard("zb_reactor_cancel", [&]() -> int {
+    if (r == nullptr) return Fail(ZB_ERR_INVALID, "zb_reactor_cancel: NULL");
+    if (int rc = CheckOwner(r, "zb_reactor_cancel")) return rc;
+    if (!r->loop->cancel(id)) {
+      return Fail(ZB_ERR_NOT_FOUND,
+                  absl::StrFormat("zb_reactor_cancel: no live timer %d", id));
+    }
+    return ZB_OK;
+  });
+}
+
+// ---- Sockets
+// ------------------------------------------------------------------
+
+extern "C" int zb_socket_new(zb_reactor_t* r, int type, zb_socket_t** out) {
+  return Guard("zb_socket_new", [&]() -> int {
+    if (r == nullptr || out == nullptr) {
+      return Fail(ZB_ERR_INVALID,
+                  "zb_socket_new: reactor and out are required");
+    }
+    if (int rc = CheckOwner(r, "zb_socket_new")) return rc;
+    if (type < ZB_PAIR || type > ZB_STREAM) {
+      return Fail(
+          ZB_ERR_INVALID,
+          absl::StrFormat("zb_socket_new: unknown socket type %d", type));
+    }
+    auto s = std::make_unique<zb_socket_t>();
+    s->reactor = r;
+    s->socket = zmq::socket_t(*r->context, type);
+    s->socket.set(zmq::sockopt::linger, 0);
+    *out = s.get();
+    r->sockets.insert(s.release());
+    return ZB_OK;
+  });
+}
+
+extern "C" int zb_socket_new_named(zb_reactor_t* r, const char* type_name,
+                                   zb_socket_t** out) {
+  return Guard("zb_socket_new_named", [&]() -> int {
+    if (type_name == nullptr) {
+      return Fail(ZB_ERR_INVALID, "zb_socket_new_named: type name is NULL");
+    }
+    const int type = SocketTypeFromName(type_name);
+    if (type < 0) {
+      return Fail(ZB_ERR_INVALID,
+                  absl::StrCat("zb_socket_new_named: unknown socket type \"",
+                               type_name, "\""));
+    }
+    return zb_socket_new(r, type, out);
+  });
+}
+
+extern "C" int zb_socket_close(zb_socket_t* s) {
+  return Guard("zb_socket_close", [&]() -> int {
+    if (s == nullptr) return ZB_OK;
+    if (int rc = CheckSocket(s, "zb_socket_close")) return rc;
+    s->reactor->sockets.erase(s);
+    DestroySocket(s);
+    return ZB_OK;
+  });
+}
+
+extern "C" int zb_socket_set_int(zb_socket_t* s, int option, int64_t value) {
+  return Guard("zb_socket_set_int", [&]() -> int {
+    if (int rc = CheckSocket(s, "zb_socket_set_int")) return rc;
+    int zrc;
+    if (IsInt64Option(option)) {
+      zrc = zmq_setsockopt(s->socket.handle(), option, &value, sizeof value);
+    } else {
+      if (value < INT_MIN || value > INT_MAX) {
+        return Fail(ZB_ERR_INVALID,
+                    absl::StrFormat("zb_socket_set_int: option %d: value %d "
+                                    "does not fit an int",
+                                    option, value));
+      }
+      const int v = static_cast<int>(value);
+      zrc = zmq_setsockopt(s->socket.handle(), option, &v, sizeof v);
+    }
+    if (zrc != 0) {
+      return ZmqFail(absl::StrFormat("zb_socket_set_int(option %d)", option),
+                     errno);
+    }
+    return ZB_OK;
+  });
+}
+
+extern "C" int zb_socket_set_bytes(zb_socket_t* s, int option,
+                                   const void* value, size_t size) {
+  return Guard("zb_socket_set_bytes", [&]() -> int {
+    if (int rc = CheckSocket(s, "zb_socket_set_bytes")) return rc;
+    if (value == nullptr && size > 0) {
+      return Fail(ZB_ERR_INVALID, "zb_socket_set_bytes: value is NULL");
+    }
+    if (zmq_setsockopt(s->socket.handle(), option, value, size) != 0) {
+      return ZmqFail(absl::StrFormat("zb_socket_set_bytes(option %d)", option),
+                     errno);
+    }
+    return ZB_OK;
+  });
+}
+
+extern "C" int zb_socket_get_int(zb_socket_t* s, int option, int64_t* value) {
+  return Guard("zb_socket_get_int", [&]() -> int {
+    if (int rc = CheckSocket(s, "zb_socket_get_int")) return rc;
+    if (value == nullptr) {
+      return Fail(ZB_ERR_INVALID, "zb_socket_get_int: value is NULL");
+    }
+    if (IsInt64Option(option)) {
+      std::int64_t v = 0;
+      size_t size = sizeof v;
+      if (zmq_getsockopt(s->socket.handle(), option, &v, &size) != 0) {
+        return ZmqFail(absl::StrFormat("zb_socket_get_int(option %d)", option),
+                       errno);
+      }
+      *value = v;
+    } else {
+      int v = 0;
+      size_t size = sizeof v;
+      if (zmq_getsockopt(s->socket.handle(), option, &v, &size) != 0) {
+        return ZmqFail(absl::StrFormat("zb_socket_get_int(option %d)", option),
+                       errno);
+      }
+      *value = v;
+    }
+    return ZB_OK;
+  });
+}
+
+extern "C" int zb_socket_get_bytes(zb_socket_t* s, int option, void* buf,
+                                   size_t capacity, size_t* size) {
+  return Guard("zb_socket_get_bytes", [&]() -> int {
+    if (int rc = CheckSocket(s, "zb_socket_get_bytes")) return rc;
+    if (size == nullptr || (buf == nullptr && capacity > 0)) {
+      return Fail(ZB_ERR_INVALID, "zb_socket_get_bytes: NULL buffer or size");
+    }
+    // Every byte-string option of ZeroMQ 4.3 fits in 1 KiB; reading into a
+    // local buffer first lets us report the needed size.
+    char local[1024];
+    size_t n = sizeof local;
+    if (zmq_getsockopt(s->socket.handle(), option, local, &n) != 0) {
+      return ZmqFail(absl::StrFormat("zb_socket_get_bytes(option %d)", option),
+                     errno);
+    }
+    *size = n;
+    if (n > capacity) {
+      return Fail(ZB_ERR_RANGE,
+                  absl::StrFormat("zb_socket_get_bytes: needs %d bytes, "
+                                  "buffer has %d",
+                                  n, capacity));
+    }
+    if (n > 0) std::memcpy(buf, local, n);
+    return ZB_OK;
+  });
+}
+
+namespace {
+
+template <typename Op>
+int EndpointCall(zb_socket_t* s, const char* endpoint, const char* where,
+                 Op op) {
+  return Guard(where, [&]() -> int {
+    if (int rc = CheckSocket(s, where)) return rc;
+    if (endpoint == nullptr) {
+      return Fail(ZB_ERR_INVALID, absl::StrCat(where, ": endpoint is NULL"));
+    }
+    if (op(s->socket.handle(), endpoint) != 0) {
+      const int err = errno;
+      return Fail(ZB_ERR_ZMQ, absl::StrCat(where, "(\"", endpoint,
+                                           "\"): ", zmq_strerror(err)));
+    }
+    return ZB_OK;
+  });
+}
+
+}  // namespace
+
+extern "C" int zb_socket_bind(zb_socket_t* s, const char* endpoint) {
+  return EndpointCall(s, endpoint, "zb_socket_bind", zmq_bind);
+}
+
+extern "C" int zb_socket_connect(zb_socket_t* s, const char* endpoint) {
+  return EndpointCall(s, endpoint, "zb_socket_connect", zmq_connect);
+}
+
+extern "C" int zb_socket_unbind(zb_socket_t* s, const char* endpoint) {
+  return EndpointCall(s, endpoint, "zb_socket_unbind", zmq_unbind);
+}
+
+extern "C" int zb_socket_disconnect(zb_socket_t* s, const char* endpoint) {
+  return EndpointCall(s, endpoint, "zb_socket_disconnect", zmq_disconnect);
+}
+
+extern "C" int zb_socket_last_endpoint(zb_socket_t* s, char* buf,
+                                       size_t capacity) {
+  return Guard("zb_socket_last_endpoint", [&]() -> int {
+    if (int rc = CheckSocket(s, "zb_socket_last_endpoint")) return rc;
+    if (buf == nullptr) {
+      return Fail(ZB_ERR_INVALID, "zb_socket_last_endpoint: buf is NULL");
+    }
+    const std::string ep = s->socket.get(zmq::sockopt::last_endpoint);
+    if (ep.size() + 1 > capacity) {
+      return Fail(ZB_ERR_RANGE,
+                  absl::StrFormat("zb_socket_last_endpoint: needs %d bytes",
+                                  ep.size() + 1));
+    }
+    std::memcpy(buf, ep.c_str(), ep.size() + 1);
+    return ZB_OK;
+  });
+}
+
+extern "C" int zb_socket_send(zb_socket_t* s, size_t count,
+                              const void* const* data, const size_t* sizes) {
+  return Guard("zb_socket_send", [&]() -> int {
+    if (int rc = CheckSocket(s, "zb_socket_send")) return rc;
+    if (count == 0 || data == nullptr || sizes == nullptr) {
+      return Fail(ZB_ERR_INVALID,
+                  "zb_socket_send: needs at least one frame (data and sizes)");
+    }
+    absl::InlinedVector<zmq::message_t, 8> frames;
+    frames.reserve(count);
+    for (size_t i = 0; i < count; ++i) {
+      if (data[i] == nullptr && sizes[i] > 0) {
+        return Fail(ZB_ERR_INVALID,
+                    absl::StrFormat("zb_socket_send: frame %d is NULL", i));
+      }
+      frames.emplace_back(data[i], sizes[i]);
+    }
+    return FromStatus(
+        zb::SendFrames(s->socket,
+                       std::span<zmq::message_t>(frames.data(), frames.size())),
+        "zb_socket_send");
+  });
+}
+
+extern "C" int zb_socket_on_readable(zb_socket_t* s, zb_frames_fn fn,
+                                     void* user, zb_free_fn free_user) {
+  return Guard("zb_socket_on_readable", [&]() -> int {
+    if (int rc = CheckSocket(s, "zb_socket_on_readable")) return rc;
+    UserRef old = std::move(s->user);
+    if (fn == nullptr) {
+      if (s->watched) {
+        if (int rc = FromStatus(s->reactor->loop->remove(s->socket),
+                                "zb_socket_on_readable")) {
+          return rc;
+        }
+        s->watched = false;
+      }
+      s->fn = nullptr;
+    } else {
+      if (!s->watched) {
+        if (int rc = FromStatus(
+                s->reactor->loop->add(s->socket,
+                                      [s](std::span<zmq::message_t> frames) {
+                                        Dispatch(s, frames);
+                                      }),
+                "zb_socket_on_readable")) {
+          return rc;
+        }
+        s->watched = true;
+      }
+      s->fn = fn;
+      s->user = UserRef(user, free_user);
+    }
+    // The old callback may be the one running right now: release it after.
+    if (s->dispatching) s->retired.push_back(std::move(old));
+    return ZB_OK;
+  });
+}

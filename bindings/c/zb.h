@@ -1,0 +1,321 @@
+/* Copyright 2026 The zbrokers Authors.
+ *
+ * zb.h -- the C ABI of zbrokers (libzbrokers.so, pkg-config "zbrokers").
+ *
+ * A stable, pure-C surface over the zbrokers reactor and the client and
+ * worker libraries, for C programs and for any language with a C FFI
+ * (Python ctypes, Ruby ffi, LuaJIT, Go cgo, ...).  It compiles as C11 and
+ * as C++; no C++ type or exception crosses it.
+ *
+ *   #include <zb.h>
+ *
+ *   static void on_tick(void* user) {
+ *     zb_reactor_stop((zb_reactor_t*)user);
+ *   }
+ *
+ *   zb_reactor_t* r;
+ *   if (zb_reactor_new(&r) != ZB_OK) die(zb_last_error());
+ *   zb_timer_id id;
+ *   zb_reactor_after(r, 1000, on_tick, r, NULL, &id);   // 1000 us
+ *   zb_reactor_run(r);                                   // until stop
+ *   zb_reactor_destroy(r);
+ *
+ * Conventions.
+ *   - Handles are opaque pointers (zb_reactor_t*, zb_socket_t*, ...).
+ *   - Every function returns an int: ZB_OK (0) on success, a negative
+ *     ZB_ERR_* code on failure.  Results come back through out-parameters,
+ *     which are left untouched on failure.  After a failure,
+ *     zb_last_error() describes it; the message belongs to the calling
+ *     thread and stays valid until that thread's next failing zb_ call.
+ *   - Byte strings are (pointer, length) pairs and may contain NUL bytes.  A
+ *     multipart message is `count` frames given as two parallel arrays:
+ *     `data[i]` points at `sizes[i]` bytes.  (A frame of size 0 may have a
+ *     NULL data pointer.)  Functions that take frames copy them before they
+ *     return; frames handed to a callback are valid only during that call.
+ *   - Callbacks take a `void* user` pointer that the library passes back
+ *     unchanged.  Wherever a function takes a `zb_free_fn free_user` (may be
+ *     NULL), the library calls free_user(user) exactly once, when it will
+ *     never call that callback again (after a one-shot timer fired, after a
+ *     cancel, when a socket or the reactor is destroyed, ...).  This is the
+ *     moment to release whatever keeps the callback alive -- for example a
+ *     binding's reference to a closure.  free_user runs on the reactor thread
+ *     (or in the thread that destroys the object) and must not call zb_
+ *     functions on the object that is being torn down.  When a call fails,
+ *     the library has not taken `user`: free_user is not called for it.
+ *
+ * Threading.  A reactor belongs to the thread that created it, its *owner*.
+ * Every function that takes a reactor, a socket or a client/worker/broker
+ * handle must be called on the owner thread, except those marked "any
+ * thread" (zb_reactor_post, zb_reactor_stop, zb_consensus_reply_*).  A call
+ * from another thread fails with ZB_ERR_WRONG_THREAD; it never aborts.  All
+ * callbacks run on the owner thread, inside zb_reactor_run()/run_once()/
+ * run_for().  To drive a reactor from another thread, post() to it.
+ *
+ * ZeroMQ context.  The library owns the ZeroMQ context: one per process,
+ * shared by every reactor (so inproc:// endpoints connect across reactors)
+ * and terminated when the last reactor is destroyed.
+ */
+
+#ifndef ZB_BINDINGS_C_ZB_H_
+#define ZB_BINDINGS_C_ZB_H_
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---- Errors ------------------------------------------------------------ */
+
+/* Return codes.  New codes may be added; treat unknown negative values as
+ * failures. */
+enum {
+  ZB_OK = 0,
+  /* A bad argument: NULL handle or out-pointer, unknown socket type name,
+   * negative delay, frame count of 0 where frames are required, ... */
+  ZB_ERR_INVALID = -1,
+  /* An owner-thread-only function was called from another thread. */
+  ZB_ERR_WRONG_THREAD = -2,
+  /* The thing named does not exist (unknown or already fired timer, ...). */
+  ZB_ERR_NOT_FOUND = -3,
+  /* The call is not allowed in the object's current state: destroying a
+   * reactor from inside one of its callbacks, running a reactor that is
+   * already running, answering a reply token twice, ... */
+  ZB_ERR_STATE = -4,
+  /* A send would have to block: the socket's high-water mark is reached.
+   * Nothing was sent. */
+  ZB_ERR_AGAIN = -5,
+  /* A ROUTER socket with ZB_OPT_ROUTER_MANDATORY has no peer with the
+   * identity in the first frame.  Nothing was sent. */
+  ZB_ERR_UNREACHABLE = -6,
+  /* Any other ZeroMQ failure (bad endpoint, address in use, bad option
+   * value, ...).  zb_last_error() carries ZeroMQ's message. */
+  ZB_ERR_ZMQ = -7,
+  /* An output buffer is too small. */
+  ZB_ERR_RANGE = -8,
+  /* Out of memory. */
+  ZB_ERR_NO_MEMORY = -9,
+  /* An unexpected internal failure (a bug); the message says what. */
+  ZB_ERR_INTERNAL = -10
+};
+
+/* The calling thread's message for its last failed zb_ call ("" if none).
+ * Owned by the library; valid until this thread's next failing call. */
+const char* zb_last_error(void);
+
+/* A static name for a return code ("ZB_OK", "ZB_ERR_ZMQ", ...; "unknown"
+ * for anything else).  Any thread. */
+const char* zb_strerror(int code);
+
+/* The library version as "MAJOR.MINOR.PATCH" (static storage).  Any thread. */
+const char* zb_version(void);
+
+/* ---- Callbacks ----------------------------------------------------------- */
+
+/* Releases a user pointer; see "Callbacks" above. */
+typedef void (*zb_free_fn)(void* user);
+/* A timer or a posted task. */
+typedef void (*zb_callback_fn)(void* user);
+/* Receives one multipart message: `count` (>= 1) frames, frame i is
+ * `sizes[i]` bytes at `data[i]`.  The arrays and the bytes are valid only
+ * during the call; copy what you keep. */
+typedef void (*zb_frames_fn)(void* user, size_t count, const void* const* data,
+                             const size_t* sizes);
+
+/* ---- Reactor ------------------------------------------------------------- */
+
+typedef struct zb_reactor_t zb_reactor_t;
+
+/* Creates a reactor owned by the calling thread.  On success *out receives
+ * it; the caller owns it and destroys it with zb_reactor_destroy(). */
+int zb_reactor_new(zb_reactor_t** out);
+
+/* Destroys the reactor and everything it owns, in this order: consensus
+ * clients/workers/brokers, sockets (closed with their ZB_OPT_LINGER, 0 by
+ * default), timers and posted tasks that never ran (their free_user is
+ * called; their callbacks are not).  Owner thread; fails with ZB_ERR_STATE
+ * when called from inside one of the reactor's callbacks.  NULL is a no-op.
+ * No other thread may use the handle once this has started. */
+int zb_reactor_destroy(zb_reactor_t* reactor);
+
+/* Runs the loop until zb_reactor_stop().  Owner thread; not re-entrant
+ * (ZB_ERR_STATE when called from a callback). */
+int zb_reactor_run(zb_reactor_t* reactor);
+
+/* Waits at most `max_wait_us` microseconds (< 0: without limit) for
+ * something to happen, runs every ready callback, and returns.  When
+ * `handled` is not NULL it receives the number of callbacks that ran.  Does
+ * not look at zb_reactor_stop().  Owner thread; not re-entrant. */
+int zb_reactor_run_once(zb_reactor_t* reactor, int64_t max_wait_us,
+                        int* handled);
+
+/* Runs the loop until zb_reactor_stop() or until `max_us` microseconds have
+ * passed, whichever comes first.  When `stopped` is not NULL it receives 1
+ * if the loop returned because of a stop (the stop is then consumed, as by
+ * zb_reactor_run) and 0 on time-out.  Meant for hosts that must regain
+ * control now and then, e.g. an interpreter that handles signals between
+ * calls.  Owner thread; not re-entrant. */
+int zb_reactor_run_for(zb_reactor_t* reactor, int64_t max_us, int* stopped);
+
+/* Makes zb_reactor_run() return after the current iteration (and
+ * zb_reactor_run_for() report stopped=1).  A stop that arrives while the
+ * loop is not running makes the next run return at once.  Any thread,
+ * including from inside a callback. */
+int zb_reactor_stop(zb_reactor_t* reactor);
+
+/* Runs fn(user) on the owner thread at the start of the next loop
+ * iteration, waking a blocked loop at once.  Tasks posted by one thread run
+ * in the order they were posted.  free_user(user) (if not NULL) is called
+ * after fn returns, or when the reactor is destroyed before the task ran.
+ * Any thread. */
+int zb_reactor_post(zb_reactor_t* reactor, zb_callback_fn fn, void* user,
+                    zb_free_fn free_user);
+
+/* ---- Timers ---------------------------------------------------------------
+ *
+ * A timer id is never 0 and never reused by one reactor.  Times are in
+ * microseconds on a monotonic clock (see zb_now_us), so wall-clock changes
+ * never affect timers.  A timer callback may add or cancel timers, itself
+ * included.  Owner thread. */
+
+typedef uint64_t zb_timer_id;
+
+/* Microseconds on the monotonic clock the timers use.  Any thread. */
+int64_t zb_now_us(void);
+
+/* Calls fn(user) once, `delay_us` (>= 0) from now.  free_user is called
+ * after it ran or when it is cancelled.  *id receives the timer id (id may
+ * be NULL). */
+int zb_reactor_after(zb_reactor_t* reactor, int64_t delay_us, zb_callback_fn fn,
+                     void* user, zb_free_fn free_user, zb_timer_id* id);
+
+/* Calls fn(user) every `period_us` (> 0), first `period_us` from now, until
+ * cancelled.  Missed periods are skipped, never bunched up. */
+int zb_reactor_every(zb_reactor_t* reactor, int64_t period_us,
+                     zb_callback_fn fn, void* user, zb_free_fn free_user,
+                     zb_timer_id* id);
+
+/* Calls fn(user) once at `deadline_us` on the zb_now_us() clock; a deadline
+ * in the past fires on the next iteration. */
+int zb_reactor_at(zb_reactor_t* reactor, int64_t deadline_us, zb_callback_fn fn,
+                  void* user, zb_free_fn free_user, zb_timer_id* id);
+
+/* Cancels a timer: it will not fire again.  Its free_user is called before
+ * this returns -- or, when a timer cancels itself from its own callback,
+ * right after that callback returns.  ZB_ERR_NOT_FOUND when the id is
+ * unknown, already cancelled, or a one-shot timer that already fired. */
+int zb_reactor_cancel(zb_reactor_t* reactor, zb_timer_id id);
+
+/* ---- Sockets ---------------------------------------------------------------
+ *
+ * ZeroMQ sockets owned by a reactor: created on the library's context,
+ * watched by the reactor once a readable callback is set, closed by
+ * zb_socket_close() or when the reactor is destroyed.  Owner thread. */
+
+typedef struct zb_socket_t zb_socket_t;
+
+/* Socket types; the values are ZeroMQ's. */
+enum {
+  ZB_PAIR = 0,
+  ZB_PUB = 1,
+  ZB_SUB = 2,
+  ZB_REQ = 3,
+  ZB_REP = 4,
+  ZB_DEALER = 5,
+  ZB_ROUTER = 6,
+  ZB_PULL = 7,
+  ZB_PUSH = 8,
+  ZB_XPUB = 9,
+  ZB_XSUB = 10,
+  ZB_STREAM = 11
+};
+
+/* Common socket options; the values are ZeroMQ's option numbers, and any
+ * other ZeroMQ option number may be passed as is.  Options of type int64
+ * or uint64 in ZeroMQ (ZB_OPT_MAXMSGSIZE, affinity) are handled by
+ * zb_socket_set_int/get_int too. */
+enum {
+  ZB_OPT_ROUTING_ID = 5,         /* bytes (ZMQ_IDENTITY) */
+  ZB_OPT_SUBSCRIBE = 6,          /* bytes */
+  ZB_OPT_UNSUBSCRIBE = 7,        /* bytes */
+  ZB_OPT_RCVMORE = 13,           /* int, read-only */
+  ZB_OPT_TYPE = 16,              /* int, read-only */
+  ZB_OPT_LINGER = 17,            /* int, ms; the library's default is 0 */
+  ZB_OPT_RECONNECT_IVL = 18,     /* int, ms */
+  ZB_OPT_BACKLOG = 19,           /* int */
+  ZB_OPT_RECONNECT_IVL_MAX = 21, /* int, ms */
+  ZB_OPT_MAXMSGSIZE = 22,        /* int64 */
+  ZB_OPT_SNDHWM = 23,            /* int */
+  ZB_OPT_RCVHWM = 24,            /* int */
+  ZB_OPT_SNDTIMEO = 28,          /* int, ms (sends never block here anyway) */
+  ZB_OPT_ROUTER_MANDATORY = 33,  /* int 0/1 */
+  ZB_OPT_IMMEDIATE = 39,         /* int 0/1 */
+  ZB_OPT_ROUTER_HANDOVER = 56,   /* int 0/1 */
+  ZB_OPT_HEARTBEAT_IVL = 75,     /* int, ms */
+  ZB_OPT_HEARTBEAT_TTL = 76,     /* int, ms */
+  ZB_OPT_HEARTBEAT_TIMEOUT = 77  /* int, ms */
+};
+
+/* Creates a socket of type `type` (ZB_DEALER, ...) on the reactor.  *out
+ * receives it; the reactor owns it.  Its linger is set to 0, so closing it
+ * never blocks; set ZB_OPT_LINGER to keep unsent messages for a while. */
+int zb_socket_new(zb_reactor_t* reactor, int type, zb_socket_t** out);
+
+/* The same, with the type given by name, case-insensitively: "PAIR", "PUB",
+ * "SUB", "REQ", "REP", "DEALER", "ROUTER", "PULL", "PUSH", "XPUB", "XSUB",
+ * "STREAM". */
+int zb_socket_new_named(zb_reactor_t* reactor, const char* type_name,
+                        zb_socket_t** out);
+
+/* Closes the socket, stops watching it, calls the readable callback's
+ * free_user, and frees the handle.  Safe inside the socket's own
+ * callback (the callback is not called again).  NULL is a no-op. */
+int zb_socket_close(zb_socket_t* socket);
+
+/* Sets an integer option.  Values that do not fit ZeroMQ's type for the
+ * option fail with ZB_ERR_INVALID. */
+int zb_socket_set_int(zb_socket_t* socket, int option, int64_t value);
+/* Sets a byte-string option (ZB_OPT_ROUTING_ID, ZB_OPT_SUBSCRIBE, ...). */
+int zb_socket_set_bytes(zb_socket_t* socket, int option, const void* value,
+                        size_t size);
+/* Reads an integer option into *value. */
+int zb_socket_get_int(zb_socket_t* socket, int option, int64_t* value);
+/* Reads a byte-string option into buf[0..capacity); *size receives its
+ * length.  ZB_ERR_RANGE (with *size set to what is needed, where ZeroMQ
+ * says) when the buffer is too small. */
+int zb_socket_get_bytes(zb_socket_t* socket, int option, void* buf,
+                        size_t capacity, size_t* size);
+
+/* Binds / connects / unbinds / disconnects an endpoint ("tcp://127.0.0.1:*",
+ * "ipc:///tmp/x", "inproc://name").  A bad or unusable endpoint fails with
+ * ZB_ERR_ZMQ and ZeroMQ's message. */
+int zb_socket_bind(zb_socket_t* socket, const char* endpoint);
+int zb_socket_connect(zb_socket_t* socket, const char* endpoint);
+int zb_socket_unbind(zb_socket_t* socket, const char* endpoint);
+int zb_socket_disconnect(zb_socket_t* socket, const char* endpoint);
+
+/* Copies the last bound or connected endpoint, NUL-terminated, into
+ * buf[0..capacity) -- after binding "tcp://127.0.0.1:*" it holds the
+ * actual port.  ZB_ERR_RANGE when it does not fit (256 bytes always do). */
+int zb_socket_last_endpoint(zb_socket_t* socket, char* buf, size_t capacity);
+
+/* Sends one multipart message of `count` (>= 1) frames without blocking.
+ * The bytes are copied.  ZB_ERR_AGAIN at the high-water mark,
+ * ZB_ERR_UNREACHABLE for an unknown ROUTER peer with
+ * ZB_OPT_ROUTER_MANDATORY; nothing is sent in either case. */
+int zb_socket_send(zb_socket_t* socket, size_t count, const void* const* data,
+                   const size_t* sizes);
+
+/* Sets the callback that receives every message arriving on the socket,
+ * and starts watching the socket.  Replaces (and releases) a previous
+ * callback; fn == NULL stops watching.  Messages are read in batches, one
+ * call per message. */
+int zb_socket_on_readable(zb_socket_t* socket, zb_frames_fn fn, void* user,
+                          zb_free_fn free_user);
+
+#ifdef __cplusplus
+} /* extern "C" */
+#endif
+
+#endif /* ZB_BINDINGS_C_ZB_H_ */

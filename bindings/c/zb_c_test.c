@@ -1,0 +1,410 @@
+/* Copyright 2026 The zbrokers Authors.
+ *
+ * Exercises libzbrokers.so through zb.h from plain C (C11): the header must
+ * compile as C and the library must link and work without any C++ on the
+ * caller's side.  Each test_* function returns only when its checks passed;
+ * the first failed check prints where and exits non-zero.
+ */
+
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "zb.h"
+
+static int g_checks = 0;
+
+#define CHECK(cond)                                                           \
+  do {                                                                        \
+    ++g_checks;                                                               \
+    if (!(cond)) {                                                            \
+      fprintf(stderr, "%s:%d: CHECK failed: %s (last error: %s)\n", __FILE__, \
+              __LINE__, #cond, zb_last_error());                              \
+      exit(1);                                                                \
+    }                                                                         \
+  } while (0)
+
+#define CHECK_OK(call) CHECK((call) == ZB_OK)
+
+/* Runs the reactor until *done is non-zero or `seconds` pass; returns *done.
+ * Bounds every wait so that a bug fails the test instead of hanging it. */
+static int run_until(zb_reactor_t* r, const int* done, double seconds) {
+  const int64_t deadline = zb_now_us() + (int64_t)(seconds * 1e6);
+  while (!*done && zb_now_us() < deadline) {
+    CHECK_OK(zb_reactor_run_once(r, 50 * 1000, NULL));
+  }
+  return *done;
+}
+
+/* ---- Errors ----------------------------------------------------------------
+ */
+
+static void test_errors(void) {
+  zb_reactor_t* r = NULL;
+  CHECK(zb_reactor_new(NULL) == ZB_ERR_INVALID);
+  CHECK(strstr(zb_last_error(), "zb_reactor_new") != NULL);
+  CHECK(strcmp(zb_strerror(ZB_ERR_ZMQ), "ZB_ERR_ZMQ") == 0);
+  CHECK(strcmp(zb_strerror(12345), "unknown") == 0);
+  CHECK(zb_version()[0] != '\0');
+  CHECK_OK(zb_reactor_destroy(NULL));
+
+  CHECK_OK(zb_reactor_new(&r));
+  zb_socket_t* s = NULL;
+  CHECK(zb_socket_new_named(r, "NOPE", &s) == ZB_ERR_INVALID);
+  CHECK(strstr(zb_last_error(), "NOPE") != NULL);
+  CHECK(s == NULL);
+  CHECK(zb_socket_new(r, 99, &s) == ZB_ERR_INVALID);
+  CHECK_OK(zb_socket_new_named(r, "dealer", &s));
+
+  /* A malformed endpoint fails with ZeroMQ's message and names it. */
+  CHECK(zb_socket_connect(s, "bogus://x") == ZB_ERR_ZMQ);
+  CHECK(strstr(zb_last_error(), "bogus://x") != NULL);
+  CHECK(zb_socket_bind(s, "tcp://not-an-address:zz") == ZB_ERR_ZMQ);
+  CHECK(zb_socket_send(s, 0, NULL, NULL) == ZB_ERR_INVALID);
+
+  /* Timers: bad arguments, unknown ids. */
+  zb_timer_id id = 0;
+  CHECK(zb_reactor_after(r, -1, NULL, NULL, NULL, &id) == ZB_ERR_INVALID);
+  CHECK(zb_reactor_every(r, 0, NULL, NULL, NULL, &id) == ZB_ERR_INVALID);
+  CHECK(zb_reactor_cancel(r, 777) == ZB_ERR_NOT_FOUND);
+
+  /* A getter with a too-small buffer reports the needed size. */
+  char small[4];
+  CHECK_OK(zb_socket_last_endpoint(s, small, sizeof small)); /* not bound */
+  CHECK(small[0] == '\0');
+  CHECK_OK(zb_socket_bind(s, "tcp://127.0.0.1:*"));
+  CHECK(zb_socket_last_endpoint(s, small, sizeof small) == ZB_ERR_RANGE);
+  CHECK_OK(zb_socket_set_bytes(s, ZB_OPT_ROUTING_ID, "abcdef", 6));
+  size_t n = 0;
+  CHECK(zb_socket_get_bytes(s, ZB_OPT_ROUTING_ID, small, sizeof small, &n) ==
+        ZB_ERR_RANGE);
+  CHECK(n == 6);
+  char id_buf[16];
+  CHECK_OK(
+      zb_socket_get_bytes(s, ZB_OPT_ROUTING_ID, id_buf, sizeof id_buf, &n));
+  CHECK(n == 6 && memcmp(id_buf, "abcdef", 6) == 0);
+
+  /* Integer options round-trip; out-of-range values are refused. */
+  int64_t v = -1;
+  CHECK_OK(zb_socket_set_int(s, ZB_OPT_SNDHWM, 1234));
+  CHECK_OK(zb_socket_get_int(s, ZB_OPT_SNDHWM, &v));
+  CHECK(v == 1234);
+  CHECK_OK(zb_socket_get_int(s, ZB_OPT_LINGER, &v));
+  CHECK(v == 0);
+  CHECK(zb_socket_set_int(s, ZB_OPT_SNDHWM, (int64_t)1 << 40) ==
+        ZB_ERR_INVALID);
+  CHECK_OK(zb_socket_set_int(s, ZB_OPT_MAXMSGSIZE, (int64_t)1 << 40));
+  CHECK_OK(zb_socket_get_int(s, ZB_OPT_MAXMSGSIZE, &v));
+  CHECK(v == (int64_t)1 << 40);
+  CHECK(zb_socket_set_int(s, 9999, 1) == ZB_ERR_ZMQ);
+
+  CHECK_OK(zb_socket_close(s));
+  CHECK_OK(zb_reactor_destroy(r));
+}
+
+/* ---- Timers
+ * ------------------------------------------------------------------ */
+
+typedef struct {
+  zb_reactor_t* r;
+  int fired;
+  int freed;
+  int order[8];
+  int n_order;
+  zb_timer_id self;
+  int done;
+} timer_state;
+
+static void count_free(void* user) { ((timer_state*)user)->freed++; }
+
+static void on_once(void* user) {
+  timer_state* t = (timer_state*)user;
+  t->fired++;
+  if (t->n_order < 8) t->order[t->n_order++] = 1;
+}
+
+static void on_periodic(void* user) {
+  timer_state* t = (timer_state*)user;
+  t->fired++;
+  if (t->fired == 3) {
+    /* A periodic timer cancels itself from its own callback. */
+    CHECK_OK(zb_reactor_cancel(t->r, t->self));
+    t->done = 1;
+  }
+}
+
+static void on_never(void* user) {
+  (void)user;
+  fprintf(stderr, "a cancelled timer fired\n");
+  exit(1);
+}
+
+static void test_timers(void) {
+  timer_state once = {0}, periodic = {0}, never = {0}, at = {0};
+  zb_reactor_t* r;
+  CHECK_OK(zb_reactor_new(&r));
+  once.r = periodic.r = never.r = at.r = r;
+
+  zb_timer_id id;
+  CHECK_OK(zb_reactor_after(r, 1000, on_once, &once, count_free, &id));
+  CHECK(id != 0);
+  CHECK_OK(zb_reactor_every(r, 2000, on_periodic, &periodic, count_free,
+                            &periodic.self));
+  CHECK_OK(zb_reactor_after(r, 5000, on_never, &never, count_free, &id));
+  CHECK_OK(zb_reactor_cancel(r, id));
+  CHECK(never.freed == 1); /* released at once by cancel */
+  CHECK(zb_reactor_cancel(r, id) == ZB_ERR_NOT_FOUND);
+  CHECK_OK(
+      zb_reactor_at(r, zb_now_us() + 3000, on_once, &at, count_free, NULL));
+
+  CHECK(run_until(r, &periodic.done, 10.0));
+  CHECK(periodic.fired == 3);
+  CHECK(periodic.freed == 1); /* released after its own callback returned */
+  int done_once = 0;
+  while (!(once.fired && at.fired)) {
+    CHECK_OK(zb_reactor_run_once(r, 10 * 1000, NULL));
+    if (++done_once > 1000) break;
+  }
+  CHECK(once.fired == 1 && once.freed == 1);
+  CHECK(at.fired == 1 && at.freed == 1);
+
+  /* A periodic timer still armed when the reactor goes is released too. */
+  timer_state left = {0};
+  CHECK_OK(zb_reactor_every(r, 1000 * 1000, on_never, &left, count_free, NULL));
+  CHECK_OK(zb_reactor_destroy(r));
+  CHECK(left.freed == 1 && left.fired == 0);
+}
+
+/* ---- run_for, stop, post ----------------------------------------------------
+ */
+
+typedef struct {
+  zb_reactor_t* r;
+  int posted;
+  int freed;
+  int wrong_thread_rc;
+  int done;
+} post_state;
+
+static void on_posted(void* user) {
+  post_state* p = (post_state*)user;
+  p->posted++;
+}
+
+static void free_posted(void* user) { ((post_state*)user)->freed++; }
+
+static void* poster(void* arg) {
+  post_state* p = (post_state*)arg;
+  /* Owner-only calls from this thread fail cleanly instead of aborting. */
+  zb_timer_id id;
+  p->wrong_thread_rc = zb_reactor_after(p->r, 1, on_posted, p, NULL, &id);
+  for (int i = 0; i < 100; ++i) {
+    if (zb_reactor_post(p->r, on_posted, p, free_posted) != ZB_OK) return NULL;
+  }
+  zb_reactor_stop(p->r);
+  return NULL;
+}
+
+static void stop_from_callback(void* user) {
+  zb_reactor_stop((zb_reactor_t*)user);
+}
+
+static void try_destroy_inside(void* user) {
+  post_state* p = (post_state*)user;
+  p->wrong_thread_rc = zb_reactor_destroy(p->r);
+  p->done = 1;
+}
+
+static void test_run_post_stop(void) {
+  zb_reactor_t* r;
+  CHECK_OK(zb_reactor_new(&r));
+
+  /* run_for returns on time-out with stopped == 0 ... */
+  int stopped = -1;
+  const int64_t t0 = zb_now_us();
+  CHECK_OK(zb_reactor_run_for(r, 20 * 1000, &stopped));
+  CHECK(stopped == 0);
+  CHECK(zb_now_us() - t0 >= 19 * 1000);
+
+  /* ... and on a stop from a callback with stopped == 1. */
+  CHECK_OK(zb_reactor_after(r, 1000, stop_from_callback, r, NULL, NULL));
+  CHECK_OK(zb_reactor_run_for(r, 10 * 1000 * 1000, &stopped));
+  CHECK(stopped == 1);
+
+  /* A stop before run makes run return at once. */
+  CHECK_OK(zb_reactor_stop(r));
+  CHECK_OK(zb_reactor_run(r));
+
+  /* Posts from another thread run on this one, in order; stop from there. */
+  post_state p = {0};
+  p.r = r;
+  pthread_t th;
+  CHECK(pthread_create(&th, NULL, poster, &p) == 0);
+  CHECK_OK(zb_reactor_run(r));
+  CHECK(pthread_join(th, NULL) == 0);
+  /* run() may have returned before the last posts ran; drain them. */
+  for (int i = 0; i < 100 && p.posted < 100; ++i) {
+    CHECK_OK(zb_reactor_run_once(r, 10 * 1000, NULL));
+  }
+  CHECK(p.posted == 100);
+  CHECK(p.freed == 100);
+  CHECK(p.wrong_thread_rc == ZB_ERR_WRONG_THREAD);
+
+  /* Destroying or re-running the reactor from a callback is refused. */
+  post_state q = {0};
+  q.r = r;
+  CHECK_OK(zb_reactor_post(r, try_destroy_inside, &q, NULL));
+  CHECK(run_until(r, &q.done, 5.0));
+  CHECK(q.wrong_thread_rc == ZB_ERR_STATE);
+
+  /* Tasks that never ran are released when the reactor goes. */
+  post_state late = {0};
+  CHECK_OK(zb_reactor_post(r, on_posted, &late, free_posted));
+  CHECK_OK(zb_reactor_destroy(r));
+  CHECK(late.posted == 0 && late.freed == 1);
+}
+
+/* ---- Sockets
+ * ----------------------------------------------------------------- */
+
+typedef struct {
+  zb_socket_t* sock;
+  int received;
+  int limit;
+  size_t last_frames;
+  char last[64];
+  int freed;
+  int done;
+} ping_state;
+
+static void free_ping(void* user) { ((ping_state*)user)->freed++; }
+
+/* Echoes every message back with its counter incremented in frame 1. */
+static void pong(void* user, size_t count, const void* const* data,
+                 const size_t* sizes) {
+  ping_state* st = (ping_state*)user;
+  st->received++;
+  st->last_frames = count;
+  CHECK(count == 2 && sizes[0] == 4 && memcmp(data[0], "ping", 4) == 0);
+  int n = 0;
+  memcpy(&n, data[1], sizeof n);
+  ++n;
+  if (n >= st->limit) {
+    st->done = 1;
+    return;
+  }
+  const void* out[2] = {"ping", &n};
+  const size_t out_sizes[2] = {4, sizeof n};
+  CHECK_OK(zb_socket_send(st->sock, 2, out, out_sizes));
+}
+
+static void test_pair_ping_pong(void) {
+  zb_reactor_t* r;
+  CHECK_OK(zb_reactor_new(&r));
+  zb_socket_t *a, *b;
+  CHECK_OK(zb_socket_new(r, ZB_PAIR, &a));
+  CHECK_OK(zb_socket_new(r, ZB_PAIR, &b));
+  CHECK_OK(zb_socket_bind(a, "inproc://zb_c_test_pair"));
+  CHECK_OK(zb_socket_connect(b, "inproc://zb_c_test_pair"));
+  ping_state sa = {0}, sb = {0};
+  sa.sock = a;
+  sb.sock = b;
+  sa.limit = sb.limit = 1000;
+  CHECK_OK(zb_socket_on_readable(a, pong, &sa, free_ping));
+  CHECK_OK(zb_socket_on_readable(b, pong, &sb, free_ping));
+  int n = 0;
+  const void* out[2] = {"ping", &n};
+  const size_t sizes[2] = {4, sizeof n};
+  CHECK_OK(zb_socket_send(a, 2, out, sizes));
+  int either = 0;
+  const int64_t deadline = zb_now_us() + 10 * 1000 * 1000;
+  while (!either && zb_now_us() < deadline) {
+    CHECK_OK(zb_reactor_run_once(r, 50 * 1000, NULL));
+    either = sa.done || sb.done;
+  }
+  CHECK(either);
+  CHECK(sa.received + sb.received == 1000);
+  CHECK(sa.received == 500 && sb.received == 500);
+
+  /* Replacing a callback releases the old one; NULL stops watching. */
+  CHECK_OK(zb_socket_on_readable(a, NULL, NULL, NULL));
+  CHECK(sa.freed == 1);
+  CHECK_OK(zb_socket_close(a));
+  CHECK_OK(zb_reactor_destroy(r)); /* closes b and releases its callback */
+  CHECK(sb.freed == 1);
+}
+
+typedef struct {
+  zb_socket_t* router;
+  zb_socket_t* dealer;
+  int replies;
+  int closed_inside;
+  int done;
+} rd_state;
+
+/* ROUTER: answers [identity, "", body] with [identity, "", body + "!"]. */
+static void router_echo(void* user, size_t count, const void* const* data,
+                        const size_t* sizes) {
+  rd_state* st = (rd_state*)user;
+  CHECK(count == 3 && sizes[1] == 0);
+  char body[64];
+  CHECK(sizes[2] + 1 < sizeof body);
+  memcpy(body, data[2], sizes[2]);
+  body[sizes[2]] = '!';
+  const void* out[3] = {data[0], "", body};
+  const size_t out_sizes[3] = {sizes[0], 0, sizes[2] + 1};
+  CHECK_OK(zb_socket_send(st->router, 3, out, out_sizes));
+}
+
+static void dealer_reply(void* user, size_t count, const void* const* data,
+                         const size_t* sizes) {
+  rd_state* st = (rd_state*)user;
+  CHECK(count == 2 && sizes[0] == 0);
+  CHECK(sizes[1] == 6 && memcmp(data[1], "hello!", 6) == 0);
+  st->replies++;
+  /* Closing a socket from inside its own callback is allowed. */
+  CHECK_OK(zb_socket_close(st->dealer));
+  st->closed_inside = 1;
+  st->done = 1;
+}
+
+static void test_dealer_router(void) {
+  zb_reactor_t* r;
+  CHECK_OK(zb_reactor_new(&r));
+  rd_state st = {0};
+  CHECK_OK(zb_socket_new_named(r, "ROUTER", &st.router));
+  CHECK_OK(zb_socket_set_int(st.router, ZB_OPT_ROUTER_MANDATORY, 1));
+  CHECK_OK(zb_socket_bind(st.router, "tcp://127.0.0.1:*"));
+  char endpoint[256];
+  CHECK_OK(zb_socket_last_endpoint(st.router, endpoint, sizeof endpoint));
+  CHECK(strncmp(endpoint, "tcp://127.0.0.1:", 16) == 0);
+  CHECK(strchr(endpoint, '*') == NULL);
+
+  /* An unknown peer with ROUTER_MANDATORY is an error, not a silent drop. */
+  const void* bad[3] = {"nobody", "", "x"};
+  const size_t bad_sizes[3] = {6, 0, 1};
+  CHECK(zb_socket_send(st.router, 3, bad, bad_sizes) == ZB_ERR_UNREACHABLE);
+
+  CHECK_OK(zb_socket_new_named(r, "Dealer", &st.dealer));
+  CHECK_OK(zb_socket_connect(st.dealer, endpoint));
+  CHECK_OK(zb_socket_on_readable(st.router, router_echo, &st, NULL));
+  CHECK_OK(zb_socket_on_readable(st.dealer, dealer_reply, &st, NULL));
+  const void* req[2] = {"", "hello"};
+  const size_t req_sizes[2] = {0, 5};
+  CHECK_OK(zb_socket_send(st.dealer, 2, req, req_sizes));
+  CHECK(run_until(r, &st.done, 10.0));
+  CHECK(st.replies == 1 && st.closed_inside);
+  CHECK_OK(zb_reactor_destroy(r));
+}
+
+int main(void) {
+  test_errors();
+  test_timers();
+  test_run_post_stop();
+  test_pair_ping_pong();
+  test_dealer_router();
+  printf("zb_c_test: %d checks passed\n", g_checks);
+  return 0;
+}

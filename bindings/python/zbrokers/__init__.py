@@ -1,0 +1,32 @@
+# Copyright 2026 The zbrokers Authors.
+"""zbrokers: script the zbrokers reactor, clients and workers from Python.
+
+A pure-Python package (standard library only) over the C ABI of
+libzbrokers.so, loaded with ctypes.  The library is found, in this order,
+through the ZBROKERS_LIB environment variable (a path to the .so), next to
+this package, in a build*/bindings/c/ directory above it, or on the system
+library path.
+
+    import zbrokers
+
+    reactor = zbrokers.Reactor()
+    reactor.after(1.0, reactor.stop)
+    reactor.run()
+
+See docs/bindings.md for the full guide.
+"""
+
+from ._native import (InvalidArgumentError, NotFoundError, StateError,
+                      UnreachableError, WouldBlockError, WrongThreadError,
+                      ZbError, ZmqError)
+from ._native import lib as _lib
+from .reactor import (SOCKET_OPTIONS, Reactor, ReactorThread, Socket, Timer,
+                      now)
+
+__version__ = _lib.zb_version().decode("ascii")
+
+__all__ = [
+    "Reactor", "ReactorThread", "Timer", "Socket", "now", "SOCKET_OPTIONS",
+    "ZbError", "InvalidArgumentError", "WrongThreadError", "NotFoundError",
+    "StateError", "WouldBlockError", "UnreachableError", "ZmqError",
+]

@@ -1,0 +1,337 @@
+# Copyright 2026 The zbrokers Authors.
+"""Loads libzbrokers.so and declares the C ABI (zb.h) for ctypes.
+
+Everything that touches ctypes directly lives here: finding the library,
+the function prototypes, turning return codes into exceptions, frame
+conversion, and the callback registry.
+
+The callback registry is what keeps ctypes callbacks safe.  C never receives
+a per-call ctypes function object (which Python could garbage-collect while
+C still holds its address).  Instead a handful of module-level trampolines
+are passed everywhere, and C's `void* user` is an integer key into
+`_callbacks`.  C calls `_free_trampoline(key)` exactly once when it will not
+use that key again (zb.h's free_user contract), and only then is the Python
+callable dropped.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import ctypes.util
+import glob
+import itertools
+import os
+import threading
+from ctypes import (CFUNCTYPE, POINTER, c_char_p, c_int, c_int64, c_size_t,
+                    c_uint64, c_void_p)
+
+__all__ = [
+    "ZbError", "WrongThreadError", "NotFoundError", "StateError",
+    "WouldBlockError", "UnreachableError", "ZmqError",
+]
+
+# ---- Errors ------------------------------------------------------------------
+
+ZB_OK = 0
+ZB_ERR_INVALID = -1
+ZB_ERR_WRONG_THREAD = -2
+ZB_ERR_NOT_FOUND = -3
+ZB_ERR_STATE = -4
+ZB_ERR_AGAIN = -5
+ZB_ERR_UNREACHABLE = -6
+ZB_ERR_ZMQ = -7
+ZB_ERR_RANGE = -8
+ZB_ERR_NO_MEMORY = -9
+ZB_ERR_INTERNAL = -10
+
+
+class ZbError(Exception):
+    """A zb_ call failed.  `code` is the ZB_ERR_* value, `str(e)` is the C
+    library's message (zb_last_error())."""
+
+    def __init__(self, code: int, message: str):
+        super().__init__(message)
+        self.code = code
+
+
+class WrongThreadError(ZbError):
+    """A reactor-thread-only method was called from another thread."""
+
+
+class NotFoundError(ZbError):
+    """The thing named does not exist (e.g. an unknown timer)."""
+
+
+class StateError(ZbError):
+    """The object is closed, or the call is not allowed right now."""
+
+
+class WouldBlockError(ZbError):
+    """A send hit the socket's high-water mark; nothing was sent."""
+
+
+class UnreachableError(ZbError):
+    """A ROUTER with router_mandatory has no such peer; nothing was sent."""
+
+
+class ZmqError(ZbError):
+    """ZeroMQ refused (bad endpoint, address in use, bad option, ...)."""
+
+
+_ERROR_CLASSES = {
+    ZB_ERR_INVALID: ValueError,  # mixed in below
+    ZB_ERR_WRONG_THREAD: WrongThreadError,
+    ZB_ERR_NOT_FOUND: NotFoundError,
+    ZB_ERR_STATE: StateError,
+    ZB_ERR_AGAIN: WouldBlockError,
+    ZB_ERR_UNREACHABLE: UnreachableError,
+    ZB_ERR_ZMQ: ZmqError,
+}
+
+
+class InvalidArgumentError(ZbError, ValueError):
+    """A bad argument (unknown socket type, negative delay, ...)."""
+
+
+_ERROR_CLASSES[ZB_ERR_INVALID] = InvalidArgumentError
+__all__.append("InvalidArgumentError")
+
+
+def error_for(code: int) -> ZbError:
+    """The exception for a failed call, carrying zb_last_error()."""
+    message = lib.zb_last_error().decode("utf-8", "replace")
+    cls = _ERROR_CLASSES.get(code, ZbError)
+    if code == ZB_ERR_NO_MEMORY:
+        return MemoryError(message)  # type: ignore[return-value]
+    return cls(code, message)
+
+
+def check(code: int) -> None:
+    if code != ZB_OK:
+        raise error_for(code)
+
+
+# ---- Finding the library -----------------------------------------------------
+
+_LIB_NAMES = ("libzbrokers.so", "libzbrokers.so.0")
+
+
+def _asan_loaded() -> bool:
+    # An ASan-instrumented library aborts the process when the ASan runtime
+    # is not preloaded, so sanitizer build directories are only considered
+    # when it is.
+    return "libasan" in os.environ.get("LD_PRELOAD", "")
+
+
+def _build_candidates(start: str):
+    """build*/bindings/c/libzbrokers.so in `start` and every parent, the
+    plain build/ first, sanitizer builds last (or not at all)."""
+    here = os.path.abspath(start)
+    while True:
+        found = glob.glob(os.path.join(here, "build*", "bindings", "c",
+                                       "libzbrokers.so"))
+
+        def rank(path):
+            name = os.path.basename(
+                os.path.dirname(os.path.dirname(os.path.dirname(path))))
+            return (name != "build", "san" in name, name)
+
+        for path in sorted(found, key=rank):
+            name = path.split(os.sep)[-4]
+            if "san" in name and not _asan_loaded():
+                continue
+            yield path
+        parent = os.path.dirname(here)
+        if parent == here:
+            return
+        here = parent
+
+
+def _candidates():
+    env = os.environ.get("ZBROKERS_LIB")
+    if env:
+        # An explicit choice is final: failing to load it is an error rather
+        # than a silent fallback to some other copy.
+        yield env
+        return
+    package_dir = os.path.dirname(os.path.abspath(__file__))
+    for name in _LIB_NAMES:
+        path = os.path.join(package_dir, name)
+        if os.path.exists(path):
+            yield path
+    yield from _build_candidates(package_dir)
+    system = ctypes.util.find_library("zbrokers")
+    if system:
+        yield system
+    yield "libzbrokers.so.0"  # the dynamic loader's own search path
+
+
+def _load() -> ctypes.CDLL:
+    errors = []
+    for candidate in _candidates():
+        try:
+            return ctypes.CDLL(candidate)
+        except OSError as e:
+            errors.append(f"  {candidate}: {e}")
+    raise ImportError(
+        "zbrokers: cannot load libzbrokers.so; set ZBROKERS_LIB to its path, "
+        "install it (meson install), or build it (ninja -C build).  Tried:\n"
+        + "\n".join(errors))
+
+
+lib = _load()
+
+# ---- Prototypes --------------------------------------------------------------
+
+FREE_FN = CFUNCTYPE(None, c_void_p)
+CALLBACK_FN = CFUNCTYPE(None, c_void_p)
+FRAMES_FN = CFUNCTYPE(None, c_void_p, c_size_t, POINTER(c_void_p),
+                      POINTER(c_size_t))
+
+_p = c_void_p
+_pp = POINTER(c_void_p)
+_frames = (c_size_t, POINTER(c_char_p), POINTER(c_size_t))
+
+_PROTOTYPES = {
+    "zb_last_error": (c_char_p, ()),
+    "zb_strerror": (c_char_p, (c_int,)),
+    "zb_version": (c_char_p, ()),
+    "zb_now_us": (c_int64, ()),
+    "zb_reactor_new": (c_int, (_pp,)),
+    "zb_reactor_destroy": (c_int, (_p,)),
+    "zb_reactor_run": (c_int, (_p,)),
+    "zb_reactor_run_once": (c_int, (_p, c_int64, POINTER(c_int))),
+    "zb_reactor_run_for": (c_int, (_p, c_int64, POINTER(c_int))),
+    "zb_reactor_stop": (c_int, (_p,)),
+    "zb_reactor_post": (c_int, (_p, CALLBACK_FN, _p, FREE_FN)),
+    "zb_reactor_after": (c_int, (_p, c_int64, CALLBACK_FN, _p, FREE_FN,
+                                 POINTER(c_uint64))),
+    "zb_reactor_every": (c_int, (_p, c_int64, CALLBACK_FN, _p, FREE_FN,
+                                 POINTER(c_uint64))),
+    "zb_reactor_at": (c_int, (_p, c_int64, CALLBACK_FN, _p, FREE_FN,
+                              POINTER(c_uint64))),
+    "zb_reactor_cancel": (c_int, (_p, c_uint64)),
+    "zb_socket_new": (c_int, (_p, c_int, _pp)),
+    "zb_socket_new_named": (c_int, (_p, c_char_p, _pp)),
+    "zb_socket_close": (c_int, (_p,)),
+    "zb_socket_set_int": (c_int, (_p, c_int, c_int64)),
+    "zb_socket_set_bytes": (c_int, (_p, c_int, c_char_p, c_size_t)),
+    "zb_socket_get_int": (c_int, (_p, c_int, POINTER(c_int64))),
+    "zb_socket_get_bytes": (c_int, (_p, c_int, c_char_p, c_size_t,
+                                    POINTER(c_size_t))),
+    "zb_socket_bind": (c_int, (_p, c_char_p)),
+    "zb_socket_connect": (c_int, (_p, c_char_p)),
+    "zb_socket_unbind": (c_int, (_p, c_char_p)),
+    "zb_socket_disconnect": (c_int, (_p, c_char_p)),
+    "zb_socket_last_endpoint": (c_int, (_p, c_char_p, c_size_t)),
+    "zb_socket_send": (c_int, (_p,) + _frames),
+    "zb_socket_on_readable": (c_int, (_p, FRAMES_FN, _p, FREE_FN)),
+}
+
+
+def declare(prototypes: dict) -> None:
+    """Sets restype/argtypes; functions missing from an older library are
+    skipped (the Python class using them reports that when called)."""
+    for name, (restype, argtypes) in prototypes.items():
+        fn = getattr(lib, name, None)
+        if fn is None:
+            continue
+        fn.restype = restype
+        fn.argtypes = list(argtypes)
+
+
+declare(_PROTOTYPES)
+
+
+def has(name: str) -> bool:
+    return hasattr(lib, name)
+
+
+# ---- Frames ------------------------------------------------------------------
+
+
+def to_bytes(value, what: str = "frame") -> bytes:
+    if isinstance(value, bytes):
+        return value
+    if isinstance(value, (bytearray, memoryview)):
+        return bytes(value)
+    raise TypeError(f"{what} must be bytes-like, not {type(value).__name__}")
+
+
+def frames_in(frames):
+    """(count, data array, sizes array, keep-alive) for a list of frames."""
+    if isinstance(frames, (bytes, bytearray, memoryview)):
+        raise TypeError("frames must be a list of bytes, not a single bytes "
+                        "object (wrap it: [frame])")
+    blobs = [to_bytes(f) for f in frames]
+    n = len(blobs)
+    data = (c_char_p * max(n, 1))(*blobs)
+    sizes = (c_size_t * max(n, 1))(*[len(b) for b in blobs])
+    return n, data, sizes, blobs
+
+
+def frames_out(count, data, sizes) -> list:
+    """Copies frames handed to a callback into a list of bytes."""
+    out = []
+    for i in range(count):
+        size = sizes[i]
+        out.append(ctypes.string_at(data[i], size) if size else b"")
+    return out
+
+
+def encode(text, what: str) -> bytes:
+    if isinstance(text, str):
+        return text.encode("utf-8")
+    if isinstance(text, (bytes, bytearray)):
+        return bytes(text)
+    raise TypeError(f"{what} must be str or bytes, not {type(text).__name__}")
+
+
+# ---- Callback registry -------------------------------------------------------
+
+_callbacks: dict = {}
+_keys = itertools.count(1)
+_keys_lock = threading.Lock()
+
+
+def register(fn) -> int:
+    """Keeps `fn` alive under a new key until C releases the key."""
+    with _keys_lock:
+        key = next(_keys)
+    _callbacks[key] = fn
+    return key
+
+
+def unregister(key: int) -> None:
+    """Drops a key whose C call failed (C did not take it)."""
+    _callbacks.pop(key, None)
+
+
+def _lookup(user):
+    return _callbacks.get(user or 0)
+
+
+@FREE_FN
+def free_trampoline(user):
+    entry = _callbacks.pop(user or 0, None)
+    release = getattr(entry, "released", None)
+    if release is not None:
+        release()
+
+
+@CALLBACK_FN
+def call_trampoline(user):
+    entry = _lookup(user)
+    if entry is not None:
+        entry()
+
+
+@FRAMES_FN
+def frames_trampoline(user, count, data, sizes):
+    entry = _lookup(user)
+    if entry is not None:
+        entry(frames_out(count, data, sizes))
+
+
+def as_user(key: int) -> c_void_p:
+    return c_void_p(key)
