@@ -1,0 +1,738 @@
+// Copyright 2026 The zbrokers Authors.
+
+#include "brokers/consensus/consensus_broker.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <utility>
+
+#include "absl/strings/str_format.h"
+
+namespace zb {
+namespace {
+
+using ccp::MessageType;
+
+// Identities and service names in log lines: printable ASCII as is, anything
+// else (libzmq's generated identities start with a zero byte) as hex.
+std::string Printable(std::string_view bytes) {
+  const bool printable =
+      !bytes.empty() && std::all_of(bytes.begin(), bytes.end(), [](char c) {
+        return c > 0x20 && c < 0x7f;
+      });
+  if (printable && bytes.size() <= 64) return std::string(bytes);
+  std::string out = "0x";
+  for (std::size_t i = 0; i < bytes.size() && i < 32; ++i) {
+    absl::StrAppendFormat(&out, "%02x", static_cast<unsigned char>(bytes[i]));
+  }
+  if (bytes.size() > 32) out += "...";
+  return out;
+}
+
+// Debian's abseil has its own absl::string_view (not std::string_view);
+// heterogeneous map lookups need that type.
+absl::string_view Key(std::string_view s) {
+  return absl::string_view(s.data(), s.size());
+}
+
+std::string_view Std(absl::string_view s) {
+  return std::string_view(s.data(), s.size());
+}
+
+zmq::message_t CopyOf(zmq::message_t& frame) {
+  zmq::message_t copy;
+  copy.copy(frame);  // zmq_msg_copy: shares large buffers, never allocates
+  return copy;
+}
+
+}  // namespace
+
+struct ConsensusBroker::Service {
+  std::string name;
+  // Registration order; a request's quorum and its reply payloads follow it.
+  std::vector<Worker*> workers;
+  // Open requests of this service (intrusive list through Request::svc_*).
+  Request* open_head = nullptr;
+};
+
+struct ConsensusBroker::Worker {
+  std::string identity;
+  zmq::message_t identity_frame;  // copied (zmq_msg_copy) for every send
+  Service* service = nullptr;
+  Clock::duration interval{};
+  Clock::duration expiry{};  // interval x retries
+  Clock::time_point last_recv;
+  Clock::time_point last_sent;
+};
+
+struct ConsensusBroker::Client {
+  std::string identity;
+  std::uint64_t last_sequence = 0;
+  Clock::time_point last_seen;
+  std::uint32_t open = 0;
+};
+
+struct ConsensusBroker::Request {
+  struct Slot {
+    Worker* worker = nullptr;  // nullptr once the worker left
+    bool answered = false;
+    Frames payload;  // capacity kept across uses of this record
+  };
+
+  ccp::SequenceId sequence;
+  Service* service = nullptr;
+  Client* client = nullptr;
+  zmq::message_t client_identity;
+  zmq::message_t service_frame;
+  zmq::message_t sequence_frame;
+  Clock::time_point deadline;
+  // slots[0, quorum) are in use; the vector never shrinks so that the slots'
+  // payload vectors keep their capacity.
+  std::vector<Slot> slots;
+  std::size_t quorum = 0;
+  std::size_t pending = 0;   // workers still expected to answer
+  std::size_t answered = 0;  // workers that answered success
+  Request* svc_prev = nullptr;
+  Request* svc_next = nullptr;
+  Request* fifo_prev = nullptr;
+  Request* fifo_next = nullptr;
+};
+
+ConsensusBroker::ConsensusBroker(Reactor& reactor, zmq::context_t& context,
+                                 Options options)
+    : reactor_(reactor),
+      options_(std::move(options)),
+      router_(context, zmq::socket_type::router) {
+  limits_.max_frames = options_.max_frames;
+  limits_.max_service_size = options_.max_service_size;
+  router_.set(zmq::sockopt::router_mandatory, 1);
+  router_.set(zmq::sockopt::linger, static_cast<int>(options_.linger.count()));
+  out_.reserve(64);
+  scratch_leaving_.reserve(16);
+  open_.reserve(64);
+  const absl::Status added = reactor_.add(
+      router_, [this](std::span<zmq::message_t> frames) { OnMessage(frames); });
+  if (!added.ok()) Log(Severity::kError, Std(added.message()));
+  sweep_timer_ = reactor_.every(options_.sweep_interval, [this] { Sweep(); });
+  next_client_sweep_ = Clock::now();
+}
+
+ConsensusBroker::~ConsensusBroker() {
+  reactor_.cancel(sweep_timer_);
+  while (fifo_head_ != nullptr) {
+    Fail(fifo_head_, ccp::kReasonShutdown, "the broker is shutting down");
+  }
+  for (auto& [identity, worker] : workers_) {
+    SendToWorker(worker.get(), MessageType::kDisconnect).IgnoreError();
+  }
+  FlushMalformedLog(Clock::now(), /*force=*/true);
+  reactor_.remove(router_).IgnoreError();
+}
+
+absl::Status ConsensusBroker::Bind(const std::string& endpoint) {
+  try {
+    router_.bind(endpoint);
+  } catch (const zmq::error_t& e) {
+    return absl::InvalidArgumentError(
+        absl::StrFormat("cannot bind %s: %s", endpoint, e.what()));
+  }
+  endpoints_.push_back(router_.get(zmq::sockopt::last_endpoint));
+  return absl::OkStatus();
+}
+
+std::vector<std::pair<std::string, std::size_t>>
+ConsensusBroker::workers_per_service() const {
+  std::vector<std::pair<std::string, std::size_t>> out;
+  out.reserve(services_.size());
+  for (const auto& [name, service] : services_) {
+    out.emplace_back(name, service->workers.size());
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+std::size_t ConsensusBroker::worker_count(std::string_view service) const {
+  auto it = services_.find(Key(service));
+  return it == services_.end() ? 0 : it->second->workers.size();
+}
+
+// --- Receiving ---------------------------------------------------------------
+
+void ConsensusBroker::OnMessage(std::span<zmq::message_t> frames) {
+  absl::StatusOr<std::span<zmq::message_t>> body = ccp::RouterBody(frames);
+  if (!body.ok()) {
+    NoteMalformed(View(frames[0]), body.status());
+    return;
+  }
+  absl::StatusOr<ccp::Header> header = ccp::ParseHeader(*body, limits_);
+  if (!header.ok()) {
+    NoteMalformed(View(frames[0]), header.status());
+    return;
+  }
+  const ccp::Header& h = *header;
+  switch (h.type) {
+    case MessageType::kRequest:
+      OnRequest(frames, *body, h);
+      return;
+    case MessageType::kReplySuccess:
+    case MessageType::kReplyFailure:
+      OnReply(frames, *body, h);
+      return;
+    case MessageType::kHeartbeat: {
+      // From an unknown identity (e.g. after a broker restart) it is
+      // ignored: the worker notices our silence and re-registers.
+      auto it = workers_.find(Key(View(frames[0])));
+      if (it != workers_.end()) it->second->last_recv = Clock::now();
+      return;
+    }
+    case MessageType::kReady:
+      OnReady(frames, h);
+      return;
+    case MessageType::kDisconnect:
+      OnDisconnect(View(frames[0]), h);
+      return;
+    case MessageType::kPing: {
+      // Echo the message as received: [identity][""][CCp100][0x07].
+      ++stats_.pings;
+      const absl::Status s = SendFrames(router_, frames);
+      if (absl::IsUnavailable(s)) ++stats_.unroutable;
+      if (absl::IsResourceExhausted(s)) ++stats_.dropped_replies;
+      return;
+    }
+  }
+}
+
+void ConsensusBroker::OnReady(std::span<zmq::message_t> frames,
+                              const ccp::Header& h) {
+  const std::string_view identity = View(frames[0]);
+  const Clock::time_point now = Clock::now();
+  const Clock::duration interval =
+      std::chrono::milliseconds(h.heartbeat_interval_ms);
+  auto existing = workers_.find(Key(identity));
+  if (existing != workers_.end()) {
+    Worker* w = existing->second.get();
+    if (w->service->name == h.service) {
+      // A repeated READY refreshes the heartbeat settings.
+      w->interval = interval;
+      w->expiry = interval * h.heartbeat_retries;
+      w->last_recv = now;
+      return;
+    }
+    RemoveWorker(w, Leave::kMoved);
+  }
+
+  auto sit = services_.find(Key(h.service));
+  if (sit == services_.end()) {
+    sit = services_.emplace(std::string(h.service), std::make_unique<Service>())
+              .first;
+    sit->second->name = sit->first;
+  }
+  Service* service = sit->second.get();
+
+  auto worker = std::make_unique<Worker>();
+  Worker* w = worker.get();
+  w->identity.assign(identity);
+  w->identity_frame = CopyOf(frames[0]);
+  w->service = service;
+  w->interval = interval;
+  w->expiry = interval * h.heartbeat_retries;
+  w->last_recv = now;
+  w->last_sent = now;
+  workers_.emplace(w->identity, std::move(worker));
+  service->workers.push_back(w);
+  ++stats_.workers_joined;
+  Log(Severity::kInfo,
+      absl::StrFormat("worker %s joined service %s (heartbeat %d ms x %d); "
+                      "%d worker(s)",
+                      Printable(identity), Printable(service->name),
+                      h.heartbeat_interval_ms, h.heartbeat_retries,
+                      service->workers.size()));
+}
+
+void ConsensusBroker::OnDisconnect(std::string_view identity,
+                                   const ccp::Header& /*h*/) {
+  auto it = workers_.find(Key(identity));
+  if (it == workers_.end()) return;
+  RemoveWorker(it->second.get(), Leave::kDisconnect);
+}
+
+void ConsensusBroker::OnRequest(std::span<zmq::message_t> frames,
+                                std::span<zmq::message_t> body,
+                                const ccp::Header& h) {
+  ++stats_.requests;
+  const Clock::time_point now = Clock::now();
+  const std::string_view identity = View(frames[0]);
+  const ccp::SequenceId id = h.sequence;
+
+  // Sequence rules (docs/protocols/ccp.md): first number 1, then exactly +1,
+  // always from the socket that sent number 1.
+  Client* client = nullptr;
+  auto cit = clients_.find(id.client_id);
+  if (cit == clients_.end()) {
+    if (id.sequence != 1) {
+      ++stats_.rejected_sequence;
+      FailNow(frames, body, ccp::kReasonBadSequence,
+              absl::StrFormat("unknown client id %08x: its first sequence "
+                              "number must be 1, got %d",
+                              id.client_id, id.sequence));
+      return;
+    }
+    client = clients_.emplace(id.client_id, std::make_unique<Client>())
+                 .first->second.get();
+    client->identity.assign(identity);
+  } else {
+    client = cit->second.get();
+    if (client->identity != identity) {
+      ++stats_.rejected_sequence;
+      FailNow(frames, body, ccp::kReasonBadSequence,
+              absl::StrFormat("client id %08x belongs to another socket",
+                              id.client_id));
+      return;
+    }
+    if (id.sequence != client->last_sequence + 1) {
+      ++stats_.rejected_sequence;
+      FailNow(frames, body, ccp::kReasonBadSequence,
+              absl::StrFormat("client id %08x: expected sequence number %d, "
+                              "got %d",
+                              id.client_id, client->last_sequence + 1,
+                              id.sequence));
+      return;
+    }
+  }
+  client->last_sequence = id.sequence;
+  client->last_seen = now;
+
+  auto sit = services_.find(Key(h.service));
+  if (sit == services_.end() || sit->second->workers.empty()) {
+    ++stats_.no_workers;
+    FailNow(frames, body, ccp::kReasonNoWorkers,
+            absl::StrFormat("no workers for service %s", Printable(h.service)));
+    return;
+  }
+  Service* service = sit->second.get();
+  if (open_.contains(id)) {
+    // Unreachable under the sequence rules; never let two records share a
+    // key.
+    ++stats_.rejected_sequence;
+    FailNow(frames, body, ccp::kReasonBadSequence, "duplicate sequence id");
+    return;
+  }
+
+  // A record from the pool (allocated only while the pool grows).
+  Request* r;
+  if (pool_.empty()) {
+    r = new Request;
+  } else {
+    r = pool_.back().release();
+    pool_.pop_back();
+  }
+  r->sequence = id;
+  r->service = service;
+  r->client = client;
+  ++client->open;
+  r->client_identity = CopyOf(frames[0]);
+  r->service_frame = CopyOf(body[ccp::kServiceIndex]);
+  r->sequence_frame = CopyOf(body[ccp::kSequenceIndex]);
+  r->deadline = now + options_.request_timeout;
+  const std::size_t n = service->workers.size();
+  if (r->slots.size() < n) r->slots.resize(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    Request::Slot& slot = r->slots[i];
+    slot.worker = service->workers[i];
+    slot.answered = false;
+    slot.payload.clear();
+  }
+  r->quorum = n;
+  r->pending = n;
+  r->answered = 0;
+  // Link into the service's open list and the deadline FIFO.
+  r->svc_prev = nullptr;
+  r->svc_next = service->open_head;
+  if (service->open_head != nullptr) service->open_head->svc_prev = r;
+  service->open_head = r;
+  r->fifo_next = nullptr;
+  r->fifo_prev = fifo_tail_;
+  if (fifo_tail_ != nullptr) {
+    fifo_tail_->fifo_next = r;
+  } else {
+    fifo_head_ = r;
+  }
+  fifo_tail_ = r;
+  open_.emplace(id, r);
+
+  // Fan out: [worker identity][""][body...] to every worker; the body frames
+  // are shared with zmq_msg_copy and moved into the last message.
+  bool busy = false;
+  scratch_leaving_.clear();
+  for (std::size_t i = 0; i < n; ++i) {
+    Worker* w = r->slots[i].worker;
+    const bool last = i + 1 == n;
+    out_.clear();
+    out_.push_back(CopyOf(w->identity_frame));
+    out_.emplace_back();
+    for (zmq::message_t& f : body) {
+      out_.push_back(last ? std::move(f) : CopyOf(f));
+    }
+    const absl::Status s = SendFrames(router_, out_);
+    if (s.ok()) {
+      w->last_sent = now;
+    } else if (absl::IsUnavailable(s)) {
+      ++stats_.unroutable;
+      scratch_leaving_.emplace_back(w, Leave::kUnroutable);
+    } else {
+      ++stats_.dropped_replies;
+      busy = true;
+    }
+  }
+  out_.clear();
+  if (busy) {
+    Fail(r, ccp::kReasonWorkerBusy,
+         absl::StrFormat("a worker of service %s has a full queue",
+                         Printable(service->name)));
+  }
+  // RemoveWorker completes `r` when no worker is left to answer it.  `r` and
+  // `service` must not be touched after this point.
+  for (std::size_t i = 0; i < scratch_leaving_.size(); ++i) {
+    RemoveWorker(scratch_leaving_[i].first, scratch_leaving_[i].second);
+  }
+  scratch_leaving_.clear();
+}
+
+void ConsensusBroker::OnReply(std::span<zmq::message_t> frames,
+                              std::span<zmq::message_t> body,
+                              const ccp::Header& h) {
+  auto wit = workers_.find(Key(View(frames[0])));
+  if (wit == workers_.end()) {
+    ++stats_.late_replies;
+    return;
+  }
+  Worker* w = wit->second.get();
+  w->last_recv = Clock::now();
+  auto rit = open_.find(h.sequence);
+  if (rit == open_.end()) {
+    ++stats_.late_replies;  // already answered, failed or timed out
+    return;
+  }
+  Request* r = rit->second;
+  Request::Slot* slot = nullptr;
+  for (std::size_t i = 0; i < r->quorum; ++i) {
+    if (r->slots[i].worker == w) {
+      slot = &r->slots[i];
+      break;
+    }
+  }
+  if (slot == nullptr || slot->answered) {
+    ++stats_.late_replies;  // not in the quorum, or a second answer
+    return;
+  }
+  std::span<zmq::message_t> payload = body.subspan(h.payload_index);
+  if (h.type == MessageType::kReplyFailure) {
+    ++stats_.worker_failures;
+    FailWithWorkerPayload(r, payload);
+    return;
+  }
+  slot->answered = true;
+  for (zmq::message_t& f : payload) slot->payload.push_back(std::move(f));
+  ++r->answered;
+  if (--r->pending == 0) Succeed(r);
+}
+
+// --- Answering
+// ----------------------------------------------------------------
+
+absl::Status ConsensusBroker::SendOut() {
+  const absl::Status s = SendFrames(router_, out_);
+  if (absl::IsUnavailable(s)) ++stats_.unroutable;
+  if (absl::IsResourceExhausted(s)) ++stats_.dropped_replies;
+  out_.clear();
+  return s;
+}
+
+absl::Status ConsensusBroker::SendToWorker(Worker* w, MessageType type) {
+  out_.clear();
+  out_.push_back(CopyOf(w->identity_frame));
+  out_.emplace_back();
+  if (type == MessageType::kDisconnect) {
+    ccp::AppendDisconnect(out_, w->service->name);
+  } else {
+    ccp::AppendHeader(out_, type);
+  }
+  const absl::Status s = SendFrames(router_, out_);
+  out_.clear();
+  if (s.ok()) w->last_sent = Clock::now();
+  return s;
+}
+
+void ConsensusBroker::FailNow(std::span<zmq::message_t> frames,
+                              std::span<zmq::message_t> body,
+                              std::string_view reason, std::string_view text) {
+  out_.clear();
+  out_.push_back(std::move(frames[0]));
+  out_.emplace_back();
+  ccp::AppendHeader(out_, MessageType::kReplyFailure);
+  out_.push_back(std::move(body[ccp::kServiceIndex]));
+  out_.push_back(std::move(body[ccp::kSequenceIndex]));
+  out_.push_back(Frame(reason));
+  out_.push_back(Frame(text));
+  ++stats_.replies_failure;
+  SendOut().IgnoreError();
+}
+
+void ConsensusBroker::Succeed(Request* r) {
+  out_.clear();
+  out_.push_back(std::move(r->client_identity));
+  out_.emplace_back();
+  ccp::AppendHeader(out_, MessageType::kReplySuccess);
+  out_.push_back(std::move(r->service_frame));
+  out_.push_back(std::move(r->sequence_frame));
+  const std::size_t header_size = out_.size();
+  // Payloads in registration order.  A worker that answered and then left
+  // still counts: its answer stands.
+  for (std::size_t i = 0; i < r->quorum; ++i) {
+    Request::Slot& slot = r->slots[i];
+    if (!slot.answered) continue;
+    for (zmq::message_t& f : slot.payload) out_.push_back(std::move(f));
+  }
+  if (out_.size() == header_size) out_.emplace_back();  // one empty frame
+  ++stats_.replies_success;
+  Release(r);
+  SendOut().IgnoreError();
+}
+
+void ConsensusBroker::Fail(Request* r, std::string_view reason,
+                           std::string_view text) {
+  out_.clear();
+  out_.push_back(std::move(r->client_identity));
+  out_.emplace_back();
+  ccp::AppendHeader(out_, MessageType::kReplyFailure);
+  out_.push_back(std::move(r->service_frame));
+  out_.push_back(std::move(r->sequence_frame));
+  out_.push_back(Frame(reason));
+  out_.push_back(Frame(text));
+  ++stats_.replies_failure;
+  Release(r);
+  SendOut().IgnoreError();
+}
+
+void ConsensusBroker::FailWithWorkerPayload(Request* r,
+                                            std::span<zmq::message_t> payload) {
+  if (payload.empty()) {
+    Fail(r, ccp::kReasonWorkerFailed,
+         absl::StrFormat("a worker of service %s answered failure without a "
+                         "reason",
+                         Printable(r->service->name)));
+    return;
+  }
+  out_.clear();
+  out_.push_back(std::move(r->client_identity));
+  out_.emplace_back();
+  ccp::AppendHeader(out_, MessageType::kReplyFailure);
+  out_.push_back(std::move(r->service_frame));
+  out_.push_back(std::move(r->sequence_frame));
+  for (zmq::message_t& f : payload) out_.push_back(std::move(f));
+  ++stats_.replies_failure;
+  Release(r);
+  SendOut().IgnoreError();
+}
+
+void ConsensusBroker::Release(Request* r) {
+  open_.erase(r->sequence);
+  Service* service = r->service;
+  if (r->svc_prev != nullptr) {
+    r->svc_prev->svc_next = r->svc_next;
+  } else {
+    service->open_head = r->svc_next;
+  }
+  if (r->svc_next != nullptr) r->svc_next->svc_prev = r->svc_prev;
+  if (r->fifo_prev != nullptr) {
+    r->fifo_prev->fifo_next = r->fifo_next;
+  } else {
+    fifo_head_ = r->fifo_next;
+  }
+  if (r->fifo_next != nullptr) {
+    r->fifo_next->fifo_prev = r->fifo_prev;
+  } else {
+    fifo_tail_ = r->fifo_prev;
+  }
+  r->svc_prev = r->svc_next = r->fifo_prev = r->fifo_next = nullptr;
+  --r->client->open;
+  r->client->last_seen = Clock::now();
+  for (std::size_t i = 0; i < r->quorum; ++i) {
+    r->slots[i].worker = nullptr;
+    r->slots[i].payload.clear();  // keeps capacity
+  }
+  r->quorum = 0;
+  r->client = nullptr;
+  r->service = nullptr;
+  // The frames were moved into the reply; make sure nothing lingers.
+  r->client_identity.rebuild();
+  r->service_frame.rebuild();
+  r->sequence_frame.rebuild();
+  pool_.emplace_back(r);
+}
+
+// --- Workers leaving
+// ----------------------------------------------------------
+
+void ConsensusBroker::RemoveWorker(Worker* w, Leave why) {
+  Service* service = w->service;
+  if (why == Leave::kExpired) {
+    // Tell a worker that is merely slow to register again.
+    SendToWorker(w, MessageType::kDisconnect).IgnoreError();
+  }
+  auto& list = service->workers;
+  list.erase(std::find(list.begin(), list.end(), w));
+
+  // Drop it from every open request of its service; a request with nobody
+  // left to answer is completed now.
+  for (Request* r = service->open_head; r != nullptr;) {
+    Request* next = r->svc_next;
+    for (std::size_t i = 0; i < r->quorum; ++i) {
+      Request::Slot& slot = r->slots[i];
+      if (slot.worker != w) continue;
+      // Forget the pointer either way: a new worker may get this address.
+      slot.worker = nullptr;
+      if (!slot.answered && --r->pending == 0) {
+        if (r->answered > 0) {
+          Succeed(r);
+        } else {
+          Fail(r, ccp::kReasonWorkerLeft,
+               absl::StrFormat("every worker of service %s left before "
+                               "answering",
+                               Printable(service->name)));
+        }
+      }
+      break;
+    }
+    r = next;
+  }
+
+  const char* reason = "left";
+  switch (why) {
+    case Leave::kDisconnect:
+      ++stats_.workers_left;
+      reason = "disconnected";
+      break;
+    case Leave::kUnroutable:
+      ++stats_.workers_left;
+      reason = "is unroutable (its socket is gone)";
+      break;
+    case Leave::kExpired:
+      ++stats_.workers_expired;
+      reason = "expired (no heartbeat)";
+      break;
+    case Leave::kMoved:
+      ++stats_.workers_left;
+      reason = "re-registered for another service";
+      break;
+    case Leave::kShutdown:
+      reason = "was dropped at shutdown";
+      break;
+  }
+  Log(Severity::kInfo,
+      absl::StrFormat("worker %s %s; service %s has %d worker(s)",
+                      Printable(w->identity), reason, Printable(service->name),
+                      service->workers.size()));
+
+  auto wit = workers_.find(w->identity);
+  workers_.erase(wit);  // destroys *w
+  if (service->workers.empty() && service->open_head == nullptr) {
+    auto sit = services_.find(service->name);
+    services_.erase(sit);  // destroys *service
+  }
+}
+
+// --- The sweep
+// ------------------------------------------------------------------
+
+void ConsensusBroker::Sweep() {
+  const Clock::time_point now = Clock::now();
+
+  // Deadlines: the FIFO is in deadline order, so only expired heads are
+  // looked at.
+  while (fifo_head_ != nullptr && fifo_head_->deadline <= now) {
+    Request* r = fifo_head_;
+    ++stats_.timeouts;
+    Fail(r, ccp::kReasonTimeout,
+         absl::StrFormat("%d of %d worker(s) did not answer within %d ms",
+                         r->pending, r->quorum,
+                         options_.request_timeout.count()));
+  }
+
+  // Heartbeats and expiry.  Removal changes workers_, so collect first.
+  scratch_leaving_.clear();
+  for (auto& [identity, worker] : workers_) {
+    Worker* w = worker.get();
+    if (now - w->last_recv > w->expiry) {
+      scratch_leaving_.emplace_back(w, Leave::kExpired);
+    } else if (now - w->last_sent >= w->interval) {
+      const absl::Status s = SendToWorker(w, MessageType::kHeartbeat);
+      if (s.ok()) {
+        ++stats_.heartbeats_sent;
+      } else if (absl::IsUnavailable(s)) {
+        ++stats_.unroutable;
+        scratch_leaving_.emplace_back(w, Leave::kUnroutable);
+      }
+    }
+  }
+  for (std::size_t i = 0; i < scratch_leaving_.size(); ++i) {
+    RemoveWorker(scratch_leaving_[i].first, scratch_leaving_[i].second);
+  }
+  scratch_leaving_.clear();
+
+  // Idle clients, at most every quarter of the idle timeout (and at most
+  // once a second).
+  if (now >= next_client_sweep_) {
+    for (auto it = clients_.begin(); it != clients_.end();) {
+      const Client& c = *it->second;
+      if (c.open == 0 && now - c.last_seen > options_.client_idle_timeout) {
+        ++stats_.clients_expired;
+        clients_.erase(it++);
+      } else {
+        ++it;
+      }
+    }
+    const Clock::duration period = std::clamp<Clock::duration>(
+        options_.client_idle_timeout / 4, options_.sweep_interval,
+        std::chrono::seconds(1));
+    next_client_sweep_ = now + period;
+  }
+
+  FlushMalformedLog(now, /*force=*/false);
+}
+
+// --- Logging
+// ------------------------------------------------------------------
+
+void ConsensusBroker::NoteMalformed(std::string_view identity,
+                                    const absl::Status& error) {
+  ++stats_.malformed;
+  ++malformed_unlogged_;
+  last_malformed_error_ =
+      absl::StrFormat("%s (from %s)", error.message(), Printable(identity));
+  FlushMalformedLog(Clock::now(), /*force=*/false);
+}
+
+void ConsensusBroker::FlushMalformedLog(Clock::time_point now, bool force) {
+  if (malformed_unlogged_ == 0) return;
+  if (!force && now - last_malformed_log_ < std::chrono::seconds(1)) return;
+  Log(Severity::kWarning,
+      absl::StrFormat("dropped %d malformed message(s) since the last "
+                      "report; latest: %s",
+                      malformed_unlogged_, last_malformed_error_));
+  malformed_unlogged_ = 0;
+  last_malformed_log_ = now;
+}
+
+void ConsensusBroker::Log(Severity severity, std::string_view line) {
+  if (options_.log) {
+    options_.log(severity, line);
+    return;
+  }
+  static constexpr const char* kNames[] = {"debug", "info", "warning", "error"};
+  std::fprintf(stderr, "consensus %s: %.*s\n",
+               kNames[static_cast<int>(severity)],
+               static_cast<int>(line.size()), line.data());
+}
+
+}  // namespace zb

@@ -1,0 +1,197 @@
+// Copyright 2026 The zbrokers Authors.
+//
+// zb::ConsensusBroker is the CCp100 consensus broker: every request goes to
+// every worker of its service, and the client gets REPLY_SUCCESS only when
+// all of them answered success (with all their payloads, in registration
+// order), REPLY_FAILURE otherwise.  docs/protocols/ccp.md describes the
+// protocol and every rule the broker applies (sequence rules, deadlines,
+// heartbeats, failure reason codes).
+//
+//   zmq::context_t ctx;
+//   zb::Reactor reactor;
+//   zb::ConsensusBroker broker(reactor, ctx, {});
+//   if (absl::Status s = broker.Bind("tcp://127.0.0.1:5556"); !s.ok()) ...
+//   reactor.run();
+//
+// Threading.  The broker lives on the reactor it is given: construct it,
+// call its methods and destroy it on that reactor's owner thread (with a
+// zb::ReactorThread, inside invoke()).  It never locks.
+//
+// Ownership.  The broker owns its ROUTER socket and registers it with the
+// reactor; the reactor and the context must outlive the broker.  The
+// destructor answers every open request with REPLY_FAILURE "zb:shutdown",
+// sends DISCONNECT to every worker, and unregisters from the reactor.
+//
+// Performance.  The request/reply path does no heap allocation in steady
+// state: request records come from a pool and keep their buffers, lookups
+// use string_views into the received frames, payload frames are moved (the
+// fan-out uses zmq_msg_copy, which shares large buffers), and one reusable
+// frame vector serves every send.  One sweep timer per broker handles
+// heartbeats, worker expiry, request deadlines and idle clients.
+
+#ifndef ZB_BROKERS_CONSENSUS_CONSENSUS_BROKER_H_
+#define ZB_BROKERS_CONSENSUS_CONSENSUS_BROKER_H_
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+#include <zmq.hpp>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/status/status.h"
+#include "brokers/protocol/ccp.h"
+#include "reactor/frames.h"
+#include "reactor/reactor.h"
+
+namespace zb {
+
+class ConsensusBroker {
+ public:
+  enum class Severity { kDebug, kInfo, kWarning, kError };
+  // Receives the broker's log lines (worker joins and leaves at kInfo,
+  // rate-limited malformed-message reports at kWarning).  Called on the
+  // reactor thread.
+  using LogSink = std::function<void(Severity, std::string_view)>;
+
+  struct Options {
+    // A request not answered by every worker within this time fails with
+    // "zb:timeout".
+    std::chrono::milliseconds request_timeout{5000};
+    // Period of the single sweep timer: heartbeats, worker expiry, request
+    // deadlines and client expiry are up to one period late.
+    std::chrono::milliseconds sweep_interval{100};
+    // A client record with no open request and no request for this long is
+    // forgotten (its next request is then rejected with "zb:bad-sequence").
+    std::chrono::milliseconds client_idle_timeout{std::chrono::minutes(10)};
+    // Messages with more frames than this (after the envelope) are
+    // malformed.
+    std::size_t max_frames = 4096;
+    // Longest accepted service name.
+    std::size_t max_service_size = 255;
+    // ZMQ_LINGER of the ROUTER socket, so that the last DISCONNECTs and
+    // replies get out when the broker is destroyed.
+    std::chrono::milliseconds linger{100};
+    // Log sink; when empty, lines go to stderr prefixed "consensus: ".
+    LogSink log;
+  };
+
+  // Counters since construction.  Every request a client sends ends in
+  // exactly one of replies_success / replies_failure (or, if the client is
+  // gone, unroutable / dropped_replies).
+  struct Stats {
+    std::uint64_t requests = 0;           // REQUESTs received (well-formed)
+    std::uint64_t replies_success = 0;    // REPLY_SUCCESS sent to clients
+    std::uint64_t replies_failure = 0;    // REPLY_FAILURE sent to clients
+    std::uint64_t timeouts = 0;           // failures because of the deadline
+    std::uint64_t worker_failures = 0;    // failures because a worker failed
+    std::uint64_t no_workers = 0;         // failures because of no workers
+    std::uint64_t malformed = 0;          // unparseable messages dropped
+    std::uint64_t rejected_sequence = 0;  // requests breaking sequence rules
+    std::uint64_t unroutable = 0;         // sends to a peer that is gone
+    std::uint64_t dropped_replies = 0;    // sends refused by a full queue
+    std::uint64_t late_replies = 0;       // worker replies matching nothing
+    std::uint64_t pings = 0;              // PINGs echoed
+    std::uint64_t heartbeats_sent = 0;
+    std::uint64_t workers_joined = 0;
+    std::uint64_t workers_left = 0;     // by DISCONNECT or unroutable
+    std::uint64_t workers_expired = 0;  // by heartbeat silence
+    std::uint64_t clients_expired = 0;  // idle client records forgotten
+  };
+
+  // Creates the ROUTER socket (ZMQ_ROUTER_MANDATORY on) and registers it and
+  // the sweep timer with `reactor`.  Call Bind() to listen.
+  ConsensusBroker(Reactor& reactor, zmq::context_t& context, Options options);
+  ~ConsensusBroker();
+
+  ConsensusBroker(const ConsensusBroker&) = delete;
+  ConsensusBroker& operator=(const ConsensusBroker&) = delete;
+
+  // Binds the ROUTER to `endpoint` (may be called several times, e.g.
+  // "tcp://127.0.0.1:*" for an ephemeral port).  The resolved endpoint is
+  // appended to endpoints().
+  absl::Status Bind(const std::string& endpoint);
+  // Every bound endpoint as resolved by ZeroMQ (ZMQ_LAST_ENDPOINT), in Bind
+  // order.
+  const std::vector<std::string>& endpoints() const { return endpoints_; }
+
+  const Stats& stats() const { return stats_; }
+  // Registered workers per service, services sorted by name.  Allocates; for
+  // reports, not for the hot path.
+  std::vector<std::pair<std::string, std::size_t>> workers_per_service() const;
+  std::size_t worker_count(std::string_view service) const;
+  std::size_t open_requests() const { return open_.size(); }
+  std::size_t client_count() const { return clients_.size(); }
+
+ private:
+  using Clock = Reactor::Clock;
+  struct Worker;
+  struct Service;
+  struct Client;
+  struct Request;
+
+  void OnMessage(std::span<zmq::message_t> frames);
+  void OnReady(std::span<zmq::message_t> frames, const ccp::Header& h);
+  void OnRequest(std::span<zmq::message_t> frames,
+                 std::span<zmq::message_t> body, const ccp::Header& h);
+  void OnReply(std::span<zmq::message_t> frames, std::span<zmq::message_t> body,
+               const ccp::Header& h);
+  void OnDisconnect(std::string_view identity, const ccp::Header& h);
+  void Sweep();
+
+  // Reject a request at once (before it becomes a Request record).
+  void FailNow(std::span<zmq::message_t> frames, std::span<zmq::message_t> body,
+               std::string_view reason, std::string_view text);
+  // Complete an open request and release its record.
+  void Succeed(Request* r);
+  void Fail(Request* r, std::string_view reason, std::string_view text);
+  void FailWithWorkerPayload(Request* r, std::span<zmq::message_t> payload);
+  void Release(Request* r);
+  // Removes `w` from every open request's quorum and from the broker.
+  enum class Leave { kDisconnect, kExpired, kUnroutable, kMoved, kShutdown };
+  void RemoveWorker(Worker* w, Leave why);
+  // Sends out_ to its first frame's peer; counts and classifies failures.
+  // Returns the send status.
+  absl::Status SendOut();
+  absl::Status SendToWorker(Worker* w, ccp::MessageType type);
+  void NoteMalformed(std::string_view identity, const absl::Status& error);
+  void FlushMalformedLog(Clock::time_point now, bool force);
+  void Log(Severity severity, std::string_view line);
+
+  Reactor& reactor_;
+  Options options_;
+  ccp::ParseLimits limits_;
+  zmq::socket_t router_;
+  TimerId sweep_timer_ = 0;
+  std::vector<std::string> endpoints_;
+  Stats stats_;
+
+  absl::flat_hash_map<std::string, std::unique_ptr<Service>> services_;
+  absl::flat_hash_map<std::string, std::unique_ptr<Worker>> workers_;
+  absl::flat_hash_map<std::uint32_t, std::unique_ptr<Client>> clients_;
+  absl::flat_hash_map<ccp::SequenceId, Request*> open_;
+  // Open requests in arrival order = deadline order (one timeout for all).
+  Request* fifo_head_ = nullptr;
+  Request* fifo_tail_ = nullptr;
+  std::vector<std::unique_ptr<Request>> pool_;
+
+  // Scratch space reused by every send and sweep.
+  Frames out_;
+  std::vector<std::pair<Worker*, Leave>> scratch_leaving_;
+
+  Clock::time_point next_client_sweep_;
+  // Malformed-message log rate limit.
+  Clock::time_point last_malformed_log_{};
+  std::uint64_t malformed_unlogged_ = 0;
+  std::string last_malformed_error_;
+};
+
+}  // namespace zb
+
+#endif  // ZB_BROKERS_CONSENSUS_CONSENSUS_BROKER_H_

@@ -1,0 +1,725 @@
+// Copyright 2026 The zbrokers Authors.
+//
+// Tests of the consensus broker through raw DEALER sockets that speak CCp100
+// frame by frame, so they depend only on the codec and the broker.
+
+#include "brokers/consensus/consensus_broker.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+#include <zmq.hpp>
+#include <zmq_addon.hpp>
+
+#include "brokers/protocol/ccp.h"
+#include "reactor/reactor_thread.h"
+
+namespace zb {
+namespace {
+
+using ccp::MessageType;
+using std::chrono::milliseconds;
+using ::testing::ElementsAre;
+using ::testing::ElementsAreArray;
+using ::testing::HasSubstr;
+
+constexpr milliseconds kWait{5000};  // generous bound for every wait
+
+std::string Byte(MessageType t) { return std::string(1, static_cast<char>(t)); }
+
+std::string SeqBytes(std::uint64_t sequence, std::uint32_t client) {
+  const auto b = ccp::EncodeSequenceId({sequence, client});
+  return std::string(b.data(), b.size());
+}
+
+std::string Interval(std::uint32_t ms) {
+  std::string s(4, '\0');
+  s[0] = static_cast<char>(ms >> 24);
+  s[1] = static_cast<char>(ms >> 16);
+  s[2] = static_cast<char>(ms >> 8);
+  s[3] = static_cast<char>(ms);
+  return s;
+}
+
+const std::string kTagS(ccp::kTag);
+
+// A decoded message body as the test sees it.
+struct Msg {
+  MessageType type;
+  std::string service;
+  ccp::SequenceId sequence;
+  std::vector<std::string> payload;
+  std::vector<std::string> raw;
+};
+
+// A raw DEALER speaking CCp100.
+class Peer {
+ public:
+  Peer(zmq::context_t& ctx, const std::string& endpoint)
+      : socket_(ctx, zmq::socket_type::dealer) {
+    socket_.set(zmq::sockopt::linger, 0);
+    socket_.connect(endpoint);
+  }
+
+  // Sends [""][body...].
+  void Send(const std::vector<std::string>& body) {
+    std::vector<std::string> frames = {""};
+    frames.insert(frames.end(), body.begin(), body.end());
+    SendRaw(frames);
+  }
+  // Sends exactly these frames (no delimiter added).
+  void SendRaw(const std::vector<std::string>& frames) {
+    for (std::size_t i = 0; i < frames.size(); ++i) {
+      socket_.send(zmq::buffer(frames[i]), i + 1 < frames.size()
+                                               ? zmq::send_flags::sndmore
+                                               : zmq::send_flags::none);
+    }
+  }
+
+  void Ready(const std::string& service, std::uint32_t interval_ms = 1000,
+             std::uint8_t retries = 3) {
+    Send({kTagS, Byte(MessageType::kReady), service, Interval(interval_ms),
+          std::string(1, static_cast<char>(retries))});
+  }
+  void Request(const std::string& service, ccp::SequenceId id,
+               std::vector<std::string> payload = {""}) {
+    std::vector<std::string> body = {kTagS, Byte(MessageType::kRequest),
+                                     service,
+                                     SeqBytes(id.sequence, id.client_id)};
+    body.insert(body.end(), payload.begin(), payload.end());
+    Send(body);
+  }
+  void Reply(const Msg& request, bool success,
+             std::vector<std::string> payload) {
+    std::vector<std::string> body = {
+        kTagS,
+        Byte(success ? MessageType::kReplySuccess : MessageType::kReplyFailure),
+        request.service,
+        SeqBytes(request.sequence.sequence, request.sequence.client_id)};
+    body.insert(body.end(), payload.begin(), payload.end());
+    Send(body);
+  }
+  void Heartbeat() { Send({kTagS, Byte(MessageType::kHeartbeat)}); }
+  void Disconnect(const std::string& service) {
+    Send({kTagS, Byte(MessageType::kDisconnect), service});
+  }
+
+  // The next message, decoded; nullopt after `timeout`.  HEARTBEATs are
+  // skipped unless asked for.
+  std::optional<Msg> Recv(milliseconds timeout = kWait,
+                          bool keep_heartbeats = false) {
+    const auto deadline = std::chrono::steady_clock::now() + timeout;
+    while (true) {
+      const auto left = std::chrono::duration_cast<milliseconds>(
+          deadline - std::chrono::steady_clock::now());
+      if (left.count() <= 0) return std::nullopt;
+      zmq::pollitem_t item{socket_.handle(), 0, ZMQ_POLLIN, 0};
+      zmq::poll(&item, 1, left);
+      if (!(item.revents & ZMQ_POLLIN)) continue;
+      std::vector<zmq::message_t> frames;
+      if (!zmq::recv_multipart(socket_, std::back_inserter(frames))) continue;
+      auto body = ccp::DealerBody(frames);
+      EXPECT_TRUE(body.ok()) << body.status();
+      if (!body.ok()) return std::nullopt;
+      auto h = ccp::ParseHeader(*body);
+      EXPECT_TRUE(h.ok()) << h.status();
+      if (!h.ok()) return std::nullopt;
+      if (h->type == MessageType::kHeartbeat && !keep_heartbeats) continue;
+      Msg m;
+      m.type = h->type;
+      m.service = std::string(h->service);
+      m.sequence = h->sequence;
+      m.raw = FramesToStrings(*body);
+      for (std::size_t i = h->payload_index; i < body->size(); ++i) {
+        m.payload.emplace_back(View((*body)[i]));
+      }
+      return m;
+    }
+  }
+
+  // True when nothing but heartbeats arrives within `quiet`.
+  bool Silent(milliseconds quiet) { return !Recv(quiet).has_value(); }
+
+  void Close() { socket_.close(); }
+
+ private:
+  zmq::socket_t socket_;
+};
+
+class ConsensusBrokerTest : public ::testing::Test {
+ protected:
+  static ConsensusBroker::Options TestOptions() {
+    ConsensusBroker::Options o;
+    o.request_timeout = milliseconds(300);
+    o.sweep_interval = milliseconds(10);
+    o.linger = milliseconds(0);
+    return o;
+  }
+
+  void Start(ConsensusBroker::Options options = TestOptions()) {
+    options.log = [this](ConsensusBroker::Severity, std::string_view line) {
+      std::lock_guard<std::mutex> lock(log_mu_);
+      logs_.emplace_back(line);
+    };
+    thread_ = std::make_unique<ReactorThread>();
+    endpoint_ = thread_->invoke([&](Reactor& r) {
+      broker_ = std::make_unique<ConsensusBroker>(r, ctx_, std::move(options));
+      const absl::Status s = broker_->Bind("tcp://127.0.0.1:*");
+      EXPECT_TRUE(s.ok()) << s;
+      return broker_->endpoints().at(0);
+    });
+  }
+
+  void StopBroker() {
+    if (!thread_) return;
+    thread_->invoke([&](Reactor&) { broker_.reset(); });
+    thread_.reset();
+  }
+
+  void TearDown() override { StopBroker(); }
+
+  template <typename F>
+  auto OnBroker(F f) {
+    return thread_->invoke([&](Reactor&) { return f(*broker_); });
+  }
+  ConsensusBroker::Stats Stats() {
+    return OnBroker([](ConsensusBroker& b) { return b.stats(); });
+  }
+  std::size_t Workers(const std::string& service) {
+    return OnBroker(
+        [&](ConsensusBroker& b) { return b.worker_count(service); });
+  }
+  // Polls `pred` until it holds or kWait passes.
+  bool WaitFor(const std::function<bool()>& pred) {
+    const auto deadline = std::chrono::steady_clock::now() + kWait;
+    while (std::chrono::steady_clock::now() < deadline) {
+      if (pred()) return true;
+      std::this_thread::sleep_for(milliseconds(2));
+    }
+    return pred();
+  }
+  std::vector<std::string> Logs() {
+    std::lock_guard<std::mutex> lock(log_mu_);
+    return logs_;
+  }
+
+  std::unique_ptr<Peer> NewWorker(const std::string& service,
+                                  std::uint32_t interval_ms = 1000,
+                                  std::uint8_t retries = 3) {
+    const std::size_t before = Workers(service);
+    auto w = std::make_unique<Peer>(ctx_, endpoint_);
+    w->Ready(service, interval_ms, retries);
+    EXPECT_TRUE(WaitFor([&] { return Workers(service) == before + 1; }));
+    return w;
+  }
+
+  zmq::context_t ctx_;  // first member: outlives every socket
+  std::unique_ptr<ReactorThread> thread_;
+  std::unique_ptr<ConsensusBroker> broker_;
+  std::string endpoint_;
+  std::mutex log_mu_;
+  std::vector<std::string> logs_;
+};
+
+TEST_F(ConsensusBrokerTest, FanOutToOneThroughSixteenWorkers) {
+  Start();
+  Peer client(ctx_, endpoint_);
+  std::vector<std::unique_ptr<Peer>> workers;
+  for (int n = 1; n <= 16; ++n) {
+    SCOPED_TRACE(n);
+    workers.push_back(NewWorker("echo"));
+    client.Request("echo", {static_cast<std::uint64_t>(n), 7},
+                   {"ask", std::to_string(n)});
+    std::vector<Msg> requests;
+    for (auto& w : workers) {
+      auto m = w->Recv();
+      ASSERT_TRUE(m.has_value());
+      EXPECT_EQ(m->type, MessageType::kRequest);
+      EXPECT_EQ(m->service, "echo");
+      EXPECT_EQ(m->sequence,
+                (ccp::SequenceId{static_cast<std::uint64_t>(n), 7}));
+      EXPECT_THAT(m->payload, ElementsAre("ask", std::to_string(n)));
+      requests.push_back(*m);
+    }
+    // Answer in reverse registration order: the reply must still list the
+    // payloads in registration order.
+    for (int i = n - 1; i >= 0; --i) {
+      workers[i]->Reply(requests[i], true,
+                        {"w" + std::to_string(i), "x" + std::to_string(i)});
+    }
+    auto reply = client.Recv();
+    ASSERT_TRUE(reply.has_value());
+    EXPECT_EQ(reply->type, MessageType::kReplySuccess);
+    EXPECT_EQ(reply->service, "echo");
+    EXPECT_EQ(reply->sequence.sequence, static_cast<std::uint64_t>(n));
+    std::vector<std::string> expected;
+    for (int i = 0; i < n; ++i) {
+      expected.push_back("w" + std::to_string(i));
+      expected.push_back("x" + std::to_string(i));
+    }
+    EXPECT_THAT(reply->payload, ElementsAreArray(expected));
+  }
+  const auto stats = Stats();
+  EXPECT_EQ(stats.requests, 16u);
+  EXPECT_EQ(stats.replies_success, 16u);
+  EXPECT_EQ(stats.replies_failure, 0u);
+  EXPECT_EQ(stats.workers_joined, 16u);
+}
+
+TEST_F(ConsensusBrokerTest, OneWorkerFailureFailsTheRequest) {
+  Start();
+  auto w1 = NewWorker("svc");
+  auto w2 = NewWorker("svc");
+  Peer client(ctx_, endpoint_);
+  client.Request("svc", {1, 1}, {"p"});
+  auto r1 = w1->Recv();
+  auto r2 = w2->Recv();
+  ASSERT_TRUE(r1 && r2);
+  w2->Reply(*r2, false, {"disk full", "details"});
+  auto reply = client.Recv();
+  ASSERT_TRUE(reply.has_value());
+  EXPECT_EQ(reply->type, MessageType::kReplyFailure);
+  EXPECT_EQ(reply->sequence, (ccp::SequenceId{1, 1}));
+  // The worker's failure payload is forwarded unchanged.
+  EXPECT_THAT(reply->payload, ElementsAre("disk full", "details"));
+  // The other worker's late success is dropped, not sent.
+  w1->Reply(*r1, true, {"ok"});
+  EXPECT_TRUE(WaitFor([&] { return Stats().late_replies == 1; }));
+  EXPECT_TRUE(client.Silent(milliseconds(50)));
+  EXPECT_EQ(Stats().worker_failures, 1u);
+}
+
+TEST_F(ConsensusBrokerTest, FailureWithoutPayloadGetsAReason) {
+  Start();
+  auto w = NewWorker("svc");
+  Peer client(ctx_, endpoint_);
+  client.Request("svc", {1, 2});
+  auto r = w->Recv();
+  ASSERT_TRUE(r.has_value());
+  w->Reply(*r, false, {});  // the 2011 broker's style: no payload at all
+  auto reply = client.Recv();
+  ASSERT_TRUE(reply.has_value());
+  EXPECT_EQ(reply->type, MessageType::kReplyFailure);
+  ASSERT_EQ(reply->payload.size(), 2u);
+  EXPECT_EQ(reply->payload[0], ccp::kReasonWorkerFailed);
+}
+
+TEST_F(ConsensusBrokerTest, NoAnswerFailsAtTheDeadline) {
+  Start();
+  auto w1 = NewWorker("slow");
+  auto w2 = NewWorker("slow");
+  Peer client(ctx_, endpoint_);
+  const auto start = std::chrono::steady_clock::now();
+  client.Request("slow", {1, 3});
+  auto r1 = w1->Recv();
+  ASSERT_TRUE(r1.has_value());
+  w1->Reply(*r1, true, {"fine"});  // w2 never answers
+  auto reply = client.Recv();
+  ASSERT_TRUE(reply.has_value());
+  EXPECT_GE(std::chrono::steady_clock::now() - start, milliseconds(300));
+  EXPECT_EQ(reply->type, MessageType::kReplyFailure);
+  ASSERT_EQ(reply->payload.size(), 2u);
+  EXPECT_EQ(reply->payload[0], ccp::kReasonTimeout);
+  EXPECT_THAT(reply->payload[1], HasSubstr("1 of 2"));
+  EXPECT_EQ(Stats().timeouts, 1u);
+  EXPECT_EQ(OnBroker([](ConsensusBroker& b) { return b.open_requests(); }), 0u);
+}
+
+TEST_F(ConsensusBrokerTest, NoWorkersFailsAtOnce) {
+  Start();
+  Peer client(ctx_, endpoint_);
+  client.Request("nobody", {1, 4}, {"x"});
+  auto reply = client.Recv();
+  ASSERT_TRUE(reply.has_value());
+  EXPECT_EQ(reply->type, MessageType::kReplyFailure);
+  EXPECT_EQ(reply->service, "nobody");
+  EXPECT_EQ(reply->sequence, (ccp::SequenceId{1, 4}));
+  ASSERT_EQ(reply->payload.size(), 2u);
+  EXPECT_EQ(reply->payload[0], ccp::kReasonNoWorkers);
+  EXPECT_EQ(Stats().no_workers, 1u);
+}
+
+// A worker whose socket closes without DISCONNECT is dropped (unroutable or
+// expired); the request completes with the workers that remain.
+TEST_F(ConsensusBrokerTest, WorkerSocketClosedMidRequest) {
+  auto options = TestOptions();
+  options.request_timeout = milliseconds(10000);  // must not be what ends it
+  Start(options);
+  auto w1 = NewWorker("svc", 50, 3);
+  auto w2 = NewWorker("svc", 50, 3);
+  Peer client(ctx_, endpoint_);
+  client.Request("svc", {1, 5}, {"q"});
+  auto r1 = w1->Recv();
+  auto r2 = w2->Recv();
+  ASSERT_TRUE(r1 && r2);
+  w1->Reply(*r1, true, {"from-w1"});
+  w2->Close();
+  auto reply = client.Recv();
+  ASSERT_TRUE(reply.has_value());
+  EXPECT_EQ(reply->type, MessageType::kReplySuccess);
+  EXPECT_THAT(reply->payload, ElementsAre("from-w1"));
+  const auto stats = Stats();
+  EXPECT_EQ(stats.workers_left + stats.workers_expired, 1u);
+
+  // The only worker closes: the request fails with worker-left.
+  client.Request("svc", {2, 5}, {"q"});
+  ASSERT_TRUE(w1->Recv().has_value());
+  w1->Close();
+  reply = client.Recv();
+  ASSERT_TRUE(reply.has_value());
+  EXPECT_EQ(reply->type, MessageType::kReplyFailure);
+  ASSERT_FALSE(reply->payload.empty());
+  EXPECT_EQ(reply->payload[0], ccp::kReasonWorkerLeft);
+  EXPECT_EQ(Workers("svc"), 0u);
+}
+
+TEST_F(ConsensusBrokerTest, DisconnectMidRequest) {
+  Start();
+  auto w1 = NewWorker("svc");
+  auto w2 = NewWorker("svc");
+  Peer client(ctx_, endpoint_);
+  client.Request("svc", {1, 6});
+  auto r1 = w1->Recv();
+  ASSERT_TRUE(r1 && w2->Recv());
+  w2->Disconnect("svc");
+  ASSERT_TRUE(WaitFor([&] { return Workers("svc") == 1; }));
+  w1->Reply(*r1, true, {"only-w1"});
+  auto reply = client.Recv();
+  ASSERT_TRUE(reply.has_value());
+  EXPECT_EQ(reply->type, MessageType::kReplySuccess);
+  EXPECT_THAT(reply->payload, ElementsAre("only-w1"));
+
+  client.Request("svc", {2, 6});
+  ASSERT_TRUE(w1->Recv().has_value());
+  w1->Disconnect("svc");
+  reply = client.Recv();
+  ASSERT_TRUE(reply.has_value());
+  EXPECT_EQ(reply->type, MessageType::kReplyFailure);
+  EXPECT_EQ(reply->payload.at(0), ccp::kReasonWorkerLeft);
+  EXPECT_EQ(Stats().workers_left, 2u);
+}
+
+TEST_F(ConsensusBrokerTest, HeartbeatsAndExpiry) {
+  Start();
+  auto silent = NewWorker("hb", 50, 2);
+  auto alive = NewWorker("hb", 50, 2);
+  // The broker heartbeats a worker it has nothing else to send.
+  auto hb = alive->Recv(kWait, /*keep_heartbeats=*/true);
+  ASSERT_TRUE(hb.has_value());
+  EXPECT_EQ(hb->type, MessageType::kHeartbeat);
+  // `alive` keeps heartbeating, `silent` does not: only `silent` expires.
+  const auto deadline = std::chrono::steady_clock::now() + kWait;
+  while (Workers("hb") != 1 && std::chrono::steady_clock::now() < deadline) {
+    alive->Heartbeat();
+    std::this_thread::sleep_for(milliseconds(20));
+  }
+  EXPECT_EQ(Workers("hb"), 1u);
+  for (int i = 0; i < 15; ++i) {  // 300 ms: several expiry periods
+    alive->Heartbeat();
+    std::this_thread::sleep_for(milliseconds(20));
+  }
+  EXPECT_EQ(Workers("hb"), 1u);
+  EXPECT_EQ(Stats().workers_expired, 1u);
+  EXPECT_GE(Stats().heartbeats_sent, 1u);
+  // The expired worker was told to go away.
+  std::optional<Msg> m;
+  do {
+    m = silent->Recv(kWait, /*keep_heartbeats=*/true);
+  } while (m && m->type == MessageType::kHeartbeat);
+  ASSERT_TRUE(m.has_value());
+  EXPECT_EQ(m->type, MessageType::kDisconnect);
+  EXPECT_EQ(m->service, "hb");
+  // The log says who left and why.
+  bool logged = false;
+  for (const auto& line : Logs()) {
+    logged = logged || line.find("expired") != std::string::npos;
+  }
+  EXPECT_TRUE(logged);
+}
+
+TEST_F(ConsensusBrokerTest, SeveralRequestsInFlightPerService) {
+  Start();
+  auto w1 = NewWorker("svc");
+  auto w2 = NewWorker("svc");
+  Peer client(ctx_, endpoint_);
+  constexpr int kN = 5;
+  for (int i = 1; i <= kN; ++i) {
+    client.Request("svc", {static_cast<std::uint64_t>(i), 9},
+                   {"req" + std::to_string(i)});
+  }
+  std::vector<Msg> q1, q2;
+  for (int i = 0; i < kN; ++i) {
+    auto a = w1->Recv();
+    auto b = w2->Recv();
+    ASSERT_TRUE(a && b);
+    q1.push_back(*a);
+    q2.push_back(*b);
+  }
+  EXPECT_EQ(OnBroker([](ConsensusBroker& b) { return b.open_requests(); }),
+            static_cast<std::size_t>(kN));
+  // Answer in reverse order, w2 before w1.
+  for (int i = kN - 1; i >= 0; --i) {
+    w2->Reply(q2[i], true, {"w2:" + q2[i].payload[0]});
+    w1->Reply(q1[i], true, {"w1:" + q1[i].payload[0]});
+  }
+  std::vector<bool> seen(kN + 1, false);
+  for (int i = 0; i < kN; ++i) {
+    auto reply = client.Recv();
+    ASSERT_TRUE(reply.has_value());
+    ASSERT_EQ(reply->type, MessageType::kReplySuccess);
+    const auto seq = reply->sequence.sequence;
+    ASSERT_GE(seq, 1u);
+    ASSERT_LE(seq, static_cast<std::uint64_t>(kN));
+    EXPECT_FALSE(seen[seq]);
+    seen[seq] = true;
+    const std::string req = "req" + std::to_string(seq);
+    EXPECT_THAT(reply->payload, ElementsAre("w1:" + req, "w2:" + req));
+  }
+}
+
+TEST_F(ConsensusBrokerTest, SequenceRules) {
+  Start();
+  auto w = NewWorker("svc");
+  // Answers every request it gets.
+  auto serve_one = [&] {
+    auto r = w->Recv();
+    ASSERT_TRUE(r.has_value());
+    w->Reply(*r, true, {"ok"});
+  };
+  auto expect_reply = [](Peer& p, MessageType type, std::uint64_t seq) {
+    auto reply = p.Recv();
+    ASSERT_TRUE(reply.has_value());
+    EXPECT_EQ(reply->type, type);
+    EXPECT_EQ(reply->sequence.sequence, seq);
+    if (type == MessageType::kReplyFailure) {
+      EXPECT_EQ(reply->payload.at(0), ccp::kReasonBadSequence);
+    }
+  };
+  Peer a(ctx_, endpoint_);
+  Peer b(ctx_, endpoint_);
+
+  a.Request("svc", {1, 100});
+  serve_one();
+  expect_reply(a, MessageType::kReplySuccess, 1);
+
+  a.Request("svc", {3, 100});  // a gap
+  expect_reply(a, MessageType::kReplyFailure, 3);
+
+  a.Request("svc", {2, 100});  // the rejection did not move the record
+  serve_one();
+  expect_reply(a, MessageType::kReplySuccess, 2);
+
+  a.Request("svc", {2, 100});  // a repeat
+  expect_reply(a, MessageType::kReplyFailure, 2);
+
+  b.Request("svc", {3, 100});  // a's client id from another socket
+  expect_reply(b, MessageType::kReplyFailure, 3);
+  EXPECT_TRUE(a.Silent(milliseconds(30)));  // the owner hears nothing
+
+  b.Request("svc", {5, 200});  // unknown client id, not starting at 1
+  expect_reply(b, MessageType::kReplyFailure, 5);
+
+  a.Request("svc", {3, 100});  // the owner carries on
+  serve_one();
+  expect_reply(a, MessageType::kReplySuccess, 3);
+
+  EXPECT_TRUE(w->Silent(milliseconds(30)));  // rejected ones never reached it
+  const auto stats = Stats();
+  EXPECT_EQ(stats.rejected_sequence, 4u);
+  EXPECT_EQ(stats.replies_success, 3u);
+}
+
+TEST_F(ConsensusBrokerTest, IdleClientRecordsExpire) {
+  auto options = TestOptions();
+  options.client_idle_timeout = milliseconds(50);
+  Start(options);
+  auto w = NewWorker("svc");
+  Peer client(ctx_, endpoint_);
+  client.Request("svc", {1, 11});
+  auto r = w->Recv();
+  ASSERT_TRUE(r.has_value());
+  w->Reply(*r, true, {});
+  ASSERT_TRUE(client.Recv().has_value());
+  EXPECT_EQ(OnBroker([](ConsensusBroker& b) { return b.client_count(); }), 1u);
+  EXPECT_TRUE(WaitFor([&] {
+    return OnBroker([](ConsensusBroker& b) { return b.client_count(); }) == 0;
+  }));
+  EXPECT_EQ(Stats().clients_expired, 1u);
+  client.Request("svc", {2, 11});  // forgotten: like after a broker restart
+  auto reply = client.Recv();
+  ASSERT_TRUE(reply.has_value());
+  EXPECT_EQ(reply->type, MessageType::kReplyFailure);
+  EXPECT_EQ(reply->payload.at(0), ccp::kReasonBadSequence);
+}
+
+TEST_F(ConsensusBrokerTest, PingIsEchoed) {
+  Start();
+  Peer client(ctx_, endpoint_);
+  client.Send({kTagS, Byte(MessageType::kPing)});
+  auto reply = client.Recv();
+  ASSERT_TRUE(reply.has_value());
+  EXPECT_EQ(reply->type, MessageType::kPing);
+  EXPECT_THAT(reply->raw, ElementsAre(kTagS, Byte(MessageType::kPing)));
+  EXPECT_EQ(Stats().pings, 1u);
+}
+
+TEST_F(ConsensusBrokerTest, MalformedMessagesAreCountedAndOthersServed) {
+  auto options = TestOptions();
+  options.max_frames = 64;
+  Start(options);
+  auto w = NewWorker("svc");
+  Peer bad(ctx_, endpoint_);
+  bad.Send({"MDPC01", Byte(MessageType::kPing)});                  // wrong tag
+  bad.Send({kTagS, Byte(MessageType::kRequest), "svc", "short"});  // truncated
+  bad.Send({kTagS, "\x09"});                                       // unknown
+  std::vector<std::string> many = {kTagS, Byte(MessageType::kRequest), "svc",
+                                   SeqBytes(1, 300)};
+  many.resize(1000, "x");  // far more frames than allowed
+  bad.Send(many);
+  bad.SendRaw({kTagS, Byte(MessageType::kPing)});             // no delimiter
+  bad.Send({kTagS, Byte(MessageType::kHeartbeat), "extra"});  // trailing
+  bad.Send({kTagS, Byte(MessageType::kReady), "svc", "\x01", "\x01"});
+  ASSERT_TRUE(WaitFor([&] { return Stats().malformed == 7; }));
+  EXPECT_TRUE(bad.Silent(milliseconds(30)));  // never answered
+
+  // Everyone else is still served.
+  Peer client(ctx_, endpoint_);
+  client.Request("svc", {1, 12}, {"still"});
+  auto r = w->Recv();
+  ASSERT_TRUE(r.has_value());
+  EXPECT_THAT(r->payload, ElementsAre("still"));
+  w->Reply(*r, true, {"served"});
+  auto reply = client.Recv();
+  ASSERT_TRUE(reply.has_value());
+  EXPECT_EQ(reply->type, MessageType::kReplySuccess);
+  EXPECT_THAT(reply->payload, ElementsAre("served"));
+  EXPECT_EQ(Stats().malformed, 7u);
+  EXPECT_EQ(Stats().requests, 1u);
+  // Rate-limited log: the first one at once, the rest in one later line.
+  ASSERT_TRUE(WaitFor([&] {
+    int lines = 0;
+    for (const auto& l : Logs()) lines += l.find("malformed") != l.npos;
+    return lines >= 2;
+  }));
+  int lines = 0;
+  for (const auto& l : Logs()) lines += l.find("malformed") != l.npos;
+  EXPECT_LE(lines, 3);
+  bool detailed = false;
+  for (const auto& l : Logs()) {
+    detailed = detailed || l.find("wrong protocol tag") != l.npos;
+  }
+  EXPECT_TRUE(detailed);
+}
+
+TEST_F(ConsensusBrokerTest, UnroutableClientIsCounted) {
+  Start();
+  auto w = NewWorker("svc");
+  auto client = std::make_unique<Peer>(ctx_, endpoint_);
+  client->Request("svc", {1, 13});
+  auto r = w->Recv();
+  ASSERT_TRUE(r.has_value());
+  client->Close();
+  // Give the broker time to see the client go; the reply then cannot be
+  // routed (ZMQ_ROUTER_MANDATORY makes that an error, not a silent loss).
+  std::this_thread::sleep_for(milliseconds(100));
+  w->Reply(*r, true, {"nobody listens"});
+  ASSERT_TRUE(WaitFor([&] { return Stats().unroutable >= 1; }));
+  EXPECT_EQ(Stats().replies_success, 1u);
+  EXPECT_EQ(OnBroker([](ConsensusBroker& b) { return b.open_requests(); }), 0u);
+}
+
+TEST_F(ConsensusBrokerTest, UnroutableWorkerIsDroppedOnFanOut) {
+  Start();
+  auto gone = NewWorker("svc", 10000, 10);  // expiry far away
+  auto stays = NewWorker("svc", 10000, 10);
+  gone->Close();
+  std::this_thread::sleep_for(milliseconds(100));  // let the broker see it
+  Peer client(ctx_, endpoint_);
+  client.Request("svc", {1, 14}, {"q"});
+  auto r = stays->Recv();
+  ASSERT_TRUE(r.has_value());
+  stays->Reply(*r, true, {"a"});
+  auto reply = client.Recv();
+  ASSERT_TRUE(reply.has_value());
+  EXPECT_EQ(reply->type, MessageType::kReplySuccess);
+  EXPECT_THAT(reply->payload, ElementsAre("a"));
+  const auto stats = Stats();
+  EXPECT_GE(stats.unroutable, 1u);
+  EXPECT_EQ(stats.workers_left, 1u);
+  EXPECT_EQ(stats.workers_expired, 0u);
+  EXPECT_EQ(Workers("svc"), 1u);
+}
+
+TEST_F(ConsensusBrokerTest, RepliesMatchingNothingAreDropped) {
+  Start();
+  auto w = NewWorker("svc");
+  Peer stranger(ctx_, endpoint_);
+  Msg fake;
+  fake.service = "svc";
+  fake.sequence = {1, 15};
+  stranger.Reply(fake, true, {"who am I"});  // not a worker
+  w->Reply(fake, true, {"no such request"});
+  ASSERT_TRUE(WaitFor([&] { return Stats().late_replies == 2; }));
+  EXPECT_TRUE(stranger.Silent(milliseconds(20)));
+}
+
+TEST_F(ConsensusBrokerTest, ReadyForAnotherServiceMovesTheWorker) {
+  Start();
+  auto w = NewWorker("a");
+  w->Ready("b");
+  ASSERT_TRUE(WaitFor([&] { return Workers("b") == 1; }));
+  EXPECT_EQ(Workers("a"), 0u);
+  auto services =
+      OnBroker([](ConsensusBroker& b) { return b.workers_per_service(); });
+  ASSERT_EQ(services.size(), 1u);
+  EXPECT_EQ(services[0].first, "b");
+}
+
+TEST_F(ConsensusBrokerTest, ShutdownAnswersOpenRequestsAndDisconnectsWorkers) {
+  Start();
+  auto w = NewWorker("svc");
+  Peer client(ctx_, endpoint_);
+  client.Request("svc", {1, 16});
+  ASSERT_TRUE(w->Recv().has_value());
+  ASSERT_TRUE(WaitFor([&] {
+    return OnBroker([](ConsensusBroker& b) { return b.open_requests(); }) == 1;
+  }));
+  // Give the broker some linger so the last messages get out.
+  thread_->invoke([&](Reactor&) { broker_.reset(); });
+  auto reply = client.Recv();
+  ASSERT_TRUE(reply.has_value());
+  EXPECT_EQ(reply->type, MessageType::kReplyFailure);
+  EXPECT_EQ(reply->payload.at(0), ccp::kReasonShutdown);
+  auto bye = w->Recv();
+  ASSERT_TRUE(bye.has_value());
+  EXPECT_EQ(bye->type, MessageType::kDisconnect);
+  thread_.reset();
+}
+
+TEST_F(ConsensusBrokerTest, BindsSeveralEndpoints) {
+  Start();
+  const std::string ipc =
+      "ipc:///tmp/zb-ccpb-test-" + std::to_string(::getpid()) + ".sock";
+  ASSERT_TRUE(OnBroker([&](ConsensusBroker& b) { return b.Bind(ipc); }).ok());
+  EXPECT_EQ(OnBroker([](ConsensusBroker& b) { return b.endpoints().size(); }),
+            2u);
+  EXPECT_FALSE(
+      OnBroker([](ConsensusBroker& b) { return b.Bind("bogus://x"); }).ok());
+  Peer client(ctx_, ipc);
+  client.Send({kTagS, Byte(MessageType::kPing)});
+  auto reply = client.Recv();
+  ASSERT_TRUE(reply.has_value());
+  EXPECT_EQ(reply->type, MessageType::kPing);
+}
+
+}  // namespace
+}  // namespace zb
