@@ -1,0 +1,695 @@
+// Copyright 2026 The zbrokers Authors.
+
+#include "brokers/majordomo/majordomo_broker.h"
+
+#include <cstdio>
+#include <deque>
+#include <utility>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/strings/escaping.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/string_view.h"
+#include "brokers/protocol/mdp.h"
+#include "reactor/frames.h"
+
+namespace zb {
+namespace {
+
+using Clock = Reactor::Clock;
+
+// abseil here is built with its own string_view; hash-map lookups by a
+// std::string_view go through this explicit conversion.
+absl::string_view AV(std::string_view s) {
+  return absl::string_view(s.data(), s.size());
+}
+
+std::string_view SV(absl::string_view s) {
+  return std::string_view(s.data(), s.size());
+}
+
+// Identities are usually 5 binary bytes (libzmq's generated ones); print them
+// readably.
+std::string Printable(std::string_view identity) {
+  return absl::CHexEscape(AV(identity));
+}
+
+void DefaultLog(MajordomoBroker::LogLevel level, std::string_view line) {
+  if (level == MajordomoBroker::LogLevel::kDebug) return;
+  std::fprintf(stderr, "zb::MajordomoBroker: %.*s\n",
+               static_cast<int>(line.size()), line.data());
+}
+
+}  // namespace
+
+class MajordomoBroker::Impl {
+ public:
+  Impl(Reactor& reactor, zmq::context_t& context, Options options)
+      : reactor_(reactor),
+        options_(options),
+        router_(context, zmq::socket_type::router),
+        log_(DefaultLog) {
+    router_.set(zmq::sockopt::router_mandatory, 1);
+    router_.set(zmq::sockopt::linger, 0);
+    if (options_.heartbeat_interval.count() <= 0) {
+      options_.heartbeat_interval = Duration(1);
+    }
+    if (options_.heartbeat_liveness < 1) options_.heartbeat_liveness = 1;
+    if (options_.max_redispatch < 0) options_.max_redispatch = 0;
+    worker_lifetime_ =
+        options_.heartbeat_interval * options_.heartbeat_liveness;
+    absl::Status s = reactor_.add(
+        router_, [this](std::span<zmq::message_t> f) { OnMessage(f); });
+    if (!s.ok()) Log(LogLevel::kWarning, s.ToString());
+    sweep_timer_ =
+        reactor_.every(options_.heartbeat_interval, [this] { Sweep(); });
+  }
+
+  ~Impl() {
+    reactor_.cancel(sweep_timer_);
+    if (drain_timer_ != 0) reactor_.cancel(drain_timer_);
+    reactor_.remove(router_).IgnoreError();
+  }
+
+  absl::StatusOr<std::string> Bind(const std::string& endpoint) {
+    try {
+      router_.bind(endpoint);
+    } catch (const zmq::error_t& e) {
+      return absl::InvalidArgumentError(
+          absl::StrFormat("bind %s: %s", endpoint, e.what()));
+    }
+    return router_.get(zmq::sockopt::last_endpoint);
+  }
+
+  void set_worker_event_hook(WorkerEventHook h) { worker_hook_ = std::move(h); }
+  void set_latency_hook(LatencyHook h) { latency_hook_ = std::move(h); }
+  void set_log_hook(LogHook h) { log_ = h ? std::move(h) : DefaultLog; }
+
+  Stats stats() const {
+    Stats s = stats_;
+    for (const auto& [name, svc] : services_) {
+      ServiceStats& ss = s.services[std::string(name)];
+      ss.workers = svc->workers;
+      ss.idle_workers = svc->idle;
+      ss.queued = svc->queue.size();
+    }
+    return s;
+  }
+
+  absl::Status Drain(Duration grace, absl::AnyInvocable<void()> on_drained) {
+    if (draining_ || drained_) {
+      return absl::FailedPreconditionError("the broker is already draining");
+    }
+    draining_ = true;
+    on_drained_ = std::move(on_drained);
+    drain_timer_ = reactor_.after(grace, [this] {
+      drain_timer_ = 0;
+      FinishDrain();
+    });
+    MaybeFinishDrain();
+    return absl::OkStatus();
+  }
+  bool draining() const { return draining_; }
+  bool drained() const { return drained_; }
+  std::size_t open_requests() const { return queued_total_ + busy_total_; }
+
+ private:
+  struct Service;
+
+  // A request waiting for a worker: frames[0] is the client identity, the
+  // rest is the body.
+  struct Request {
+    Frames frames;
+    Clock::time_point arrived;
+    int failures = 0;  // how many workers failed while serving it
+  };
+
+  struct Worker {
+    std::string identity;
+    Service* service = nullptr;
+    // Idle list (least recently used first).
+    Worker* prev = nullptr;
+    Worker* next = nullptr;
+    bool idle = false;
+    // The request being served: [client identity, body copies...].  The body
+    // frames are zmq_msg_copy()s (shared buffers), kept to redispatch it.
+    bool busy = false;
+    Frames inflight;
+    Clock::time_point inflight_arrived;
+    int inflight_failures = 0;
+    Clock::time_point expiry;  // last heard from + lifetime
+    bool sent_since_sweep = false;
+  };
+
+  struct Service {
+    std::string name;
+    std::size_t workers = 0;
+    std::size_t idle = 0;
+    Worker* idle_head = nullptr;  // least recently used
+    Worker* idle_tail = nullptr;
+    std::deque<Request> queue;
+  };
+
+  // --- Receiving -------------------------------------------------------------
+
+  void OnMessage(std::span<zmq::message_t> frames) {
+    if (drained_) return;  // inert after a drain
+    now_ = Clock::now();
+    if (frames.size() < 2) {
+      Malformed(frames.empty() ? std::string_view() : View(frames[0]),
+                "message without a body");
+      return;
+    }
+    zmq::message_t& identity = frames[0];
+    std::span<zmq::message_t> msg = frames.subspan(1);
+    absl::StatusOr<mdp::Protocol> protocol = mdp::ClassifyMessage(msg);
+    if (!protocol.ok()) {
+      Malformed(View(identity), SV(protocol.status().message()));
+      return;
+    }
+    if (*protocol == mdp::Protocol::kClient) {
+      absl::StatusOr<mdp::ClientMessage> m = mdp::ParseClient(msg);
+      if (!m.ok()) {
+        Malformed(View(identity), SV(m.status().message()));
+        return;
+      }
+      OnClientRequest(identity, *m);
+    } else {
+      absl::StatusOr<mdp::WorkerMessage> m = mdp::ParseWorker(msg);
+      if (!m.ok()) {
+        Malformed(View(identity), SV(m.status().message()));
+        return;
+      }
+      OnWorkerMessage(identity, *m);
+    }
+  }
+
+  void Malformed(std::string_view identity, std::string_view why) {
+    ++stats_.malformed;
+    // A registered worker that sends garbage is treated as invalid (RFC 7).
+    auto it = workers_.find(AV(identity));
+    if (it != workers_.end()) {
+      DisconnectWorker(it->second.get(), "malformed message");
+    }
+    // Rate-limited: at most kLogBurst lines per second.
+    if (now_ - log_window_ >= std::chrono::seconds(1)) {
+      if (suppressed_ > 0) {
+        Log(LogLevel::kWarning,
+            absl::StrFormat("%d more malformed messages were not logged",
+                            suppressed_));
+      }
+      log_window_ = now_;
+      logged_in_window_ = 0;
+      suppressed_ = 0;
+    }
+    if (logged_in_window_ < kLogBurst) {
+      ++logged_in_window_;
+      Log(LogLevel::kWarning,
+          absl::StrFormat("dropped a message from \"%s\": %s",
+                          Printable(identity), why));
+    } else {
+      ++suppressed_;
+    }
+  }
+
+  void OnClientRequest(zmq::message_t& identity, mdp::ClientMessage& m) {
+    if (draining_) {
+      ++stats_.rejected_draining;
+      return;
+    }
+    ++stats_.requests;
+    if (mdp::IsMmiService(m.service)) {
+      OnMmi(identity, m);
+      return;
+    }
+    Service* service = FindOrCreateService(m.service);
+    if (service == nullptr) {
+      ++stats_.dropped_queue_full;
+      return;
+    }
+    if (service->idle_head != nullptr) {
+      // The hot path: straight to the least recently used idle worker.
+      Worker* w = PopIdle(service);
+      Dispatch(w, identity, m.body, now_, 0);
+      return;
+    }
+    if (options_.max_queue_per_service != 0 &&
+        service->queue.size() >= options_.max_queue_per_service) {
+      ++stats_.dropped_queue_full;
+      return;
+    }
+    Request& r = service->queue.emplace_back();
+    r.frames = TakeSpareFrames();
+    r.frames.push_back(std::move(identity));
+    for (auto& f : m.body) r.frames.push_back(std::move(f));
+    r.arrived = now_;
+    ++queued_total_;
+  }
+
+  void OnMmi(zmq::message_t& identity, mdp::ClientMessage& m) {
+    ++stats_.mmi_requests;
+    std::string_view code = mdp::kMmiNotImplemented;
+    if (m.service == mdp::kMmiService) {
+      auto it = services_.find(AV(View(m.body[0])));
+      code = (it != services_.end() && it->second->workers > 0)
+                 ? mdp::kMmiFound
+                 : mdp::kMmiNotFound;
+    }
+    zmq::message_t answer = Frame(code);
+    out_.clear();
+    out_.push_back(std::move(identity));
+    mdp::AppendClientReply(m.service, std::span<zmq::message_t>(&answer, 1),
+                           &out_);
+    if (Send()) ++stats_.replies;
+  }
+
+  void OnWorkerMessage(zmq::message_t& identity, mdp::WorkerMessage& m) {
+    auto it = workers_.find(AV(View(identity)));
+    Worker* w = it == workers_.end() ? nullptr : it->second.get();
+    if (w != nullptr) w->expiry = now_ + worker_lifetime_;
+    switch (m.command) {
+      case mdp::Command::kReady:
+        if (w != nullptr) {
+          DisconnectWorker(w, "second READY");
+        } else if (mdp::IsMmiService(m.service)) {
+          SendDisconnect(View(identity));
+          Log(LogLevel::kInfo,
+              absl::StrFormat("refused worker \"%s\": \"%s\" is reserved (MMI)",
+                              Printable(View(identity)), m.service));
+        } else {
+          RegisterWorker(View(identity), m.service);
+        }
+        return;
+      case mdp::Command::kReply:
+        if (w == nullptr) {
+          SendDisconnect(View(identity));  // e.g. after a broker restart
+        } else if (!w->busy) {
+          DisconnectWorker(w, "REPLY without a request");
+        } else if (View(*m.address) != View(w->inflight[0])) {
+          DisconnectWorker(w, "REPLY for another client");
+        } else {
+          OnReply(w, m);
+        }
+        return;
+      case mdp::Command::kHeartbeat:
+        if (w == nullptr) SendDisconnect(View(identity));
+        return;
+      case mdp::Command::kDisconnect:
+        if (w != nullptr) {
+          ++stats_.workers_left;
+          RemoveWorker(w, WorkerEvent::Kind::kLeft, "");
+        }
+        return;
+      case mdp::Command::kRequest:  // only the broker sends REQUEST
+        if (w != nullptr) {
+          DisconnectWorker(w, "REQUEST from a worker");
+        } else {
+          SendDisconnect(View(identity));
+        }
+        return;
+    }
+  }
+
+  void OnReply(Worker* w, mdp::WorkerMessage& m) {
+    out_.clear();
+    out_.push_back(std::move(*m.address));
+    mdp::AppendClientReply(w->service->name, m.body, &out_);
+    if (Send()) {
+      ++stats_.replies;
+      if (latency_hook_) {
+        latency_hook_(w->service->name, now_ - w->inflight_arrived);
+      }
+    }
+    w->busy = false;
+    --busy_total_;
+    w->inflight.clear();  // releases the shared request buffers
+    WorkerReady(w);
+    if (draining_) MaybeFinishDrain();
+  }
+
+  // --- Workers ---------------------------------------------------------------
+
+  void RegisterWorker(std::string_view identity, std::string_view name) {
+    Service* service = FindOrCreateService(name);
+    if (service == nullptr) {
+      SendDisconnect(identity);
+      Log(LogLevel::kWarning,
+          absl::StrFormat("refused worker \"%s\": too many services (%d)",
+                          Printable(identity), options_.max_services));
+      return;
+    }
+    auto owned = std::make_unique<Worker>();
+    Worker* w = owned.get();
+    w->identity = std::string(identity);
+    w->service = service;
+    w->expiry = now_ + worker_lifetime_;
+    workers_.emplace(w->identity, std::move(owned));
+    ++service->workers;
+    ++stats_.workers_joined;
+    if (worker_hook_) {
+      worker_hook_(WorkerEvent{WorkerEvent::Kind::kJoined, w->identity,
+                               service->name, ""});
+    }
+    WorkerReady(w);
+  }
+
+  // `w` can take a request: give it the oldest queued one, or make it idle.
+  void WorkerReady(Worker* w) {
+    Service* s = w->service;
+    while (!s->queue.empty()) {
+      Request r = std::move(s->queue.front());
+      s->queue.pop_front();
+      --queued_total_;
+      if (Expired(r)) {
+        RecycleFrames(std::move(r.frames));
+        continue;
+      }
+      DispatchQueued(w, std::move(r));
+      return;
+    }
+    PushIdle(w);
+  }
+
+  bool Expired(const Request& r) {
+    if (options_.queue_expiry.count() > 0 &&
+        now_ - r.arrived >= options_.queue_expiry) {
+      ++stats_.expired;
+      return true;
+    }
+    return false;
+  }
+
+  // Sends a request that arrived just now (frames still in the reactor's
+  // buffer) to `w`.
+  void Dispatch(Worker* w, zmq::message_t& client,
+                std::span<zmq::message_t> body, Clock::time_point arrived,
+                int failures) {
+    w->inflight.clear();
+    w->inflight.emplace_back().copy(client);
+    if (options_.max_redispatch > 0) {
+      for (auto& f : body) w->inflight.emplace_back().copy(f);
+    }
+    out_.clear();
+    out_.push_back(Frame(w->identity));
+    mdp::AppendRequest(std::move(client), body, &out_);
+    SendToWorker(w, arrived, failures);
+  }
+
+  // Sends a queued request to `w`; its frames become w's inflight copy.
+  void DispatchQueued(Worker* w, Request r) {
+    RecycleFrames(std::move(w->inflight));
+    w->inflight = std::move(r.frames);
+    out_.clear();
+    out_.push_back(Frame(w->identity));
+    zmq::message_t client;
+    client.copy(w->inflight[0]);
+    mdp::AppendRequest(std::move(client), {}, &out_);
+    for (std::size_t i = 1; i < w->inflight.size(); ++i) {
+      out_.emplace_back().copy(w->inflight[i]);
+    }
+    SendToWorker(w, r.arrived, r.failures);
+  }
+
+  void SendToWorker(Worker* w, Clock::time_point arrived, int failures) {
+    w->busy = true;
+    ++busy_total_;
+    w->inflight_arrived = arrived;
+    w->inflight_failures = failures;
+    w->sent_since_sweep = true;
+    absl::Status s = SendFrames(router_, out_);
+    if (!s.ok()) {
+      // The worker's connection is gone (or its pipe is full): it cannot
+      // serve this request; that is not the request's fault, so it goes
+      // back to the queue without counting as a failure.
+      ++stats_.unroutable;
+      --w->inflight_failures;
+      DisconnectWorker(w, absl::StrFormat("cannot send: %s", s.message()));
+    }
+  }
+
+  void PushIdle(Worker* w) {
+    Service* s = w->service;
+    w->idle = true;
+    w->next = nullptr;
+    w->prev = s->idle_tail;
+    if (s->idle_tail != nullptr) {
+      s->idle_tail->next = w;
+    } else {
+      s->idle_head = w;
+    }
+    s->idle_tail = w;
+    ++s->idle;
+  }
+
+  Worker* PopIdle(Service* s) {
+    Worker* w = s->idle_head;
+    Unlink(w);
+    return w;
+  }
+
+  void Unlink(Worker* w) {
+    Service* s = w->service;
+    if (w->prev != nullptr) {
+      w->prev->next = w->next;
+    } else {
+      s->idle_head = w->next;
+    }
+    if (w->next != nullptr) {
+      w->next->prev = w->prev;
+    } else {
+      s->idle_tail = w->prev;
+    }
+    w->prev = w->next = nullptr;
+    w->idle = false;
+    --s->idle;
+  }
+
+  // Protocol violation or unreachable worker: DISCONNECT and forget it.
+  void DisconnectWorker(Worker* w, std::string_view reason) {
+    SendDisconnect(w->identity);
+    ++stats_.workers_disconnected;
+    RemoveWorker(w, WorkerEvent::Kind::kDisconnected, reason);
+  }
+
+  // Forgets `w`; its request, if any, goes back to the front of the queue.
+  void RemoveWorker(Worker* w, WorkerEvent::Kind kind,
+                    std::string_view reason) {
+    Service* s = w->service;
+    if (worker_hook_) {
+      worker_hook_(WorkerEvent{kind, w->identity, s->name, reason});
+    }
+    if (w->idle) Unlink(w);
+    --s->workers;
+    bool requeued = false;
+    if (w->busy) {
+      --busy_total_;
+      const int failures = w->inflight_failures + 1;
+      if (drained_) {
+        ++stats_.expired;  // the drain's grace period ran out
+      } else if (failures > options_.max_redispatch || w->inflight.size() < 2) {
+        ++stats_.failures;
+      } else {
+        ++stats_.redispatched;
+        Request& r = s->queue.emplace_front();
+        r.frames = std::move(w->inflight);
+        r.arrived = w->inflight_arrived;
+        r.failures = failures;
+        ++queued_total_;
+        requeued = true;
+      }
+    }
+    std::string key = std::move(w->identity);
+    workers_.erase(key);  // destroys *w
+    if (requeued && s->idle_head != nullptr) {
+      WorkerReady(PopIdle(s));
+    }
+    if (draining_) MaybeFinishDrain();
+  }
+
+  void SendDisconnect(std::string_view identity) {
+    Frames& out = control_;
+    out.clear();
+    out.push_back(Frame(identity));
+    mdp::AppendDisconnect(&out);
+    if (SendFrames(router_, out).ok()) ++stats_.disconnects_sent;
+  }
+
+  // --- Services --------------------------------------------------------------
+
+  Service* FindOrCreateService(std::string_view name) {
+    auto it = services_.find(AV(name));
+    if (it != services_.end()) return it->second.get();
+    if (services_.size() >= options_.max_services) return nullptr;
+    auto s = std::make_unique<Service>();
+    s->name = std::string(name);
+    Service* raw = s.get();
+    services_.emplace(raw->name, std::move(s));
+    return raw;
+  }
+
+  // --- Timers ----------------------------------------------------------------
+
+  void Sweep() {
+    if (drained_) return;
+    now_ = Clock::now();
+    // Workers: expire the silent ones, heartbeat the ones we did not talk to.
+    dead_.clear();
+    for (auto& [id, w] : workers_) {
+      if (now_ >= w->expiry) {
+        dead_.push_back(w.get());
+        continue;
+      }
+      if (!w->sent_since_sweep) {
+        control_.clear();
+        control_.push_back(Frame(w->identity));
+        mdp::AppendHeartbeat(&control_);
+        if (!SendFrames(router_, control_).ok()) ++stats_.unroutable;
+      }
+      w->sent_since_sweep = false;
+    }
+    for (Worker* w : dead_) {
+      ++stats_.workers_expired;
+      RemoveWorker(w, WorkerEvent::Kind::kExpired, "heartbeat silence");
+    }
+    // Queues: drop what waited too long (the front is the oldest); forget
+    // services that have neither workers nor requests.
+    std::vector<std::string>& unused = unused_services_;
+    unused.clear();
+    for (auto& [name, s] : services_) {
+      while (!s->queue.empty() && Expired(s->queue.front())) {
+        RecycleFrames(std::move(s->queue.front().frames));
+        s->queue.pop_front();
+        --queued_total_;
+      }
+      if (s->workers == 0 && s->queue.empty()) unused.push_back(s->name);
+    }
+    for (const std::string& name : unused) services_.erase(name);
+    if (draining_) MaybeFinishDrain();
+  }
+
+  void MaybeFinishDrain() {
+    if (draining_ && !drained_ && open_requests() == 0) FinishDrain();
+  }
+
+  void FinishDrain() {
+    if (drained_) return;
+    drained_ = true;
+    if (drain_timer_ != 0) {
+      reactor_.cancel(drain_timer_);
+      drain_timer_ = 0;
+    }
+    while (!workers_.empty()) {
+      Worker* w = workers_.begin()->second.get();
+      SendDisconnect(w->identity);
+      ++stats_.workers_disconnected;
+      RemoveWorker(w, WorkerEvent::Kind::kDisconnected, "broker shutdown");
+    }
+    for (auto& [name, s] : services_) {
+      stats_.expired += s->queue.size();
+    }
+    services_.clear();
+    queued_total_ = 0;
+    busy_total_ = 0;
+    if (on_drained_) {
+      auto cb = std::move(on_drained_);
+      cb();
+    }
+  }
+
+  // --- Helpers ---------------------------------------------------------------
+
+  // Sends out_ to the peer named in out_[0]; counts an unroutable client.
+  bool Send() {
+    if (SendFrames(router_, out_).ok()) return true;
+    ++stats_.unroutable;
+    return false;
+  }
+
+  void Log(LogLevel level, std::string_view line) {
+    if (log_) log_(level, line);
+  }
+
+  // Queued requests reuse frame vectors so that queueing does not allocate
+  // once the broker has warmed up.
+  Frames TakeSpareFrames() {
+    if (spare_frames_.empty()) return Frames();
+    Frames f = std::move(spare_frames_.back());
+    spare_frames_.pop_back();
+    return f;
+  }
+  void RecycleFrames(Frames f) {
+    f.clear();
+    if (f.capacity() > 0 && spare_frames_.size() < kMaxSpareFrames) {
+      spare_frames_.push_back(std::move(f));
+    }
+  }
+
+  static constexpr int kLogBurst = 5;
+  static constexpr std::size_t kMaxSpareFrames = 1024;
+
+  Reactor& reactor_;
+  Options options_;
+  zmq::socket_t router_;
+  Clock::duration worker_lifetime_;
+  TimerId sweep_timer_ = 0;
+  TimerId drain_timer_ = 0;
+
+  absl::flat_hash_map<std::string, std::unique_ptr<Service>> services_;
+  absl::flat_hash_map<std::string, std::unique_ptr<Worker>> workers_;
+  std::size_t queued_total_ = 0;
+  std::size_t busy_total_ = 0;
+
+  Clock::time_point now_;
+  Frames out_;      // reused for every forwarded message
+  Frames control_;  // reused for DISCONNECT / HEARTBEAT
+  std::vector<Frames> spare_frames_;
+  std::vector<Worker*> dead_;
+  std::vector<std::string> unused_services_;
+
+  Stats stats_;
+  bool draining_ = false;
+  bool drained_ = false;
+  absl::AnyInvocable<void()> on_drained_;
+
+  WorkerEventHook worker_hook_;
+  LatencyHook latency_hook_;
+  LogHook log_;
+  Clock::time_point log_window_;
+  int logged_in_window_ = 0;
+  std::uint64_t suppressed_ = 0;
+};
+
+MajordomoBroker::MajordomoBroker(Reactor& reactor, zmq::context_t& context,
+                                 Options options)
+    : impl_(std::make_unique<Impl>(reactor, context, options)) {}
+
+MajordomoBroker::~MajordomoBroker() = default;
+
+absl::Status MajordomoBroker::Bind(const std::string& endpoint) {
+  absl::StatusOr<std::string> bound = impl_->Bind(endpoint);
+  if (!bound.ok()) return bound.status();
+  endpoints_.push_back(*std::move(bound));
+  return absl::OkStatus();
+}
+
+void MajordomoBroker::set_worker_event_hook(WorkerEventHook hook) {
+  impl_->set_worker_event_hook(std::move(hook));
+}
+void MajordomoBroker::set_latency_hook(LatencyHook hook) {
+  impl_->set_latency_hook(std::move(hook));
+}
+void MajordomoBroker::set_log_hook(LogHook hook) {
+  impl_->set_log_hook(std::move(hook));
+}
+MajordomoBroker::Stats MajordomoBroker::stats() const { return impl_->stats(); }
+absl::Status MajordomoBroker::Drain(Duration grace,
+                                    absl::AnyInvocable<void()> on_drained) {
+  return impl_->Drain(grace, std::move(on_drained));
+}
+bool MajordomoBroker::draining() const { return impl_->draining(); }
+bool MajordomoBroker::drained() const { return impl_->drained(); }
+std::size_t MajordomoBroker::open_requests() const {
+  return impl_->open_requests();
+}
+
+}  // namespace zb

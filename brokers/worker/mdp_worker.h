@@ -1,0 +1,122 @@
+// Copyright 2026 The zbrokers Authors.
+//
+// zb::MdpWorker serves one Majordomo (MDP/0.1, RFC 7) service on a
+// zb::Reactor.  It connects a DEALER socket to the broker, sends READY,
+// exchanges heartbeats, and hands every REQUEST to a handler together with a
+// Replier that answers it, now or later, from any thread.
+//
+//   zb::MdpWorker worker(reactor, ctx, "tcp://127.0.0.1:5555", "echo",
+//       [](zb::Frames body, zb::MdpWorker::Replier replier) {
+//         replier.Reply(std::move(body));  // or keep it and reply later
+//       });
+//   if (absl::Status s = worker.Start(); !s.ok()) { ... }
+//   reactor.run();
+//
+// Connection.  The worker treats the broker as gone when it has heard nothing
+// (no request, no heartbeat) for heartbeat_interval * heartbeat_liveness, and
+// when the broker sends DISCONNECT.  Either way it closes its socket and,
+// after reconnect_delay, opens a new one and sends READY again (RFC 7's
+// recovery).  The worker sends a HEARTBEAT every interval in which it sent
+// nothing else, also while a request is being handled, so a handler may take
+// as long as it needs as long as it does not block the reactor thread: do
+// long work elsewhere and reply through the Replier.  heartbeat_interval must
+// match the broker's.
+//
+// Replies.  RFC 7 workers handle one request at a time; the broker sends the
+// next request only after the reply.  A Replier answers exactly one request;
+// dropping it without replying leaves the broker waiting for a reply from
+// this worker (until the worker reconnects).  A reply made after the worker
+// reconnected, stopped or was destroyed is dropped (the broker has already
+// given the request to another worker), and counted.
+//
+// Threading.  Construct, use and destroy the worker on the reactor's thread.
+// Replier::Reply may be called on any thread (it posts to the reactor when
+// called elsewhere); the reactor must still be running then.
+
+#ifndef ZB_BROKERS_WORKER_MDP_WORKER_H_
+#define ZB_BROKERS_WORKER_MDP_WORKER_H_
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <zmq.hpp>
+
+#include "absl/functional/any_invocable.h"
+#include "absl/status/status.h"
+#include "reactor/frames.h"
+#include "reactor/reactor.h"
+
+namespace zb {
+
+// Defined outside the class so that it can be a default argument.
+struct MdpWorkerOptions {
+  // Must match the broker's heartbeat interval.
+  std::chrono::milliseconds heartbeat_interval{2500};
+  // The broker is gone after this many intervals without a message.
+  int heartbeat_liveness = 3;
+  // Wait between closing a connection and opening the next.
+  std::chrono::milliseconds reconnect_delay{1000};
+};
+
+class MdpWorker {
+ public:
+  using Options = MdpWorkerOptions;
+
+  struct Stats {
+    std::uint64_t requests = 0;         // REQUESTs handed to the handler
+    std::uint64_t replies = 0;          // REPLYs sent
+    std::uint64_t dropped_replies = 0;  // replies for a closed connection
+    std::uint64_t reconnects = 0;       // new sockets after the first
+    std::uint64_t disconnects_received = 0;
+    std::uint64_t malformed = 0;  // messages from the broker dropped
+  };
+
+  class Core;  // shared with outstanding Repliers
+
+  // Answers one request.  Move-only; valid until Reply() is called.
+  class Replier {
+   public:
+    Replier() = default;
+    Replier(Replier&&) = default;
+    Replier& operator=(Replier&&) = default;
+
+    // Sends `body` as the reply (an empty `body` is sent as one empty frame,
+    // since MDP replies carry at least one frame).  Any thread.  Returns
+    // false when this Replier was already used or is empty.
+    bool Reply(Frames body);
+    bool valid() const { return !core_.expired() && !used_; }
+
+   private:
+    friend class Core;
+    std::weak_ptr<Core> core_;
+    Reactor* reactor_ = nullptr;
+    zmq::message_t address_;   // the client's address, echoed in REPLY
+    std::uint64_t epoch_ = 0;  // which connection the request came on
+    bool used_ = false;
+  };
+
+  using Handler = absl::AnyInvocable<void(Frames body, Replier replier)>;
+
+  MdpWorker(Reactor& reactor, zmq::context_t& context, std::string endpoint,
+            std::string service, Handler handler, Options options = {});
+  // Sends DISCONNECT when connected, then closes the socket.
+  ~MdpWorker();
+
+  MdpWorker(const MdpWorker&) = delete;
+  MdpWorker& operator=(const MdpWorker&) = delete;
+
+  // Connects and sends READY.  Fails on an invalid endpoint or service.
+  absl::Status Start();
+  // Sends DISCONNECT and closes the socket; no reconnection after this.
+  void Stop();
+
+  Stats stats() const;
+
+ private:
+  std::shared_ptr<Core> core_;
+};
+
+}  // namespace zb
+
+#endif  // ZB_BROKERS_WORKER_MDP_WORKER_H_

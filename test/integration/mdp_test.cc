@@ -1,0 +1,594 @@
+// Copyright 2026 The zbrokers Authors.
+//
+// The Majordomo broker with the MDP client and worker libraries, in one
+// process, over inproc and tcp loopback.  Heartbeats are short (50 ms) so
+// that expiry paths run in well under a second; every wait is bounded
+// generously and nothing asserts on timing.
+
+#include "brokers/protocol/mdp.h"
+
+#include <atomic>
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+#include <zmq_addon.hpp>
+
+#include "brokers/client/mdp_client.h"
+#include "brokers/majordomo/majordomo_broker.h"
+#include "brokers/worker/mdp_worker.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "reactor/reactor_thread.h"
+
+namespace zb {
+namespace {
+
+using ::testing::ElementsAre;
+using namespace std::chrono_literals;
+
+constexpr auto kWait = std::chrono::seconds(10);
+
+bool WaitFor(const std::function<bool()>& pred,
+             std::chrono::milliseconds limit = kWait) {
+  const auto deadline = std::chrono::steady_clock::now() + limit;
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (pred()) return true;
+    std::this_thread::sleep_for(2ms);
+  }
+  return pred();
+}
+
+MajordomoBroker::Options FastBroker() {
+  MajordomoBroker::Options o;
+  o.heartbeat_interval = 50ms;
+  o.heartbeat_liveness = 3;
+  o.queue_expiry = 5000ms;
+  return o;
+}
+
+MdpWorker::Options FastWorker() {
+  MdpWorker::Options o;
+  o.heartbeat_interval = 50ms;
+  o.heartbeat_liveness = 3;
+  o.reconnect_delay = 20ms;
+  return o;
+}
+
+// A broker on its own reactor thread and a second reactor thread for the
+// workers and asynchronous clients.
+class MdpIntegrationTest : public ::testing::Test {
+ protected:
+  void StartBroker(MajordomoBroker::Options options = FastBroker(),
+                   std::string endpoint = "tcp://127.0.0.1:*") {
+    broker_thread_.invoke([&](Reactor& r) {
+      broker_ = std::make_unique<MajordomoBroker>(r, ctx_, options);
+      ASSERT_TRUE(broker_->Bind(endpoint).ok());
+      endpoint_ = broker_->endpoints().back();
+      broker_->set_log_hook([this](MajordomoBroker::LogLevel,
+                                   std::string_view) { ++log_lines_; });
+    });
+  }
+
+  void StopBroker() {
+    broker_thread_.invoke([&](Reactor&) { broker_.reset(); });
+  }
+
+  MajordomoBroker::Stats Stats() {
+    return broker_thread_.invoke([&](Reactor&) { return broker_->stats(); });
+  }
+
+  std::size_t Workers(const std::string& service) {
+    auto s = Stats();
+    auto it = s.services.find(service);
+    return it == s.services.end() ? 0 : it->second.workers;
+  }
+
+  // Starts a worker on the worker thread; returns its index.
+  std::size_t AddWorker(const std::string& service, MdpWorker::Handler h,
+                        MdpWorker::Options o = FastWorker()) {
+    return worker_thread_.invoke([&](Reactor& r) {
+      workers_.push_back(std::make_unique<MdpWorker>(r, ctx_, endpoint_,
+                                                     service, std::move(h), o));
+      EXPECT_TRUE(workers_.back()->Start().ok());
+      return workers_.size() - 1;
+    });
+  }
+
+  static MdpWorker::Handler Echo() {
+    return [](Frames body, MdpWorker::Replier r) { r.Reply(std::move(body)); };
+  }
+
+  // A handler that answers with a fixed name.
+  static MdpWorker::Handler Named(std::string name) {
+    return
+        [name](Frames, MdpWorker::Replier r) { r.Reply(MakeFrames({name})); };
+  }
+
+  void TearDown() override {
+    worker_thread_.invoke([&](Reactor&) {
+      async_clients_.clear();
+      workers_.clear();
+    });
+    StopBroker();
+  }
+
+  zmq::context_t ctx_;
+  ReactorThread broker_thread_;
+  ReactorThread worker_thread_;
+  std::unique_ptr<MajordomoBroker> broker_;
+  std::string endpoint_;
+  std::vector<std::unique_ptr<MdpWorker>> workers_;
+  std::vector<std::unique_ptr<MdpAsyncClient>> async_clients_;
+  std::atomic<int> log_lines_{0};
+};
+
+// A raw DEALER peer speaking MDP by hand, for the cases the libraries never
+// produce.
+class RawPeer {
+ public:
+  RawPeer(zmq::context_t& ctx, const std::string& endpoint)
+      : socket_(ctx, zmq::socket_type::dealer) {
+    socket_.set(zmq::sockopt::linger, 0);
+    socket_.connect(endpoint);
+  }
+  void Send(std::initializer_list<std::string_view> parts) {
+    Frames f = MakeFrames(parts);
+    // Blocking, so that a flood waits for the high-water mark to clear.
+    ASSERT_TRUE(zmq::send_multipart(socket_, f).has_value());
+  }
+  // Receives one message, or nothing within `limit`.
+  std::vector<std::string> Recv(std::chrono::milliseconds limit = kWait) {
+    zmq_pollitem_t item{socket_.handle(), 0, ZMQ_POLLIN, 0};
+    if (zmq::poll(&item, 1, limit) <= 0) return {};
+    Frames f;
+    (void)zmq::recv_multipart(socket_, std::back_inserter(f));
+    return FramesToStrings(f);
+  }
+  zmq::socket_t& socket() { return socket_; }
+
+ private:
+  zmq::socket_t socket_;
+};
+
+const std::string kReady(1, '\x01');
+const std::string kRequest(1, '\x02');
+const std::string kReply(1, '\x03');
+const std::string kHeartbeat(1, '\x04');
+const std::string kDisconnect(1, '\x05');
+
+MdpClient::Options Quick(int retries = 0,
+                         std::chrono::milliseconds timeout = 5000ms) {
+  MdpClient::Options o;
+  o.retries = retries;
+  o.timeout = timeout;
+  return o;
+}
+
+TEST_F(MdpIntegrationTest, EchoOverTcp) {
+  StartBroker();
+  AddWorker("echo", Echo());
+  MdpClient client(endpoint_, Quick(), &ctx_);
+  auto reply = client.Request("echo", MakeFrames({"hello", "", "world"}));
+  ASSERT_TRUE(reply.ok()) << reply.status();
+  EXPECT_THAT(FramesToStrings(*reply), ElementsAre("hello", "", "world"));
+  auto s = Stats();
+  EXPECT_EQ(s.requests, 1u);
+  EXPECT_EQ(s.replies, 1u);
+  EXPECT_EQ(s.workers_joined, 1u);
+}
+
+TEST_F(MdpIntegrationTest, EchoOverInprocWithReqSocket) {
+  StartBroker(FastBroker(), "inproc://mdp-echo");
+  AddWorker("echo", Echo());
+  // A plain REQ socket is a valid MDP client: it adds the empty frame.
+  zmq::socket_t req(ctx_, zmq::socket_type::req);
+  req.set(zmq::sockopt::linger, 0);
+  req.connect(endpoint_);
+  Frames out = MakeFrames({"MDPC01", "echo", "ping"});
+  ASSERT_TRUE(SendFrames(req, out).ok());
+  zmq_pollitem_t item{req.handle(), 0, ZMQ_POLLIN, 0};
+  ASSERT_EQ(zmq::poll(&item, 1, kWait), 1);
+  Frames in;
+  (void)zmq::recv_multipart(req, std::back_inserter(in));
+  EXPECT_THAT(FramesToStrings(in), ElementsAre("MDPC01", "echo", "ping"));
+}
+
+TEST_F(MdpIntegrationTest, DispatchesToLeastRecentlyUsedWorker) {
+  StartBroker();
+  for (const char* name : {"A", "B", "C"}) {
+    const std::size_t before = Workers("svc");
+    AddWorker("svc", Named(name));
+    ASSERT_TRUE(WaitFor([&] { return Workers("svc") == before + 1; }));
+  }
+  MdpClient client(endpoint_, Quick(), &ctx_);
+  std::vector<std::string> served;
+  for (int i = 0; i < 6; ++i) {
+    auto reply = client.Request("svc", MakeFrames({"x"}));
+    ASSERT_TRUE(reply.ok()) << reply.status();
+    served.push_back(FramesToStrings(*reply)[0]);
+  }
+  EXPECT_THAT(served, ElementsAre("A", "B", "C", "A", "B", "C"));
+}
+
+TEST_F(MdpIntegrationTest, QueuesUntilAWorkerArrivesAndMatchesFifo) {
+  StartBroker();
+  std::atomic<int> ok{0};
+  std::vector<std::string> bodies;
+  worker_thread_.invoke([&](Reactor& r) {
+    async_clients_.push_back(
+        std::make_unique<MdpAsyncClient>(r, ctx_, endpoint_));
+    ASSERT_TRUE(async_clients_[0]->Start().ok());
+    for (int i = 0; i < 50; ++i) {
+      ASSERT_TRUE(async_clients_[0]
+                      ->Request("late", MakeFrames({std::to_string(i)}),
+                                [&, i](absl::StatusOr<Frames> reply) {
+                                  if (reply.ok() &&
+                                      FramesToStrings(*reply)[0] ==
+                                          std::to_string(i)) {
+                                    ++ok;
+                                  }
+                                })
+                      .ok());
+    }
+  });
+  ASSERT_TRUE(WaitFor([&] {
+    auto s = Stats();
+    return s.services.contains("late") && s.services["late"].queued == 50;
+  }));
+  AddWorker("late", Echo());
+  // One worker answers in order, so FIFO matching pairs every reply exactly.
+  ASSERT_TRUE(WaitFor([&] { return ok.load() == 50; }));
+  EXPECT_EQ(Stats().replies, 50u);
+}
+
+TEST_F(MdpIntegrationTest, QueueBoundDropsAndCounts) {
+  auto o = FastBroker();
+  o.max_queue_per_service = 2;
+  StartBroker(o);
+  worker_thread_.invoke([&](Reactor& r) {
+    async_clients_.push_back(
+        std::make_unique<MdpAsyncClient>(r, ctx_, endpoint_));
+    ASSERT_TRUE(async_clients_[0]->Start().ok());
+    for (int i = 0; i < 5; ++i) {
+      ASSERT_TRUE(async_clients_[0]
+                      ->Request("nobody", MakeFrames({"x"}),
+                                [](absl::StatusOr<Frames>) {})
+                      .ok());
+    }
+  });
+  ASSERT_TRUE(WaitFor([&] { return Stats().dropped_queue_full == 3; }));
+  auto s = Stats();
+  EXPECT_EQ(s.services["nobody"].queued, 2u);
+  EXPECT_EQ(s.requests, 5u);
+}
+
+TEST_F(MdpIntegrationTest, QueuedRequestsExpire) {
+  auto o = FastBroker();
+  o.queue_expiry = 100ms;
+  StartBroker(o);
+  MdpClient client(endpoint_, Quick(0, 300ms), &ctx_);
+  auto reply = client.Request("nobody", MakeFrames({"x"}));
+  EXPECT_EQ(reply.status().code(), absl::StatusCode::kDeadlineExceeded);
+  ASSERT_TRUE(WaitFor([&] { return Stats().expired == 1; }));
+  // The expired request is gone: a worker arriving now gets nothing.
+  std::atomic<int> served{0};
+  AddWorker("nobody", [&](Frames b, MdpWorker::Replier r) {
+    ++served;
+    r.Reply(std::move(b));
+  });
+  ASSERT_TRUE(WaitFor([&] { return Workers("nobody") == 1; }));
+  EXPECT_EQ(Stats().services["nobody"].queued, 0u);
+  EXPECT_EQ(served.load(), 0);
+}
+
+TEST_F(MdpIntegrationTest, MmiService) {
+  StartBroker();
+  AddWorker("echo", Echo());
+  ASSERT_TRUE(WaitFor([&] { return Workers("echo") == 1; }));
+  MdpClient client(endpoint_, Quick(), &ctx_);
+  auto found = client.Request("mmi.service", MakeFrames({"echo"}));
+  auto missing = client.Request("mmi.service", MakeFrames({"nope"}));
+  auto other = client.Request("mmi.other", MakeFrames({"echo"}));
+  ASSERT_TRUE(found.ok() && missing.ok() && other.ok());
+  EXPECT_THAT(FramesToStrings(*found), ElementsAre("200"));
+  EXPECT_THAT(FramesToStrings(*missing), ElementsAre("404"));
+  EXPECT_THAT(FramesToStrings(*other), ElementsAre("501"));
+  EXPECT_EQ(Stats().mmi_requests, 3u);
+}
+
+TEST_F(MdpIntegrationTest, RefusesMmiWorkerAndUnexpectedCommands) {
+  StartBroker();
+  RawPeer mmi(ctx_, endpoint_);
+  mmi.Send({"", "MDPW01", kReady, "mmi.service"});
+  EXPECT_THAT(mmi.Recv(), ElementsAre("", "MDPW01", kDisconnect));
+
+  RawPeer stranger(ctx_, endpoint_);  // HEARTBEAT before READY
+  stranger.Send({"", "MDPW01", kHeartbeat});
+  EXPECT_THAT(stranger.Recv(), ElementsAre("", "MDPW01", kDisconnect));
+
+  RawPeer twice(ctx_, endpoint_);
+  twice.Send({"", "MDPW01", kReady, "svc"});
+  twice.Send({"", "MDPW01", kReady, "svc"});
+  std::vector<std::string> got;
+  // Heartbeats may come first; the DISCONNECT must come.
+  ASSERT_TRUE(WaitFor([&] {
+    got = twice.Recv(100ms);
+    return !got.empty() && got[2] == kDisconnect;
+  }));
+
+  RawPeer idle_reply(ctx_, endpoint_);
+  idle_reply.Send({"", "MDPW01", kReady, "svc2"});
+  idle_reply.Send({"", "MDPW01", kReply, "someone", "", "x"});
+  ASSERT_TRUE(WaitFor([&] {
+    got = idle_reply.Recv(100ms);
+    return !got.empty() && got[2] == kDisconnect;
+  }));
+  EXPECT_EQ(Workers("svc"), 0u);
+  EXPECT_EQ(Workers("svc2"), 0u);
+  EXPECT_GE(Stats().disconnects_sent, 4u);
+}
+
+TEST_F(MdpIntegrationTest, WorkerKilledWhileBusyIsRedispatched) {
+  StartBroker();
+  auto victim = std::make_unique<RawPeer>(ctx_, endpoint_);
+  victim->Send({"", "MDPW01", kReady, "svc"});
+  ASSERT_TRUE(WaitFor([&] { return Workers("svc") == 1; }));
+  std::thread client_thread;
+  std::atomic<bool> ok{false};
+  client_thread = std::thread([&] {
+    MdpClient client(endpoint_, Quick(0, 10000ms), &ctx_);
+    auto reply = client.Request("svc", MakeFrames({"payload"}));
+    ok = reply.ok() && FramesToStrings(*reply)[0] == "payload";
+  });
+  // The victim gets the request (skipping heartbeats), then dies silently.
+  std::vector<std::string> got;
+  ASSERT_TRUE(WaitFor([&] {
+    got = victim->Recv(100ms);
+    return !got.empty() && got[2] == kRequest;
+  }));
+  EXPECT_THAT(got,
+              ElementsAre("", "MDPW01", kRequest, ::testing::_, "", "payload"));
+  victim.reset();  // closes the socket without DISCONNECT
+  AddWorker("svc", Echo());
+  client_thread.join();
+  EXPECT_TRUE(ok.load());
+  auto s = Stats();
+  EXPECT_EQ(s.redispatched, 1u);
+  EXPECT_EQ(s.failures, 0u);
+}
+
+TEST_F(MdpIntegrationTest, SilentBusyWorkerExpiresAndDisconnectWhileBusy) {
+  StartBroker();
+  RawPeer silent(ctx_, endpoint_);
+  silent.Send({"", "MDPW01", kReady, "svc"});
+  ASSERT_TRUE(WaitFor([&] { return Workers("svc") == 1; }));
+  // The client's outcome does not matter here (the request is lost on
+  // purpose); it only has to send one request.
+  std::thread client_thread([&] {
+    MdpClient client(endpoint_, Quick(0, 500ms), &ctx_);
+    (void)client.Request("svc", MakeFrames({"p"}));
+  });
+  std::vector<std::string> got;
+  ASSERT_TRUE(WaitFor([&] {
+    got = silent.Recv(100ms);
+    return !got.empty() && got[2] == kRequest;
+  }));
+  // The socket stays open but says nothing: heartbeat expiry while busy.
+  ASSERT_TRUE(WaitFor([&] { return Stats().workers_expired == 1; }));
+  EXPECT_EQ(Stats().services["svc"].queued, 1u);  // back in the queue
+  // A second raw worker takes it, then leaves with DISCONNECT while busy.
+  RawPeer leaver(ctx_, endpoint_);
+  leaver.Send({"", "MDPW01", kReady, "svc"});
+  ASSERT_TRUE(WaitFor([&] {
+    got = leaver.Recv(100ms);
+    return !got.empty() && got[2] == kRequest;
+  }));
+  leaver.Send({"", "MDPW01", kDisconnect});
+  // max_redispatch is 1: the second failure drops the request.
+  ASSERT_TRUE(WaitFor([&] { return Stats().failures == 1; }));
+  EXPECT_EQ(Stats().workers_left, 1u);
+  // A late reply from the expired worker is refused with DISCONNECT.
+  silent.Send({"", "MDPW01", kReply, got[3], "", "late"});
+  ASSERT_TRUE(WaitFor([&] {
+    got = silent.Recv(100ms);
+    return !got.empty() && got[2] == kDisconnect;
+  }));
+  client_thread.join();
+}
+
+TEST_F(MdpIntegrationTest, WorkersReconnectAfterBrokerRestart) {
+  StartBroker();
+  const std::string endpoint = endpoint_;  // a concrete port now
+  AddWorker("echo", Echo());
+  ASSERT_TRUE(WaitFor([&] { return Workers("echo") == 1; }));
+  StopBroker();
+  StartBroker(FastBroker(), endpoint);
+  // The worker's heartbeats reach a broker that does not know it; the
+  // broker answers DISCONNECT, the worker reconnects and sends READY.
+  ASSERT_TRUE(WaitFor([&] { return Workers("echo") == 1; }));
+  MdpClient client(endpoint_, Quick(3, 1000ms), &ctx_);
+  auto reply = client.Request("echo", MakeFrames({"again"}));
+  ASSERT_TRUE(reply.ok()) << reply.status();
+  EXPECT_THAT(FramesToStrings(*reply), ElementsAre("again"));
+  const auto stats =
+      worker_thread_.invoke([&](Reactor&) { return workers_[0]->stats(); });
+  EXPECT_GE(stats.reconnects, 1u);
+}
+
+TEST_F(MdpIntegrationTest, MalformedFloodDoesNotStopService) {
+  StartBroker();
+  AddWorker("echo", Echo());
+  constexpr int kGarbage = 5000;
+  std::thread flood([&] {
+    RawPeer bad(ctx_, endpoint_);
+    for (int i = 0; i < kGarbage; ++i) {
+      switch (i % 5) {
+        case 0:
+          bad.Send({"garbage"});
+          break;
+        case 1:
+          bad.Send({"", "MDPC01"});
+          break;
+        case 2:
+          bad.Send({"", "MDPW01", "\x09"});
+          break;
+        case 3:
+          bad.Send({"", "MDPC01", "", "body"});
+          break;
+        case 4:
+          bad.Send({"", "XXXX01", "svc", "x"});
+          break;
+      }
+    }
+    // Give the broker time to read everything before the socket closes.
+    ASSERT_TRUE(WaitFor([&] { return Stats().malformed >= kGarbage; }));
+  });
+  MdpClient client(endpoint_, Quick(), &ctx_);
+  for (int i = 0; i < 200; ++i) {
+    auto reply = client.Request("echo", MakeFrames({std::to_string(i)}));
+    ASSERT_TRUE(reply.ok()) << reply.status();
+    ASSERT_EQ(FramesToStrings(*reply)[0], std::to_string(i));
+  }
+  flood.join();
+  EXPECT_EQ(Stats().malformed, static_cast<std::uint64_t>(kGarbage));
+  // Logging is rate-limited: a handful of lines, not thousands.
+  EXPECT_GT(log_lines_.load(), 0);
+  EXPECT_LT(log_lines_.load(), 100);
+}
+
+TEST_F(MdpIntegrationTest, AsyncClientManyOutstandingTwoWorkers) {
+  StartBroker();
+  AddWorker("echo", Echo());
+  AddWorker("echo", Echo());
+  ASSERT_TRUE(WaitFor([&] { return Workers("echo") == 2; }));
+  constexpr int kRequests = 2000;
+  std::atomic<int> done{0}, failed{0};
+  worker_thread_.invoke([&](Reactor& r) {
+    async_clients_.push_back(
+        std::make_unique<MdpAsyncClient>(r, ctx_, endpoint_));
+    ASSERT_TRUE(async_clients_[0]->Start().ok());
+    for (int i = 0; i < kRequests; ++i) {
+      ASSERT_TRUE(async_clients_[0]
+                      ->Request("echo", MakeFrames({"x"}),
+                                [&](absl::StatusOr<Frames> reply) {
+                                  if (reply.ok()) {
+                                    ++done;
+                                  } else {
+                                    ++failed;
+                                  }
+                                })
+                      .ok());
+    }
+  });
+  ASSERT_TRUE(
+      WaitFor([&] { return done.load() + failed.load() == kRequests; }));
+  EXPECT_EQ(failed.load(), 0);
+  auto s = Stats();
+  EXPECT_EQ(s.replies, static_cast<std::uint64_t>(kRequests));
+  // Both workers took part.
+  const auto counts = worker_thread_.invoke([&](Reactor&) {
+    return std::make_pair(workers_[0]->stats().requests,
+                          workers_[1]->stats().requests);
+  });
+  EXPECT_GT(counts.first, 0u);
+  EXPECT_GT(counts.second, 0u);
+}
+
+TEST_F(MdpIntegrationTest, DrainFinishesOpenRequestsThenDisconnectsWorkers) {
+  StartBroker();
+  // A worker that holds its request until told to answer.
+  std::mutex mu;
+  std::vector<MdpWorker::Replier> held;
+  AddWorker("slow", [&](Frames, MdpWorker::Replier r) {
+    std::lock_guard<std::mutex> lock(mu);
+    held.push_back(std::move(r));
+  });
+  ASSERT_TRUE(WaitFor([&] { return Workers("slow") == 1; }));
+  std::atomic<bool> first_ok{false};
+  std::thread client_thread([&] {
+    MdpClient client(endpoint_, Quick(0, 10000ms), &ctx_);
+    first_ok = client.Request("slow", MakeFrames({"a"})).ok();
+  });
+  ASSERT_TRUE(WaitFor([&] {
+    std::lock_guard<std::mutex> lock(mu);
+    return held.size() == 1;
+  }));
+  std::atomic<bool> drained{false};
+  broker_thread_.invoke([&](Reactor&) {
+    ASSERT_TRUE(broker_->Drain(10000ms, [&] { drained = true; }).ok());
+    EXPECT_FALSE(broker_->Drain(1ms, nullptr).ok());
+  });
+  // New requests are refused while draining.
+  MdpClient late(endpoint_, Quick(0, 200ms), &ctx_);
+  EXPECT_EQ(late.Request("slow", MakeFrames({"b"})).status().code(),
+            absl::StatusCode::kDeadlineExceeded);
+  EXPECT_EQ(Stats().rejected_draining, 1u);
+  EXPECT_FALSE(drained.load());
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    held[0].Reply(MakeFrames({"done"}));  // from this (foreign) thread
+  }
+  client_thread.join();
+  EXPECT_TRUE(first_ok.load());
+  ASSERT_TRUE(WaitFor([&] { return drained.load(); }));
+  auto s = Stats();
+  EXPECT_EQ(s.workers_disconnected, 1u);
+  const auto ws =
+      worker_thread_.invoke([&](Reactor&) { return workers_[0]->stats(); });
+  ASSERT_TRUE(WaitFor([&] {
+    return worker_thread_.invoke([&](Reactor&) {
+      return workers_[0]->stats().disconnects_received;
+    }) >= 1u;
+  }));
+  (void)ws;
+}
+
+TEST_F(MdpIntegrationTest, DrainGraceExpires) {
+  StartBroker();
+  AddWorker("never", [](Frames, MdpWorker::Replier) {});  // never answers
+  ASSERT_TRUE(WaitFor([&] { return Workers("never") == 1; }));
+  MdpClient client(endpoint_, Quick(0, 300ms), &ctx_);
+  EXPECT_FALSE(client.Request("never", MakeFrames({"a"})).ok());
+  std::atomic<bool> drained{false};
+  broker_thread_.invoke([&](Reactor&) {
+    ASSERT_EQ(broker_->open_requests(), 1u);
+    ASSERT_TRUE(broker_->Drain(100ms, [&] { drained = true; }).ok());
+  });
+  ASSERT_TRUE(WaitFor([&] { return drained.load(); }));
+  auto s = Stats();
+  EXPECT_EQ(s.expired, 1u);  // the open request was given up
+  EXPECT_EQ(s.workers_disconnected, 1u);
+}
+
+TEST_F(MdpIntegrationTest, HooksSeeWorkersAndLatency) {
+  StartBroker();
+  std::vector<std::string> events;
+  std::atomic<int> latencies{0};
+  broker_thread_.invoke([&](Reactor&) {
+    broker_->set_worker_event_hook([&](const MajordomoBroker::WorkerEvent& e) {
+      events.push_back(std::string(e.service) + ":" +
+                       std::to_string(static_cast<int>(e.kind)));
+    });
+    broker_->set_latency_hook(
+        [&](std::string_view service, std::chrono::nanoseconds ns) {
+          if (service == "echo" && ns.count() > 0) ++latencies;
+        });
+  });
+  const std::size_t w = AddWorker("echo", Echo());
+  ASSERT_TRUE(WaitFor([&] { return Workers("echo") == 1; }));
+  MdpClient client(endpoint_, Quick(), &ctx_);
+  ASSERT_TRUE(client.Request("echo", MakeFrames({"1"})).ok());
+  ASSERT_TRUE(client.Request("echo", MakeFrames({"2"})).ok());
+  worker_thread_.invoke([&](Reactor&) { workers_[w]->Stop(); });
+  ASSERT_TRUE(WaitFor([&] { return Workers("echo") == 0; }));
+  EXPECT_EQ(latencies.load(), 2);
+  auto got = broker_thread_.invoke([&](Reactor&) { return events; });
+  EXPECT_THAT(got, ElementsAre("echo:0", "echo:1"));  // joined, left
+}
+
+}  // namespace
+}  // namespace zb
