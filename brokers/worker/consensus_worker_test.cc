@@ -1,0 +1,496 @@
+// Copyright 2026 The zbrokers Authors.
+//
+// ConsensusWorker against a raw ROUTER socket that plays the broker.  The
+// ROUTER and the worker share one reactor on the test thread, so every test
+// is a single-threaded loop driven by RunUntil().
+
+#include "brokers/worker/consensus_worker.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <functional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "brokers/protocol/ccp.h"
+#include "reactor/frames.h"
+#include "reactor/reactor.h"
+
+namespace zb {
+namespace {
+
+using std::chrono::milliseconds;
+using ::testing::ElementsAre;
+using Clock = std::chrono::steady_clock;
+
+// One message the fake broker received: who sent it and its parsed body.
+struct Received {
+  std::string identity;
+  ccp::Header header;
+  std::vector<std::string> body;  // every body frame
+  Clock::time_point at;
+  std::vector<std::string> payload() const {
+    return {body.begin() + static_cast<std::ptrdiff_t>(header.payload_index),
+            body.end()};
+  }
+};
+
+class FakeBroker {
+ public:
+  FakeBroker(zmq::context_t& ctx, Reactor& reactor, const std::string& bind)
+      : reactor_(reactor), router_(ctx, zmq::socket_type::router) {
+    router_.set(zmq::sockopt::linger, 0);
+    router_.bind(bind);
+    endpoint_ = router_.get(zmq::sockopt::last_endpoint);
+    EXPECT_TRUE(
+        reactor_
+            .add(router_, [this](std::span<zmq::message_t> f) { OnMessage(f); })
+            .ok());
+  }
+  ~FakeBroker() { reactor_.remove(router_).IgnoreError(); }
+
+  const std::string& endpoint() const { return endpoint_; }
+  std::vector<Received>& received() { return received_; }
+  int malformed() const { return malformed_; }
+  std::function<void(const Received&)> on_receive;
+
+  std::vector<Received> OfType(ccp::MessageType type) const {
+    std::vector<Received> out;
+    for (const Received& r : received_) {
+      if (r.header.type == type) out.push_back(r);
+    }
+    return out;
+  }
+
+  // Sends [identity][""][frames...].
+  void Send(const std::string& identity, Frames body) {
+    Frames head;
+    head.push_back(Frame(identity));
+    head.emplace_back();
+    ASSERT_TRUE(SendFrames(router_, head, body).ok());
+  }
+  void SendRequest(const std::string& identity, std::string_view service,
+                   ccp::SequenceId seq, std::vector<std::string> payload) {
+    Frames body;
+    ccp::AppendHeader(body, ccp::MessageType::kRequest, service, seq);
+    for (const std::string& p : payload) body.push_back(Frame(p));
+    Send(identity, std::move(body));
+  }
+  void SendHeartbeat(const std::string& identity) {
+    Frames body;
+    ccp::AppendHeader(body, ccp::MessageType::kHeartbeat);
+    Send(identity, std::move(body));
+  }
+  void SendDisconnect(const std::string& identity, std::string_view service) {
+    Frames body;
+    ccp::AppendDisconnect(body, service);
+    Send(identity, std::move(body));
+  }
+
+ private:
+  void OnMessage(std::span<zmq::message_t> frames) {
+    absl::StatusOr<std::span<zmq::message_t>> body = ccp::RouterBody(frames);
+    if (!body.ok()) {
+      ++malformed_;
+      return;
+    }
+    absl::StatusOr<ccp::Header> h = ccp::ParseHeader(*body);
+    if (!h.ok()) {
+      ++malformed_;
+      return;
+    }
+    Received r;
+    r.identity = std::string(View(frames[0]));
+    r.body = FramesToStrings(*body);
+    r.header = *h;
+    r.header.service = {};  // views into frames that are about to be reused
+    r.at = Clock::now();
+    received_.push_back(r);
+    if (on_receive) on_receive(received_.back());
+  }
+
+  Reactor& reactor_;
+  zmq::socket_t router_;
+  std::string endpoint_;
+  std::vector<Received> received_;
+  int malformed_ = 0;
+};
+
+// Runs the reactor until `done` holds or `limit` passes; returns done().
+bool RunUntil(Reactor& reactor, const std::function<bool()>& done,
+              milliseconds limit = milliseconds(5000)) {
+  const auto end = Clock::now() + limit;
+  while (!done()) {
+    if (Clock::now() >= end) return false;
+    EXPECT_TRUE(reactor.run_once(milliseconds(10)).ok());
+  }
+  return true;
+}
+
+// Runs the reactor for `d` regardless.
+void RunFor(Reactor& reactor, milliseconds d) {
+  const auto end = Clock::now() + d;
+  while (Clock::now() < end) {
+    EXPECT_TRUE(reactor.run_once(milliseconds(5)).ok());
+  }
+}
+
+ConsensusWorker::Handler Echo() {
+  return
+      [](std::span<zmq::message_t> payload,
+         ConsensusWorker::Responder responder) { responder.succeed(payload); };
+}
+
+class ConsensusWorkerTest : public ::testing::TestWithParam<std::string> {
+ protected:
+  ConsensusWorkerTest() : broker_(ctx_, reactor_, GetParam()) {}
+
+  // Waits for the first READY and returns the worker's identity.
+  std::string AwaitReady() {
+    EXPECT_TRUE(RunUntil(reactor_, [&] {
+      return !broker_.OfType(ccp::MessageType::kReady).empty();
+    }));
+    auto ready = broker_.OfType(ccp::MessageType::kReady);
+    return ready.empty() ? "" : ready.front().identity;
+  }
+
+  zmq::context_t ctx_;
+  Reactor reactor_;
+  FakeBroker broker_;
+};
+
+TEST_P(ConsensusWorkerTest, SendsReadyWithItsHeartbeatSettings) {
+  ConsensusWorker worker(
+      reactor_, ctx_, broker_.endpoint(), "echo", Echo(),
+      {.heartbeat_interval = milliseconds(250), .heartbeat_retries = 4});
+  ASSERT_TRUE(worker.status().ok()) << worker.status();
+  AwaitReady();
+  auto ready = broker_.OfType(ccp::MessageType::kReady);
+  ASSERT_EQ(ready.size(), 1u);
+  EXPECT_THAT(
+      ready[0].body,
+      ElementsAre("CCp100", std::string(1, '\x01'), "echo",
+                  std::string("\x00\x00\x00\xfa", 4), std::string(1, '\x04')));
+  EXPECT_EQ(ready[0].header.heartbeat_interval_ms, 250u);
+  EXPECT_EQ(ready[0].header.heartbeat_retries, 4);
+}
+
+TEST_P(ConsensusWorkerTest, AnswersSuccessAndFailureWithTheRequestSequence) {
+  ConsensusWorker worker(
+      reactor_, ctx_, broker_.endpoint(), "calc",
+      [](std::span<zmq::message_t> payload,
+         ConsensusWorker::Responder responder) {
+        if (View(payload[0]) == "bad") {
+          responder.fail(MakeFrames({"worker:nope", "detail"}));
+        } else if (View(payload[0]) == "empty") {
+          responder.succeed(Frames{});
+        } else {
+          responder.succeed(payload);
+        }
+      });
+  const std::string id = AwaitReady();
+  broker_.SendRequest(id, "calc", {7, 42}, {"a", "b"});
+  broker_.SendRequest(id, "calc", {8, 42}, {"bad"});
+  broker_.SendRequest(id, "calc", {(1ull << 40) + 3, 9}, {"empty"});
+  ASSERT_TRUE(RunUntil(reactor_, [&] {
+    return broker_.OfType(ccp::MessageType::kReplySuccess).size() +
+               broker_.OfType(ccp::MessageType::kReplyFailure).size() ==
+           3;
+  }));
+  auto ok = broker_.OfType(ccp::MessageType::kReplySuccess);
+  auto failed = broker_.OfType(ccp::MessageType::kReplyFailure);
+  ASSERT_EQ(ok.size(), 2u);
+  ASSERT_EQ(failed.size(), 1u);
+  EXPECT_EQ(ok[0].header.sequence, (ccp::SequenceId{7, 42}));
+  EXPECT_EQ(ok[0].body[2], "calc");
+  EXPECT_THAT(ok[0].payload(), ElementsAre("a", "b"));
+  EXPECT_EQ(ok[1].header.sequence, (ccp::SequenceId{(1ull << 40) + 3, 9}));
+  EXPECT_THAT(ok[1].payload(), ElementsAre(""));  // empty -> one empty frame
+  EXPECT_EQ(failed[0].header.sequence, (ccp::SequenceId{8, 42}));
+  EXPECT_THAT(failed[0].payload(), ElementsAre("worker:nope", "detail"));
+  EXPECT_EQ(worker.stats().requests, 3u);
+  EXPECT_EQ(worker.stats().replies_success, 2u);
+  EXPECT_EQ(worker.stats().replies_failure, 1u);
+}
+
+TEST_P(ConsensusWorkerTest, AnswersLaterFromAnotherThread) {
+  std::vector<std::thread> threads;
+  ConsensusWorker worker(
+      reactor_, ctx_, broker_.endpoint(), "slow",
+      [&](std::span<zmq::message_t> payload,
+          ConsensusWorker::Responder responder) {
+        Frames kept;
+        for (auto& f : payload) kept.push_back(std::move(f));
+        threads.emplace_back(
+            [r = std::move(responder), kept = std::move(kept)]() mutable {
+              std::this_thread::sleep_for(milliseconds(20));
+              kept.push_back(Frame("from-thread"));
+              r.succeed(std::move(kept));
+              EXPECT_FALSE(r.pending());
+            });
+      });
+  const std::string id = AwaitReady();
+  broker_.SendRequest(id, "slow", {1, 5}, {"x"});
+  broker_.SendRequest(id, "slow", {2, 5}, {"y"});
+  ASSERT_TRUE(RunUntil(reactor_, [&] {
+    return broker_.OfType(ccp::MessageType::kReplySuccess).size() == 2;
+  }));
+  for (auto& t : threads) t.join();
+  auto ok = broker_.OfType(ccp::MessageType::kReplySuccess);
+  std::vector<std::vector<std::string>> payloads;
+  for (const auto& r : ok) {
+    auto p = r.payload();
+    p.insert(p.begin(), std::to_string(r.header.sequence.sequence));
+    payloads.push_back(p);
+  }
+  EXPECT_THAT(payloads, ::testing::UnorderedElementsAre(
+                            ElementsAre("1", "x", "from-thread"),
+                            ElementsAre("2", "y", "from-thread")));
+}
+
+TEST_P(ConsensusWorkerTest, DroppedResponderAnswersFailure) {
+  reactor_.set_error_handler([](std::exception_ptr, std::string_view) {});
+  ConsensusWorker worker(
+      reactor_, ctx_, broker_.endpoint(), "lazy",
+      [](std::span<zmq::message_t> payload, ConsensusWorker::Responder) {
+        if (View(payload[0]) == "throw") throw std::runtime_error("boom");
+        // Otherwise the responder is simply dropped.
+      });
+  const std::string id = AwaitReady();
+  broker_.SendRequest(id, "lazy", {1, 3}, {"drop"});
+  broker_.SendRequest(id, "lazy", {2, 3}, {"throw"});
+  ASSERT_TRUE(RunUntil(reactor_, [&] {
+    return broker_.OfType(ccp::MessageType::kReplyFailure).size() == 2;
+  }));
+  for (const auto& r : broker_.OfType(ccp::MessageType::kReplyFailure)) {
+    EXPECT_THAT(r.payload(),
+                ElementsAre(std::string(ConsensusWorker::kUnansweredReason)));
+    EXPECT_FALSE(ccp::IsBrokerFailure(MakeFrames({r.payload()[0]})));
+  }
+  EXPECT_EQ(worker.stats().unanswered, 2u);
+  EXPECT_TRUE(broker_.OfType(ccp::MessageType::kReplySuccess).empty());
+}
+
+TEST_P(ConsensusWorkerTest, AnswersOnlyOnce) {
+  ConsensusWorker worker(reactor_, ctx_, broker_.endpoint(), "twice",
+                         [](std::span<zmq::message_t> payload,
+                            ConsensusWorker::Responder responder) {
+                           responder.succeed(payload);
+                           responder.fail(MakeFrames({"again"}));
+                           ConsensusWorker::Responder moved =
+                               std::move(responder);
+                           EXPECT_FALSE(moved.pending());
+                         });
+  const std::string id = AwaitReady();
+  broker_.SendRequest(id, "twice", {1, 3}, {"p"});
+  ASSERT_TRUE(RunUntil(reactor_, [&] {
+    return !broker_.OfType(ccp::MessageType::kReplySuccess).empty();
+  }));
+  RunFor(reactor_, milliseconds(50));
+  EXPECT_EQ(broker_.OfType(ccp::MessageType::kReplySuccess).size(), 1u);
+  EXPECT_TRUE(broker_.OfType(ccp::MessageType::kReplyFailure).empty());
+}
+
+TEST_P(ConsensusWorkerTest, HeartbeatsWhileIdle) {
+  ConsensusWorker worker(
+      reactor_, ctx_, broker_.endpoint(), "idle", Echo(),
+      {.heartbeat_interval = milliseconds(30), .heartbeat_retries = 100});
+  const std::string id = AwaitReady();
+  ASSERT_TRUE(RunUntil(reactor_, [&] {
+    return broker_.OfType(ccp::MessageType::kHeartbeat).size() >= 4;
+  }));
+  auto beats = broker_.OfType(ccp::MessageType::kHeartbeat);
+  for (const auto& b : beats) EXPECT_EQ(b.identity, id);
+  // Never faster than one interval apart (it only beats when quiet).
+  for (std::size_t i = 1; i < beats.size(); ++i) {
+    EXPECT_GE(beats[i].at - beats[i - 1].at, milliseconds(25));
+  }
+  EXPECT_EQ(worker.stats().reconnects, 0u);
+}
+
+TEST_P(ConsensusWorkerTest, NoHeartbeatsWhileBusy) {
+  ConsensusWorker worker(
+      reactor_, ctx_, broker_.endpoint(), "busy", Echo(),
+      {.heartbeat_interval = milliseconds(200), .heartbeat_retries = 5});
+  const std::string id = AwaitReady();
+  std::uint64_t seq = 0;
+  TimerId t = reactor_.every(milliseconds(5), [&] {
+    ++seq;
+    broker_.SendRequest(id, "busy", {seq, 1}, {"x"});
+  });
+  RunFor(reactor_, milliseconds(700));
+  reactor_.cancel(t);
+  EXPECT_GT(worker.stats().replies_success, 20u);
+  // Requests and answers flow every few ms; a heartbeat would only go out
+  // after a stall of a whole interval on this busy thread.
+  EXPECT_LE(worker.stats().heartbeats_sent, 1u);
+}
+
+TEST_P(ConsensusWorkerTest, ReconnectsWithNewIdentityWhenBrokerIsSilent) {
+  const Clock::time_point start = Clock::now();
+  ConsensusWorker worker(
+      reactor_, ctx_, broker_.endpoint(), "svc", Echo(),
+      {.heartbeat_interval = milliseconds(20), .heartbeat_retries = 3});
+  AwaitReady();
+  ASSERT_TRUE(RunUntil(reactor_, [&] {
+    return broker_.OfType(ccp::MessageType::kReady).size() >= 2;
+  }));
+  auto ready = broker_.OfType(ccp::MessageType::kReady);
+  EXPECT_NE(ready[0].identity, ready[1].identity);
+  // Never before interval x retries of silence (the first READY may have
+  // arrived late, so measure from before the worker existed).
+  EXPECT_GE(ready[1].at - start, milliseconds(60));
+  EXPECT_GE(worker.stats().reconnects, 1u);
+  // The new socket serves requests.
+  broker_.SendRequest(ready[1].identity, "svc", {1, 1}, {"hi"});
+  ASSERT_TRUE(RunUntil(reactor_, [&] {
+    return !broker_.OfType(ccp::MessageType::kReplySuccess).empty();
+  }));
+  EXPECT_EQ(broker_.OfType(ccp::MessageType::kReplySuccess)[0].identity,
+            ready[1].identity);
+}
+
+TEST_P(ConsensusWorkerTest, StaysConnectedWhileBrokerHeartbeats) {
+  ConsensusWorker worker(
+      reactor_, ctx_, broker_.endpoint(), "svc", Echo(),
+      {.heartbeat_interval = milliseconds(50), .heartbeat_retries = 4});
+  const std::string id = AwaitReady();
+  TimerId t =
+      reactor_.every(milliseconds(10), [&] { broker_.SendHeartbeat(id); });
+  RunFor(reactor_, milliseconds(500));
+  reactor_.cancel(t);
+  EXPECT_EQ(broker_.OfType(ccp::MessageType::kReady).size(), 1u);
+  EXPECT_EQ(worker.stats().reconnects, 0u);
+}
+
+TEST_P(ConsensusWorkerTest, BrokerDisconnectMakesItRegisterAgain) {
+  ConsensusWorker::Responder kept;
+  ConsensusWorker worker(
+      reactor_, ctx_, broker_.endpoint(), "svc",
+      [&](std::span<zmq::message_t>, ConsensusWorker::Responder r) {
+        kept = std::move(r);
+      });
+  const std::string id = AwaitReady();
+  broker_.SendRequest(id, "svc", {1, 1}, {"held"});
+  ASSERT_TRUE(RunUntil(reactor_, [&] { return kept.pending(); }));
+  broker_.SendDisconnect(id, "svc");
+  ASSERT_TRUE(RunUntil(reactor_, [&] {
+    return broker_.OfType(ccp::MessageType::kReady).size() == 2;
+  }));
+  EXPECT_NE(broker_.OfType(ccp::MessageType::kReady)[1].identity, id);
+  // The answer belongs to the forgotten registration: dropped.
+  kept.succeed(MakeFrames({"late"}));
+  RunFor(reactor_, milliseconds(30));
+  EXPECT_TRUE(broker_.OfType(ccp::MessageType::kReplySuccess).empty());
+  EXPECT_EQ(worker.stats().dropped_answers, 1u);
+}
+
+TEST_P(ConsensusWorkerTest, SendsDisconnectWhenDestroyed) {
+  auto worker = std::make_unique<ConsensusWorker>(
+      reactor_, ctx_, broker_.endpoint(), "bye", Echo());
+  const std::string id = AwaitReady();
+  worker.reset();
+  ASSERT_TRUE(RunUntil(reactor_, [&] {
+    return !broker_.OfType(ccp::MessageType::kDisconnect).empty();
+  }));
+  auto d = broker_.OfType(ccp::MessageType::kDisconnect);
+  EXPECT_EQ(d[0].identity, id);
+  EXPECT_THAT(d[0].body, ElementsAre("CCp100", std::string(1, '\x06'), "bye"));
+}
+
+TEST_P(ConsensusWorkerTest, ShutdownSendsDisconnectAndDropsLaterAnswers) {
+  ConsensusWorker::Responder kept;
+  ConsensusWorker worker(
+      reactor_, ctx_, broker_.endpoint(), "svc",
+      [&](std::span<zmq::message_t>, ConsensusWorker::Responder r) {
+        kept = std::move(r);
+      });
+  const std::string id = AwaitReady();
+  broker_.SendRequest(id, "svc", {1, 1}, {"held"});
+  ASSERT_TRUE(RunUntil(reactor_, [&] { return kept.pending(); }));
+  worker.shutdown();
+  EXPECT_FALSE(worker.running());
+  kept.succeed(MakeFrames({"late"}));
+  ASSERT_TRUE(RunUntil(reactor_, [&] {
+    return !broker_.OfType(ccp::MessageType::kDisconnect).empty();
+  }));
+  RunFor(reactor_, milliseconds(30));
+  EXPECT_TRUE(broker_.OfType(ccp::MessageType::kReplySuccess).empty());
+  EXPECT_EQ(worker.stats().dropped_answers, 1u);
+}
+
+TEST_P(ConsensusWorkerTest, ResponderOutlivingTheWorkerIsHarmless) {
+  ConsensusWorker::Responder kept;
+  auto worker = std::make_unique<ConsensusWorker>(
+      reactor_, ctx_, broker_.endpoint(), "svc",
+      [&](std::span<zmq::message_t>, ConsensusWorker::Responder r) {
+        kept = std::move(r);
+      });
+  const std::string id = AwaitReady();
+  broker_.SendRequest(id, "svc", {1, 1}, {"held"});
+  ASSERT_TRUE(RunUntil(reactor_, [&] { return kept.pending(); }));
+  worker.reset();
+  // Answered from another thread after the worker is gone: dropped, no crash.
+  std::thread t([&] { kept.succeed(MakeFrames({"late"})); });
+  t.join();
+  EXPECT_FALSE(kept.pending());
+  RunFor(reactor_, milliseconds(30));
+  EXPECT_TRUE(broker_.OfType(ccp::MessageType::kReplySuccess).empty());
+}
+
+TEST_P(ConsensusWorkerTest, CountsMalformedMessagesAndKeepsServing) {
+  ConsensusWorker worker(reactor_, ctx_, broker_.endpoint(), "svc", Echo());
+  const std::string id = AwaitReady();
+  broker_.Send(id, MakeFrames({"XXp100", "\x03"}));         // wrong tag
+  broker_.Send(id, MakeFrames({"CCp100", "\x09"}));         // unknown type
+  broker_.Send(id, MakeFrames({"CCp100", "\x03", "svc"}));  // truncated
+  broker_.Send(id, MakeFrames({"CCp100", "\x04", "svc", "123456789012",
+                               "x"}));  // a reply is not for workers
+  broker_.SendRequest(id, "other", {1, 1}, {"wrong service"});
+  broker_.SendRequest(id, "svc", {2, 1}, {"fine"});
+  ASSERT_TRUE(RunUntil(reactor_, [&] {
+    return !broker_.OfType(ccp::MessageType::kReplySuccess).empty();
+  }));
+  EXPECT_EQ(worker.stats().malformed, 5u);
+  EXPECT_THAT(broker_.OfType(ccp::MessageType::kReplySuccess)[0].payload(),
+              ElementsAre("fine"));
+  // The misrouted request was answered rather than left open.
+  auto failed = broker_.OfType(ccp::MessageType::kReplyFailure);
+  ASSERT_EQ(failed.size(), 1u);
+  EXPECT_EQ(failed[0].header.sequence, (ccp::SequenceId{1, 1}));
+}
+
+TEST_P(ConsensusWorkerTest, RejectsBadOptions) {
+  EXPECT_FALSE(ConsensusWorker(reactor_, ctx_, broker_.endpoint(), "", Echo())
+                   .status()
+                   .ok());
+  EXPECT_FALSE(ConsensusWorker(reactor_, ctx_, broker_.endpoint(), "s", Echo(),
+                               {.heartbeat_retries = 0})
+                   .status()
+                   .ok());
+  EXPECT_FALSE(ConsensusWorker(reactor_, ctx_, broker_.endpoint(), "s", Echo(),
+                               {.heartbeat_retries = 256})
+                   .status()
+                   .ok());
+  EXPECT_FALSE(ConsensusWorker(reactor_, ctx_, broker_.endpoint(), "s", Echo(),
+                               {.heartbeat_interval = milliseconds(0)})
+                   .status()
+                   .ok());
+  ConsensusWorker bad(reactor_, ctx_, "nonsense://x", "s", Echo());
+  EXPECT_FALSE(bad.status().ok());
+  EXPECT_FALSE(bad.running());
+}
+
+INSTANTIATE_TEST_SUITE_P(Transports, ConsensusWorkerTest,
+                         ::testing::Values("inproc://consensus-worker-test",
+                                           "tcp://127.0.0.1:*"),
+                         [](const auto& info) {
+                           return info.param.starts_with("tcp") ? "tcp"
+                                                                : "inproc";
+                         });
+
+}  // namespace
+}  // namespace zb
