@@ -1,0 +1,351 @@
+#!/usr/bin/python3
+# Copyright 2026 The zbrokers Authors.
+"""Independent Majordomo (MDP/0.1, ZeroMQ RFC 7) peers, written from the RFC
+with pyzmq only, to check that a broker speaks the standard protocol.
+
+Commands (every one prints one summary line and exits non-zero on failure):
+
+  mdp_peers.py worker ENDPOINT SERVICE [--heartbeat-ms 2500] [--liveness 3]
+        [--delay-ms 0] [--crash-after N] [--max-seconds S]
+      An echo worker: READY, heartbeats, reconnects on silence or DISCONNECT.
+      --crash-after N exits abruptly (no reply, no DISCONNECT) on request N.
+      Stops on SIGTERM/SIGINT (sends DISCONNECT) or after --max-seconds.
+
+  mdp_peers.py client ENDPOINT SERVICE [--requests 10000] [--timeout-ms 2500]
+        [--retries 3] [--size 16]
+      A synchronous client on a REQ socket (RFC 7's recommendation), with
+      RFC 7's recovery: on a timeout, close the socket, open a new one and
+      resend.  Checks that every echo reply equals its request.  Exit 1 when
+      any request is lost.
+
+  mdp_peers.py async-client ENDPOINT SERVICE [--requests 10000]
+        [--window 100] [--timeout-ms 5000] [--retries 3] [--size 16]
+      An asynchronous client on a DEALER socket with up to --window requests
+      outstanding.  Each body carries a unique id, which an echo worker sends
+      back, so replies are matched exactly.  A request not answered within
+      the timeout is resent (up to --retries); duplicates are counted, not
+      errors.  Exit 1 when any request is lost.
+
+  mdp_peers.py mmi ENDPOINT SERVICE [--timeout-ms 2500]
+      Asks mmi.service about SERVICE; prints the code.  Exit 0 on "200",
+      1 on "404", 2 on anything else or no answer.
+
+  mdp_peers.py raw ENDPOINT FRAME... [--timeout-ms 1000]
+      Sends one message of the given frames (Python escapes such as \\x01 are
+      understood) on a DEALER socket and prints the reply frames, if any.
+"""
+
+import argparse
+import os
+import signal
+import sys
+import time
+
+import zmq
+
+C_CLIENT = b"MDPC01"
+W_WORKER = b"MDPW01"
+READY, REQUEST, REPLY, HEARTBEAT, DISCONNECT = (bytes([i]) for i in range(1, 6))
+
+
+def now_ms():
+    return time.monotonic() * 1000.0
+
+
+# --- worker -------------------------------------------------------------------
+
+class Worker:
+    def __init__(self, ctx, endpoint, service, heartbeat_ms, liveness):
+        self.ctx = ctx
+        self.endpoint = endpoint
+        self.service = service.encode()
+        self.heartbeat_ms = heartbeat_ms
+        self.liveness = liveness
+        self.socket = None
+        self.poller = zmq.Poller()
+        self.reconnects = -1
+        self.connect()
+
+    def send(self, command, *frames):
+        self.socket.send_multipart([b"", W_WORKER, command] + list(frames))
+        self.last_sent = now_ms()
+
+    def connect(self):
+        if self.socket is not None:
+            self.poller.unregister(self.socket)
+            self.socket.close(linger=0)
+        self.socket = self.ctx.socket(zmq.DEALER)
+        self.socket.linger = 0
+        self.socket.connect(self.endpoint)
+        self.poller.register(self.socket, zmq.POLLIN)
+        self.reconnects += 1
+        self.send(READY, self.service)
+        self.last_heard = now_ms()
+
+    def close(self):
+        try:
+            self.send(DISCONNECT)
+        finally:
+            self.socket.close(linger=100)
+
+
+def run_worker(args):
+    ctx = zmq.Context()
+    stop = []
+    signal.signal(signal.SIGTERM, lambda *_: stop.append(1))
+    signal.signal(signal.SIGINT, lambda *_: stop.append(1))
+    w = Worker(ctx, args.endpoint, args.service, args.heartbeat_ms,
+               args.liveness)
+    requests = replies = disconnects = malformed = 0
+    started = time.monotonic()
+    while not stop:
+        if args.max_seconds and time.monotonic() - started > args.max_seconds:
+            break
+        try:
+            events = dict(w.poller.poll(args.heartbeat_ms / 4))
+        except zmq.ZMQError:
+            continue  # EINTR on a signal
+        if w.socket in events:
+            frames = w.socket.recv_multipart()
+            w.last_heard = now_ms()
+            if len(frames) < 3 or frames[0] != b"" or frames[1] != W_WORKER:
+                malformed += 1
+                continue
+            command = frames[2]
+            if command == REQUEST:
+                # "", MDPW01, 0x02, client address, "", body...
+                if len(frames) < 6 or frames[4] != b"":
+                    malformed += 1
+                    continue
+                requests += 1
+                if args.crash_after and requests >= args.crash_after:
+                    print(f"worker: crashing on request {requests}",
+                          flush=True)
+                    os._exit(3)
+                if args.delay_ms:
+                    time.sleep(args.delay_ms / 1000.0)
+                w.send(REPLY, frames[3], b"", *frames[5:])
+                replies += 1
+            elif command == HEARTBEAT:
+                pass
+            elif command == DISCONNECT:
+                disconnects += 1
+                w.connect()
+            else:
+                malformed += 1
+        if now_ms() - w.last_heard > w.heartbeat_ms * w.liveness:
+            w.connect()  # the broker went silent: start a new conversation
+        if now_ms() - w.last_sent >= w.heartbeat_ms:
+            w.send(HEARTBEAT)
+    w.close()
+    ctx.term()
+    print(f"worker: service={args.service} requests={requests} "
+          f"replies={replies} reconnects={w.reconnects} "
+          f"disconnects={disconnects} malformed={malformed}", flush=True)
+    return 0 if malformed == 0 else 1
+
+
+# --- synchronous client -------------------------------------------------------
+
+def run_client(args):
+    ctx = zmq.Context()
+    service = args.service.encode()
+    sock = None
+
+    def open_socket():
+        s = ctx.socket(zmq.REQ)
+        s.linger = 0
+        s.connect(args.endpoint)
+        return s
+
+    sock = open_socket()
+    ok = lost = retries = bad = 0
+    started = time.monotonic()
+    for i in range(args.requests):
+        body = (b"%d:" % i).ljust(args.size, b".")
+        done = False
+        for attempt in range(args.retries + 1):
+            if attempt:
+                retries += 1
+            # REQ adds the empty frame: "MDPC01", service, body
+            sock.send_multipart([C_CLIENT, service, body])
+            if sock.poll(args.timeout_ms, zmq.POLLIN):
+                reply = sock.recv_multipart()
+                if (len(reply) >= 3 and reply[0] == C_CLIENT and
+                        reply[1] == service and reply[2] == body):
+                    ok += 1
+                else:
+                    bad += 1
+                done = True
+                break
+            # RFC 7: close the socket, open a new one, resend.
+            sock.close(linger=0)
+            sock = open_socket()
+        if not done:
+            lost += 1
+    elapsed = time.monotonic() - started
+    sock.close(linger=0)
+    ctx.term()
+    rate = args.requests / elapsed if elapsed > 0 else 0.0
+    print(f"client: requests={args.requests} ok={ok} lost={lost} bad={bad} "
+          f"retries={retries} seconds={elapsed:.3f} rate={rate:.0f}/s",
+          flush=True)
+    return 0 if lost == 0 and bad == 0 else 1
+
+
+# --- asynchronous client ------------------------------------------------------
+
+def run_async_client(args):
+    ctx = zmq.Context()
+    service = args.service.encode()
+    sock = ctx.socket(zmq.DEALER)
+    sock.linger = 0
+    sock.sndhwm = 0
+    sock.rcvhwm = 0
+    sock.connect(args.endpoint)
+    outstanding = {}  # id -> (deadline_ms, attempts)
+    next_id = 0
+    ok = lost = dup = bad = retries = 0
+    answered = set()
+    started = time.monotonic()
+
+    def body_of(i):
+        return (b"%d:" % i).ljust(args.size, b".")
+
+    def send(i):
+        # DEALER: the empty frame is ours to add.
+        sock.send_multipart([b"", C_CLIENT, service, body_of(i)])
+
+    while next_id < args.requests or outstanding:
+        while next_id < args.requests and len(outstanding) < args.window:
+            send(next_id)
+            outstanding[next_id] = (now_ms() + args.timeout_ms, 0)
+            next_id += 1
+        if sock.poll(50, zmq.POLLIN):
+            while True:
+                try:
+                    reply = sock.recv_multipart(zmq.NOBLOCK)
+                except zmq.Again:
+                    break
+                if (len(reply) < 4 or reply[0] != b"" or
+                        reply[1] != C_CLIENT or reply[2] != service):
+                    bad += 1
+                    continue
+                try:
+                    i = int(reply[3].split(b":", 1)[0])
+                except ValueError:
+                    bad += 1
+                    continue
+                if i in outstanding:
+                    if reply[3] != body_of(i):
+                        bad += 1
+                    del outstanding[i]
+                    answered.add(i)
+                    ok += 1
+                elif i in answered:
+                    dup += 1
+                else:
+                    bad += 1
+        t = now_ms()
+        for i, (deadline, attempts) in list(outstanding.items()):
+            if t < deadline:
+                continue
+            if attempts < args.retries:
+                retries += 1
+                send(i)
+                outstanding[i] = (t + args.timeout_ms, attempts + 1)
+            else:
+                lost += 1
+                del outstanding[i]
+    elapsed = time.monotonic() - started
+    sock.close(linger=0)
+    ctx.term()
+    rate = args.requests / elapsed if elapsed > 0 else 0.0
+    print(f"async-client: requests={args.requests} ok={ok} lost={lost} "
+          f"bad={bad} duplicates={dup} retries={retries} "
+          f"seconds={elapsed:.3f} rate={rate:.0f}/s", flush=True)
+    return 0 if lost == 0 and bad == 0 else 1
+
+
+# --- MMI and raw ----------------------------------------------------------------
+
+def run_mmi(args):
+    ctx = zmq.Context()
+    sock = ctx.socket(zmq.REQ)
+    sock.linger = 0
+    sock.connect(args.endpoint)
+    sock.send_multipart([C_CLIENT, b"mmi.service", args.service.encode()])
+    code = None
+    if sock.poll(args.timeout_ms, zmq.POLLIN):
+        reply = sock.recv_multipart()
+        if len(reply) >= 3 and reply[0] == C_CLIENT and reply[1] == b"mmi.service":
+            code = reply[2].decode(errors="replace")
+    sock.close(linger=0)
+    ctx.term()
+    print(f"mmi: service={args.service} code={code}", flush=True)
+    return {"200": 0, "404": 1}.get(code, 2)
+
+
+def run_raw(args):
+    ctx = zmq.Context()
+    sock = ctx.socket(zmq.DEALER)
+    sock.linger = 0
+    sock.connect(args.endpoint)
+    frames = [f.encode().decode("unicode_escape").encode("latin-1")
+              for f in args.frames]
+    sock.send_multipart(frames)
+    got = []
+    if sock.poll(args.timeout_ms, zmq.POLLIN):
+        got = sock.recv_multipart()
+    sock.close(linger=0)
+    ctx.term()
+    print("raw: reply=" + repr(got), flush=True)
+    return 0
+
+
+def main(argv):
+    p = argparse.ArgumentParser(description=__doc__,
+                                formatter_class=argparse.RawTextHelpFormatter)
+    sub = p.add_subparsers(dest="command", required=True)
+
+    w = sub.add_parser("worker")
+    w.add_argument("endpoint")
+    w.add_argument("service")
+    w.add_argument("--heartbeat-ms", type=int, default=2500)
+    w.add_argument("--liveness", type=int, default=3)
+    w.add_argument("--delay-ms", type=int, default=0)
+    w.add_argument("--crash-after", type=int, default=0)
+    w.add_argument("--max-seconds", type=float, default=0)
+    w.set_defaults(run=run_worker)
+
+    for name, fn, timeout in (("client", run_client, 2500),
+                              ("async-client", run_async_client, 5000)):
+        c = sub.add_parser(name)
+        c.add_argument("endpoint")
+        c.add_argument("service")
+        c.add_argument("--requests", type=int, default=10000)
+        c.add_argument("--timeout-ms", type=int, default=timeout)
+        c.add_argument("--retries", type=int, default=3)
+        c.add_argument("--size", type=int, default=16)
+        if name == "async-client":
+            c.add_argument("--window", type=int, default=100)
+        c.set_defaults(run=fn)
+
+    m = sub.add_parser("mmi")
+    m.add_argument("endpoint")
+    m.add_argument("service")
+    m.add_argument("--timeout-ms", type=int, default=2500)
+    m.set_defaults(run=run_mmi)
+
+    r = sub.add_parser("raw")
+    r.add_argument("endpoint")
+    r.add_argument("frames", nargs="+")
+    r.add_argument("--timeout-ms", type=int, default=1000)
+    r.set_defaults(run=run_raw)
+
+    args = p.parse_args(argv)
+    return args.run(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
