@@ -1,0 +1,348 @@
+// Copyright 2026 The zbrokers Authors.
+//
+// mdp_bench: the Majordomo broker against a hand-written libzmq ROUTER-ROUTER
+// proxy that makes the same hops (client -> proxy -> worker -> proxy ->
+// client, least-recently-used worker, the same MDP frames), in the same run.
+//
+// Both sides are driven by the same raw-socket peers (blocking DEALER
+// clients and echo workers, one thread each), over tcp loopback, so the only
+// difference is the thing in the middle.  Rounds alternate broker / proxy;
+// the medians over rounds are printed, with broker/proxy ratios.
+//
+//   mdp_bench [--rounds 5] [--rt 3000] [--sync 1000] [--async 3000]
+//
+//   round trip: 1 client, 1 worker, one request at a time (median per trip)
+//   sync:       10 clients, 2 workers, one request at a time per client
+//   async:      10 clients, 2 workers, 100 outstanding per client
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <deque>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+#include <zmq.hpp>
+#include <zmq_addon.hpp>
+
+#include "brokers/majordomo/majordomo_broker.h"
+#include "brokers/protocol/mdp.h"
+#include "reactor/frames.h"
+#include "reactor/reactor_thread.h"
+
+namespace zb {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using namespace std::chrono_literals;
+
+constexpr int kClients = 10;
+constexpr int kWorkers = 2;
+constexpr int kWindow = 100;
+const std::string kService = "echo";
+
+// --- Peers -------------------------------------------------------------------
+
+// An echo worker: READY, then REPLY to every REQUEST (heartbeats ignored).
+void RunWorker(zmq::context_t& ctx, std::string endpoint,
+               std::atomic<bool>& stop) {
+  zmq::socket_t s(ctx, zmq::socket_type::dealer);
+  s.set(zmq::sockopt::linger, 0);
+  s.set(zmq::sockopt::rcvtimeo, 50);
+  s.connect(endpoint);
+  Frames out;
+  mdp::AppendReady(kService, &out);
+  (void)zmq::send_multipart(s, out);
+  Frames in;
+  while (!stop.load(std::memory_order_relaxed)) {
+    in.clear();
+    if (!zmq::recv_multipart(s, std::back_inserter(in))) continue;
+    auto m = mdp::ParseWorker(in);
+    if (!m.ok() || m->command != mdp::Command::kRequest) continue;
+    out.clear();
+    mdp::AppendReply(std::move(*m->address), m->body, &out);
+    (void)zmq::send_multipart(s, out);
+  }
+}
+
+// A client: `requests` requests, at most `window` outstanding.  With
+// latencies != nullptr (window 1) records each round trip.
+void RunClient(zmq::context_t& ctx, std::string endpoint, int requests,
+               int window, std::vector<double>* latencies) {
+  zmq::socket_t s(ctx, zmq::socket_type::dealer);
+  s.set(zmq::sockopt::linger, 0);
+  s.set(zmq::sockopt::rcvtimeo, 10000);
+  s.connect(endpoint);
+  const std::string payload(16, 'p');
+  int sent = 0, received = 0;
+  Frames out, in;
+  Clock::time_point t0;
+  auto send_one = [&] {
+    out.clear();
+    zmq::message_t body = Frame(payload);
+    mdp::AppendClientRequest(kService, std::span<zmq::message_t>(&body, 1),
+                             &out);
+    if (latencies) t0 = Clock::now();
+    (void)zmq::send_multipart(s, out);
+    ++sent;
+  };
+  while (sent < requests && sent - received < window) send_one();
+  while (received < requests) {
+    in.clear();
+    if (!zmq::recv_multipart(s, std::back_inserter(in))) {
+      std::fprintf(stderr, "client: timed out after %d replies\n", received);
+      std::exit(1);
+    }
+    ++received;
+    if (latencies) {
+      latencies->push_back(
+          std::chrono::duration<double, std::micro>(Clock::now() - t0).count());
+    }
+    if (sent < requests) send_one();
+  }
+}
+
+// --- The baseline proxy
+// -------------------------------------------------------
+
+// Frontend ROUTER for clients, backend ROUTER for workers; idle workers in a
+// FIFO (least recently used first), requests queued while none is idle.  It
+// rewrites the frames exactly as a Majordomo broker does, with no checks.
+class Proxy {
+ public:
+  explicit Proxy(zmq::context_t& ctx)
+      : front_(ctx, zmq::socket_type::router),
+        back_(ctx, zmq::socket_type::router) {
+    for (auto* s : {&front_, &back_}) {
+      s->set(zmq::sockopt::linger, 0);
+      s->set(zmq::sockopt::router_mandatory, 1);
+      s->bind("tcp://127.0.0.1:*");
+    }
+    front_endpoint_ = front_.get(zmq::sockopt::last_endpoint);
+    back_endpoint_ = back_.get(zmq::sockopt::last_endpoint);
+    thread_ = std::thread([this] { Run(); });
+  }
+  ~Proxy() {
+    stop_ = true;
+    thread_.join();
+  }
+  const std::string& front() const { return front_endpoint_; }
+  const std::string& back() const { return back_endpoint_; }
+
+ private:
+  void Run() {
+    zmq_pollitem_t items[] = {{back_.handle(), 0, ZMQ_POLLIN, 0},
+                              {front_.handle(), 0, ZMQ_POLLIN, 0}};
+    Frames in, out;
+    while (!stop_) {
+      if (zmq::poll(items, 2, 50ms) <= 0) continue;
+      if (items[0].revents & ZMQ_POLLIN) {
+        // [worker, "", MDPW01, cmd, (client, "", body...)]
+        while (Recv(back_, in)) {
+          if (in.size() >= 7 && View(in[3])[0] == 0x03) {
+            out.clear();
+            out.push_back(std::move(in[4]));
+            out.emplace_back();
+            out.push_back(Frame(mdp::kClientTag));
+            out.push_back(Frame(kService));
+            for (std::size_t i = 6; i < in.size(); ++i)
+              out.push_back(std::move(in[i]));
+            (void)SendFrames(front_, out);
+          }
+          idle_.push_back(std::move(in[0]));
+          if (!queue_.empty()) {
+            Frames r = std::move(queue_.front());
+            queue_.pop_front();
+            Dispatch(r);
+          }
+        }
+      }
+      if (items[1].revents & ZMQ_POLLIN) {
+        // [client, "", MDPC01, service, body...]
+        while (Recv(front_, in)) {
+          if (idle_.empty()) {
+            queue_.push_back(std::move(in));
+            in = Frames();
+          } else {
+            Dispatch(in);
+          }
+        }
+      }
+    }
+  }
+
+  static bool Recv(zmq::socket_t& s, Frames& in) {
+    in.clear();
+    return zmq::recv_multipart(s, std::back_inserter(in),
+                               zmq::recv_flags::dontwait)
+        .has_value();
+  }
+
+  void Dispatch(Frames& request) {
+    zmq::message_t worker = std::move(idle_.front());
+    idle_.pop_front();
+    out_.clear();
+    out_.push_back(std::move(worker));
+    mdp::AppendRequest(std::move(request[0]),
+                       std::span<zmq::message_t>(request).subspan(4), &out_);
+    (void)SendFrames(back_, out_);
+  }
+
+  zmq::socket_t front_, back_;
+  std::string front_endpoint_, back_endpoint_;
+  std::deque<zmq::message_t> idle_;
+  std::deque<Frames> queue_;
+  Frames out_;
+  std::atomic<bool> stop_{false};
+  std::thread thread_;
+};
+
+// --- One measurement
+// ----------------------------------------------------------
+
+struct Result {
+  double value;  // microseconds per trip, or requests per second
+};
+
+enum class Middle { kBroker, kProxy };
+enum class Mode { kRoundTrip, kSync, kAsync };
+
+Result Measure(Middle middle, Mode mode, int n) {
+  zmq::context_t middle_ctx(1);
+  zmq::context_t peer_ctx(1);
+  std::unique_ptr<ReactorThread> broker_thread;
+  std::unique_ptr<MajordomoBroker> broker;
+  std::unique_ptr<Proxy> proxy;
+  std::string client_ep, worker_ep;
+  if (middle == Middle::kBroker) {
+    broker_thread = std::make_unique<ReactorThread>();
+    broker_thread->invoke([&](Reactor& r) {
+      broker = std::make_unique<MajordomoBroker>(r, middle_ctx,
+                                                 MajordomoBroker::Options{});
+      if (!broker->Bind("tcp://127.0.0.1:*").ok()) std::abort();
+      client_ep = worker_ep = broker->endpoints()[0];
+    });
+  } else {
+    proxy = std::make_unique<Proxy>(middle_ctx);
+    client_ep = proxy->front();
+    worker_ep = proxy->back();
+  }
+  const int workers = mode == Mode::kRoundTrip ? 1 : kWorkers;
+  const int clients = mode == Mode::kRoundTrip ? 1 : kClients;
+  std::atomic<bool> stop{false};
+  std::vector<std::thread> worker_threads;
+  for (int i = 0; i < workers; ++i) {
+    worker_threads.emplace_back([&] { RunWorker(peer_ctx, worker_ep, stop); });
+  }
+  std::this_thread::sleep_for(100ms);  // let the workers register
+  // Warm-up: connections, buffers, caches.
+  RunClient(peer_ctx, client_ep, 200, 1, nullptr);
+
+  Result result{0};
+  std::vector<double> latencies;
+  latencies.reserve(n);
+  const auto t0 = Clock::now();
+  if (mode == Mode::kRoundTrip) {
+    RunClient(peer_ctx, client_ep, n, 1, &latencies);
+    std::nth_element(latencies.begin(),
+                     latencies.begin() + latencies.size() / 2, latencies.end());
+    result.value = latencies[latencies.size() / 2];
+  } else {
+    std::vector<std::thread> client_threads;
+    const int window = mode == Mode::kAsync ? kWindow : 1;
+    for (int i = 0; i < clients; ++i) {
+      client_threads.emplace_back(
+          [&] { RunClient(peer_ctx, client_ep, n, window, nullptr); });
+    }
+    for (auto& t : client_threads) t.join();
+    const double secs =
+        std::chrono::duration<double>(Clock::now() - t0).count();
+    result.value = clients * n / secs;
+  }
+  stop = true;
+  for (auto& t : worker_threads) t.join();
+  if (broker_thread) broker_thread->invoke([&](Reactor&) { broker.reset(); });
+  broker_thread.reset();
+  proxy.reset();
+  return result;
+}
+
+double Median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const std::size_t n = v.size();
+  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+int IntFlag(int argc, char** argv, const char* name, int fallback) {
+  for (int i = 1; i + 1 < argc; ++i) {
+    if (std::strcmp(argv[i], name) == 0) return std::atoi(argv[i + 1]);
+  }
+  return fallback;
+}
+
+}  // namespace
+}  // namespace zb
+
+int main(int argc, char** argv) {
+  using zb::Middle;
+  using zb::Mode;
+  const int rounds = zb::IntFlag(argc, argv, "--rounds", 5);
+  const int rt_n = zb::IntFlag(argc, argv, "--rt", 3000);
+  const int sync_n = zb::IntFlag(argc, argv, "--sync", 1000);
+  const int async_n = zb::IntFlag(argc, argv, "--async", 3000);
+  struct Row {
+    const char* name;
+    Mode mode;
+    int n;
+    const char* unit;
+    std::vector<double> broker, proxy;
+  };
+  Row rows[] = {
+      {"round trip, 1 client 1 worker (median us)",
+       Mode::kRoundTrip,
+       rt_n,
+       "us",
+       {},
+       {}},
+      {"sync throughput, 10 clients 2 workers (req/s)",
+       Mode::kSync,
+       sync_n,
+       "req/s",
+       {},
+       {}},
+      {"async throughput, 10 clients x 100 outstanding, 2 workers (req/s)",
+       Mode::kAsync,
+       async_n,
+       "req/s",
+       {},
+       {}},
+  };
+  for (int r = 0; r < rounds; ++r) {
+    for (Row& row : rows) {
+      // Alternate which side goes first, so drift hits both equally.
+      if (r % 2 == 0) {
+        row.broker.push_back(
+            zb::Measure(Middle::kBroker, row.mode, row.n).value);
+        row.proxy.push_back(zb::Measure(Middle::kProxy, row.mode, row.n).value);
+      } else {
+        row.proxy.push_back(zb::Measure(Middle::kProxy, row.mode, row.n).value);
+        row.broker.push_back(
+            zb::Measure(Middle::kBroker, row.mode, row.n).value);
+      }
+      std::printf("round %d  %-66s broker %9.1f  proxy %9.1f\n", r + 1,
+                  row.name, row.broker.back(), row.proxy.back());
+      std::fflush(stdout);
+    }
+  }
+  std::printf("\nmedians over %d rounds (tcp loopback):\n", rounds);
+  for (const Row& row : rows) {
+    const double b = zb::Median(row.broker), p = zb::Median(row.proxy);
+    std::printf("%-66s broker %9.1f %-5s proxy %9.1f %-5s ratio %.3f\n",
+                row.name, b, row.unit, p, row.unit, b / p);
+  }
+  return 0;
+}
