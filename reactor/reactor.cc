@@ -27,33 +27,20 @@ struct Reactor::Watch {
   bool removed = false;
 };
 
-// A timer's callback and schedule.  A slot is reused after its timer ends;
-// `generation` tells the ids of successive timers in one slot apart.
-struct Reactor::TimerSlot {
-  Callback cb;
-  std::int64_t deadline_ns = 0;
-  std::int64_t period_ns = 0;  // 0: one-shot
-  std::uint64_t seq = 0;       // of its entry in timer_queue_
-  std::uint32_t generation = 1;
-  bool live = false;
-};
-
 namespace {
 
 constexpr std::int64_t kNanosPerMilli = 1'000'000;
 
-TimerId MakeTimerId(std::uint32_t generation, std::uint32_t slot) {
-  return (static_cast<std::uint64_t>(generation) << 32) | slot;
-}
-
-// Orders timer_queue_ latest-first: (deadline, seq) descending.
-struct LaterFirst {
-  template <typename A, typename B>
-  bool operator()(const A& a, const B& b) const {
-    if (a.deadline_ns != b.deadline_ns) return a.deadline_ns > b.deadline_ns;
-    return a.seq > b.seq;
+// now + d, saturating at the far end of the clock, so that after() or every()
+// with an absurdly long duration means "never" instead of overflowing.
+Reactor::Clock::time_point DeadlineAfter(Reactor::Clock::duration d) {
+  const auto now = Reactor::Clock::now();
+  if (d <= Reactor::Clock::duration::zero()) return now;
+  if (now > Reactor::Clock::time_point::max() - d) {
+    return Reactor::Clock::time_point::max();
   }
-};
+  return now + d;
+}
 
 void DefaultErrorHandler(std::exception_ptr e, std::string_view where) {
   try {
@@ -116,12 +103,6 @@ void Reactor::report(std::exception_ptr e, std::string_view where) {
     // An error handler that throws must not take the loop down either.
     DefaultErrorHandler(std::current_exception(), "error handler");
   }
-}
-
-std::int64_t Reactor::now_ns() const {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(
-             Clock::now().time_since_epoch())
-      .count();
 }
 
 // --- Sockets ---------------------------------------------------------------
@@ -245,124 +226,32 @@ int Reactor::dispatch_socket(Watch& w) {
 
 TimerId Reactor::after(Clock::duration delay, Callback cb) {
   check_thread("after");
-  const auto d = std::chrono::duration_cast<std::chrono::nanoseconds>(delay);
-  return schedule(now_ns() + std::max<std::int64_t>(0, d.count()), 0,
-                  std::move(cb));
+  return timers_.add(DeadlineAfter(delay), Clock::duration::zero(),
+                     std::move(cb));
 }
 
 TimerId Reactor::every(Clock::duration period, Callback cb) {
   check_thread("every");
-  auto p = std::chrono::duration_cast<std::chrono::nanoseconds>(period).count();
-  if (p <= 0) p = 1;
-  return schedule(now_ns() + p, p, std::move(cb));
+  // A period below 1 ns would make a timer that never advances.
+  if (period <= Clock::duration::zero()) period = Clock::duration(1);
+  return timers_.add(DeadlineAfter(period), period, std::move(cb));
 }
 
 TimerId Reactor::at(Clock::time_point deadline, Callback cb) {
   check_thread("at");
-  return schedule(std::chrono::duration_cast<std::chrono::nanoseconds>(
-                      deadline.time_since_epoch())
-                      .count(),
-                  0, std::move(cb));
-}
-
-TimerId Reactor::schedule(std::int64_t deadline_ns, std::int64_t period_ns,
-                          Callback cb) {
-  std::uint32_t slot;
-  if (!free_slots_.empty()) {
-    slot = free_slots_.back();
-    free_slots_.pop_back();
-  } else {
-    slot = static_cast<std::uint32_t>(timer_slots_.size());
-    timer_slots_.emplace_back();
-  }
-  TimerSlot& s = timer_slots_[slot];
-  s.cb = std::move(cb);
-  s.period_ns = period_ns;
-  s.live = true;
-  enqueue_timer(deadline_ns, slot);
-  return MakeTimerId(s.generation, slot);
-}
-
-void Reactor::enqueue_timer(std::int64_t deadline_ns, std::uint32_t slot) {
-  TimerSlot& s = timer_slots_[slot];
-  s.deadline_ns = deadline_ns;
-  s.seq = next_seq_++;
-  const QueuedTimer entry{deadline_ns, s.seq, slot};
-  // First element that is not later than `entry`: `entry` goes just before
-  // it, so the vector stays latest-first and equal deadlines stay FIFO.
-  auto pos = std::lower_bound(timer_queue_.begin(), timer_queue_.end(), entry,
-                              LaterFirst{});
-  timer_queue_.insert(pos, entry);
-}
-
-bool Reactor::dequeue_timer(std::int64_t deadline_ns, std::uint64_t seq) {
-  const QueuedTimer key{deadline_ns, seq, 0};
-  auto pos = std::lower_bound(timer_queue_.begin(), timer_queue_.end(), key,
-                              LaterFirst{});
-  if (pos == timer_queue_.end() || pos->seq != seq) return false;
-  timer_queue_.erase(pos);
-  return true;
-}
-
-void Reactor::release_slot(std::uint32_t slot) {
-  TimerSlot& s = timer_slots_[slot];
-  s.live = false;
-  s.cb = nullptr;
-  ++s.generation;
-  free_slots_.push_back(slot);
+  return timers_.add(deadline, Clock::duration::zero(), std::move(cb));
 }
 
 bool Reactor::cancel(TimerId id) {
   check_thread("cancel");
-  const auto slot = static_cast<std::uint32_t>(id & 0xffffffffu);
-  const auto generation = static_cast<std::uint32_t>(id >> 32);
-  if (slot >= timer_slots_.size()) return false;
-  TimerSlot& s = timer_slots_[slot];
-  if (!s.live || s.generation != generation) return false;
-  dequeue_timer(s.deadline_ns, s.seq);
-  release_slot(slot);
-  return true;
+  return timers_.cancel(id);
 }
 
 int Reactor::fire_due_timers() {
-  if (timer_queue_.empty()) return 0;
-  const std::int64_t now = now_ns();
-  // Timers queued from now on (by callbacks, or periodic re-arms) wait for the
-  // next round, so a callback that re-adds itself cannot spin this loop.
-  const std::uint64_t round_end = next_seq_;
-  int fired = 0;
-  while (!timer_queue_.empty()) {
-    const QueuedTimer t = timer_queue_.back();
-    if (t.deadline_ns > now || t.seq >= round_end) break;
-    timer_queue_.pop_back();
-    TimerSlot& s = timer_slots_[t.slot];
-    const std::uint32_t generation = s.generation;
-    const bool periodic = s.period_ns > 0;
-    // The callback lives on this stack frame while it runs, so it may cancel
-    // its own timer (which destroys the slot's contents) safely.
-    Callback cb = std::move(s.cb);
-    if (periodic) {
-      // Stay on the original grid; skip the periods that were missed.
-      std::int64_t next = t.deadline_ns + s.period_ns;
-      if (next <= now) next += ((now - next) / s.period_ns + 1) * s.period_ns;
-      enqueue_timer(next, t.slot);
-    } else {
-      release_slot(t.slot);
-    }
-    try {
-      cb();
-    } catch (...) {
-      report(std::current_exception(), "timer");
-    }
-    ++fired;
-    if (periodic) {
-      TimerSlot& again = timer_slots_[t.slot];  // slots_ may have grown
-      if (again.live && again.generation == generation) {
-        again.cb = std::move(cb);
-      }
-    }
-  }
-  return fired;
+  if (timers_.empty()) return 0;
+  return timers_.fire_due(Clock::now(), [this](std::exception_ptr e) {
+    report(std::move(e), "timer");
+  });
 }
 
 // --- Cross-thread ------------------------------------------------------------
@@ -424,9 +313,14 @@ absl::StatusOr<int> Reactor::run_once(Clock::duration max_wait) {
                 0,
                 std::chrono::duration_cast<std::chrono::nanoseconds>(max_wait)
                     .count());
-  if (!timer_queue_.empty()) {
+  if (!timers_.empty()) {
+    const Clock::time_point now = Clock::now();
+    const Clock::time_point next = timers_.next_deadline();
     const std::int64_t until_timer =
-        std::max<std::int64_t>(0, timer_queue_.back().deadline_ns - now_ns());
+        next <= now
+            ? 0
+            : std::chrono::duration_cast<std::chrono::nanoseconds>(next - now)
+                  .count();
     if (wait_ns < 0 || until_timer < wait_ns) wait_ns = until_timer;
   }
   // Round up: waking before a deadline would only spin.

@@ -32,8 +32,9 @@
 // for every message; a handler may move frames out of the span (a moved-from
 // zmq::message_t is empty) but must not keep the span itself.
 //
-// Timers.  Timers live in a std::vector sorted by deadline, latest first, so
-// the earliest deadline sits at the back where popping is cheap; inserts use
+// Timers.  Timers live in a zb::TimerQueue (timer_queue.h, which spells out
+// every rule): a std::vector sorted by deadline, latest first, so the
+// earliest deadline sits at the back where popping is cheap; inserts use
 // binary search.  Timers with equal deadlines fire in the order they were
 // added.  Deadlines come from std::chrono::steady_clock, so a wall-clock jump
 // never reorders or stalls timers.  A periodic timer is re-armed from its
@@ -42,7 +43,8 @@
 // deadline is the first one on its original grid that lies in the future.
 // A timer callback may add or cancel any timer, itself included; a cancelled
 // timer never fires; a timer added while timers fire (even one already due)
-// fires in the next round at the earliest.
+// fires in the next round at the earliest, and one whose deadline has
+// passed also waits behind the timers that were already due.
 //
 // Errors.  Registration errors come back as absl::Status.  An exception thrown
 // by any callback is passed to the error handler (by default it is printed on
@@ -66,12 +68,14 @@
 #include "absl/functional/any_invocable.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "reactor/timer_queue.h"
 
 namespace zb {
 
-// A timer's identity, returned by after()/every()/at() and passed to
-// cancel().  Ids are never reused by one reactor; 0 is never a valid id.
-using TimerId = std::uint64_t;
+// zb::TimerId (reactor/timer_queue.h) is a timer's identity, returned by
+// after()/every()/at() and passed to cancel(); 0 is never a valid id, and a
+// fired or cancelled timer's id is not handed out again (until 2^32 later
+// timers have used its slot).
 
 class Reactor {
  public:
@@ -131,7 +135,7 @@ class Reactor {
   // a one-shot timer) or already cancelled.
   bool cancel(TimerId id);
   // Number of live timers.
-  std::size_t timer_count() const { return timer_queue_.size(); }
+  std::size_t timer_count() const { return timers_.size(); }
 
   // --- Running (owner thread only) -----------------------------------------
 
@@ -161,25 +165,13 @@ class Reactor {
 
  private:
   struct Watch;
-  struct TimerSlot;
-  struct QueuedTimer {
-    std::int64_t deadline_ns;  // steady_clock, since epoch
-    std::uint64_t seq;         // insertion order: ties fire FIFO
-    std::uint32_t slot;
-  };
 
   void check_thread(const char* method) const;
-  TimerId schedule(std::int64_t deadline_ns, std::int64_t period_ns,
-                   Callback cb);
-  void enqueue_timer(std::int64_t deadline_ns, std::uint32_t slot);
-  bool dequeue_timer(std::int64_t deadline_ns, std::uint64_t seq);
-  void release_slot(std::uint32_t slot);
   int fire_due_timers();
   int run_posted();
   int dispatch_socket(Watch& w);
   void rebuild_poll_items();
   void report(std::exception_ptr e, std::string_view where);
-  std::int64_t now_ns() const;
 
   const Options options_;
   const std::thread::id owner_;
@@ -193,11 +185,7 @@ class Reactor {
   // Frames of the message being handed to a handler; reused for every message.
   std::vector<zmq::message_t> frames_;
 
-  // Timers.  timer_queue_ is sorted latest-first; slots hold the callbacks.
-  std::vector<QueuedTimer> timer_queue_;
-  std::vector<TimerSlot> timer_slots_;
-  std::vector<std::uint32_t> free_slots_;
-  std::uint64_t next_seq_ = 1;
+  TimerQueue timers_;
 
   // Cross-thread state.
   int wake_fd_ = -1;  // eventfd

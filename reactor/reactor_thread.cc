@@ -4,6 +4,7 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <stdexcept>
 
 namespace zb {
 
@@ -17,6 +18,7 @@ ReactorThread::ReactorThread(Reactor::Options options) {
     reactor_ = std::move(reactor);
     ready.set_value(r);
     run_status_ = r->run();
+    finished_.store(true, std::memory_order_release);
   });
   started.wait();
 }
@@ -42,6 +44,13 @@ void ReactorThread::check_not_reactor_thread() const {
                  "zb::ReactorThread::invoke called on the reactor thread "
                  "itself; it would wait for itself forever\n");
     std::abort();
+  }
+}
+
+void ReactorThread::check_running() const {
+  if (finished_.load(std::memory_order_acquire)) {
+    throw std::runtime_error(
+        "zb::ReactorThread::invoke: the reactor thread has stopped");
   }
 }
 

@@ -21,6 +21,7 @@
 #ifndef ZB_REACTOR_REACTOR_THREAD_H_
 #define ZB_REACTOR_REACTOR_THREAD_H_
 
+#include <atomic>
 #include <future>
 #include <memory>
 #include <thread>
@@ -47,14 +48,21 @@ class ReactorThread {
 
   // Runs fn(reactor) on the reactor thread and waits for it; returns what fn
   // returns and rethrows what it throws.  Must not be called on the reactor
-  // thread itself.
+  // thread itself.  Once the reactor thread has ended (after stop()), invoke
+  // throws std::runtime_error instead of waiting forever; an invoke that
+  // races with stop() and is dropped unrun throws std::future_error when the
+  // ReactorThread is destroyed.
   template <typename Fn>
   auto invoke(Fn&& fn) -> std::invoke_result_t<Fn&, Reactor&> {
     using R = std::invoke_result_t<Fn&, Reactor&>;
     check_not_reactor_thread();
-    std::promise<R> done;
-    std::future<R> result = done.get_future();
-    reactor_->post([&fn, &done, this]() mutable {
+    std::promise<R> promise;
+    std::future<R> result = promise.get_future();
+    check_running();
+    // The task owns the promise: if it is destroyed without running (the
+    // reactor stopped first), the waiting future is released with
+    // broken_promise instead of hanging.
+    reactor_->post([&fn, done = std::move(promise), this]() mutable {
       try {
         if constexpr (std::is_void_v<R>) {
           fn(*reactor_);
@@ -80,8 +88,10 @@ class ReactorThread {
 
  private:
   void check_not_reactor_thread() const;
+  void check_running() const;
 
   std::unique_ptr<Reactor> reactor_;
+  std::atomic<bool> finished_{false};  // run() has returned
   std::thread thread_;
   absl::Status run_status_;
   bool joined_ = false;

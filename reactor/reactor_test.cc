@@ -1,0 +1,726 @@
+// Copyright 2026 The zbrokers Authors.
+//
+// zb::Reactor and zb::ReactorThread.  Waits are bounded generously and no
+// test asserts a latency; the exact timer rules are tested without a clock in
+// timer_queue_test.cc.
+
+#include "reactor/reactor.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include <array>
+#include <atomic>
+#include <chrono>
+#include <functional>
+#include <stdexcept>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "reactor/frames.h"
+#include "reactor/reactor_thread.h"
+
+namespace zb {
+namespace {
+
+using std::chrono::milliseconds;
+using std::chrono::seconds;
+using testing::ElementsAre;
+using Clock = Reactor::Clock;
+
+// Generous bound for anything that should happen "soon".
+constexpr auto kPatience = seconds(10);
+
+// Runs the reactor until `done()` or kPatience; returns done().
+bool RunUntil(Reactor& reactor, const std::function<bool()>& done) {
+  const auto give_up = Clock::now() + kPatience;
+  while (!done() && Clock::now() < give_up) {
+    EXPECT_TRUE(reactor.run_once(milliseconds(10)).ok());
+  }
+  return done();
+}
+
+// A connected pair of PAIR sockets over inproc.
+struct SocketPair {
+  SocketPair(zmq::context_t& ctx, const std::string& name)
+      : a(ctx, zmq::socket_type::pair), b(ctx, zmq::socket_type::pair) {
+    a.set(zmq::sockopt::linger, 0);
+    b.set(zmq::sockopt::linger, 0);
+    a.bind("inproc://" + name);
+    b.connect("inproc://" + name);
+  }
+  zmq::socket_t a;
+  zmq::socket_t b;
+};
+
+void Send(zmq::socket_t& s, std::initializer_list<std::string_view> parts) {
+  Frames frames = MakeFrames(parts);
+  ASSERT_TRUE(SendFrames(s, frames).ok());
+}
+
+class ReactorTest : public testing::Test {
+ protected:
+  zmq::context_t ctx_;
+  Reactor reactor_;
+};
+
+// --- Timers ------------------------------------------------------------------
+
+TEST_F(ReactorTest, TimersFireInDeadlineOrderAndTiesInAddOrder) {
+  std::vector<std::string> log;
+  const auto base = Clock::now() + milliseconds(20);
+  reactor_.at(base + milliseconds(10), [&] { log.push_back("tie1"); });
+  reactor_.at(base + milliseconds(20), [&] { log.push_back("last"); });
+  reactor_.at(base + milliseconds(10), [&] { log.push_back("tie2"); });
+  reactor_.at(base, [&] { log.push_back("first"); });
+  reactor_.at(base + milliseconds(10), [&] { log.push_back("tie3"); });
+  EXPECT_EQ(reactor_.timer_count(), 5u);
+  ASSERT_TRUE(RunUntil(reactor_, [&] { return log.size() == 5; }));
+  EXPECT_THAT(log, ElementsAre("first", "tie1", "tie2", "tie3", "last"));
+  EXPECT_EQ(reactor_.timer_count(), 0u);
+}
+
+TEST_F(ReactorTest, AfterFiresOnceNotEarly) {
+  const auto start = Clock::now();
+  Clock::time_point fired_at;
+  int calls = 0;
+  reactor_.after(milliseconds(30), [&] {
+    fired_at = Clock::now();
+    ++calls;
+  });
+  ASSERT_TRUE(RunUntil(reactor_, [&] { return calls == 1; }));
+  EXPECT_GE(fired_at - start, milliseconds(30));
+  for (int i = 0; i < 5; ++i)
+    ASSERT_TRUE(reactor_.run_once(milliseconds(5)).ok());
+  EXPECT_EQ(calls, 1);
+}
+
+TEST_F(ReactorTest, CancelledTimerNeverFires) {
+  int a = 0, b = 0;
+  const TimerId id = reactor_.after(milliseconds(5), [&] { ++a; });
+  reactor_.after(milliseconds(20), [&] { ++b; });
+  EXPECT_TRUE(reactor_.cancel(id));
+  ASSERT_TRUE(RunUntil(reactor_, [&] { return b == 1; }));
+  EXPECT_EQ(a, 0);
+}
+
+TEST_F(ReactorTest, CancelSelfSiblingFiredAndUnknown) {
+  // Two timers due in the same round: the first cancels the second.
+  const auto when = Clock::now() + milliseconds(5);
+  TimerId sibling = 0;
+  int sibling_calls = 0;
+  bool cancel_sibling = false;
+  reactor_.at(when, [&] { cancel_sibling = reactor_.cancel(sibling); });
+  sibling = reactor_.at(when, [&] { ++sibling_calls; });
+
+  // A periodic timer that cancels itself on its second call.
+  TimerId self = 0;
+  int self_calls = 0;
+  self = reactor_.every(milliseconds(2), [&] {
+    if (++self_calls == 2) {
+      EXPECT_TRUE(reactor_.cancel(self));
+    }
+  });
+
+  ASSERT_TRUE(RunUntil(reactor_, [&] { return self_calls >= 2; }));
+  ASSERT_TRUE(RunUntil(reactor_, [&] { return reactor_.timer_count() == 0; }));
+  EXPECT_TRUE(cancel_sibling);
+  EXPECT_EQ(sibling_calls, 0);
+  EXPECT_EQ(self_calls, 2);
+  EXPECT_FALSE(reactor_.cancel(self));  // cancelled already
+
+  // Already fired, and never issued.
+  int fired = 0;
+  const TimerId once =
+      reactor_.after(Clock::duration::zero(), [&] { ++fired; });
+  ASSERT_TRUE(RunUntil(reactor_, [&] { return fired == 1; }));
+  EXPECT_FALSE(reactor_.cancel(once));
+  EXPECT_FALSE(reactor_.cancel(0));
+  EXPECT_FALSE(reactor_.cancel(0xdead'beef'0000'0007ull));
+}
+
+TEST_F(ReactorTest, PeriodicTimerKeepsFiring) {
+  int calls = 0;
+  const TimerId id = reactor_.every(milliseconds(3), [&] { ++calls; });
+  ASSERT_TRUE(RunUntil(reactor_, [&] { return calls >= 5; }));
+  EXPECT_EQ(reactor_.timer_count(), 1u);
+  EXPECT_TRUE(reactor_.cancel(id));
+  const int seen = calls;
+  for (int i = 0; i < 3; ++i)
+    ASSERT_TRUE(reactor_.run_once(milliseconds(5)).ok());
+  EXPECT_EQ(calls, seen);
+}
+
+TEST_F(ReactorTest, PeriodicTimerSkipsMissedPeriods) {
+  // The reactor is kept away from its loop for ~10 periods.  When it comes
+  // back, a burst rule would fire once per iteration until caught up (five
+  // here); the skip rule fires once and moves on to a future grid point.
+  // (The exact grid is checked with a fake clock in timer_queue_test.cc.)
+  int calls = 0;
+  reactor_.every(milliseconds(20), [&] { ++calls; });
+  std::this_thread::sleep_for(milliseconds(210));
+  for (int i = 0; i < 5; ++i) {
+    ASSERT_TRUE(reactor_.run_once(Clock::duration::zero()).ok());
+  }
+  EXPECT_GE(calls, 1);
+  EXPECT_LE(calls, 2);  // 2 only if these iterations straddled a grid point
+}
+
+TEST_F(ReactorTest, AtInThePastFiresOnTheNextIteration) {
+  int calls = 0;
+  reactor_.at(Clock::now() - seconds(1), [&] { ++calls; });
+  // No waiting: the overdue timer makes the poll return at once.
+  absl::StatusOr<int> handled = reactor_.run_once(seconds(5));
+  ASSERT_TRUE(handled.ok());
+  EXPECT_EQ(*handled, 1);
+  EXPECT_EQ(calls, 1);
+}
+
+TEST_F(ReactorTest, PastTimerAddedByACallbackFiresInTheNextIteration) {
+  int inner = 0;
+  reactor_.at(Clock::now() - milliseconds(1), [&] {
+    reactor_.at(Clock::now() - seconds(1), [&] { ++inner; });
+  });
+  ASSERT_TRUE(reactor_.run_once(Clock::duration::zero()).ok());
+  EXPECT_EQ(inner, 0);
+  ASSERT_TRUE(reactor_.run_once(seconds(5)).ok());
+  EXPECT_EQ(inner, 1);
+}
+
+TEST_F(ReactorTest, RunOnceWaitsForTheEarliestTimerNotLonger) {
+  int calls = 0;
+  reactor_.after(milliseconds(20), [&] { ++calls; });
+  const auto start = Clock::now();
+  // max_wait is long; the timer must end the wait.
+  while (calls == 0 && Clock::now() - start < kPatience) {
+    ASSERT_TRUE(reactor_.run_once(seconds(30)).ok());
+  }
+  EXPECT_EQ(calls, 1);
+  EXPECT_LT(Clock::now() - start, kPatience);
+}
+
+// --- post / stop
+// ---------------------------------------------------------------
+
+TEST_F(ReactorTest, PostsFromEightThreadsRunOnceEachInPerThreadOrder) {
+  constexpr int kThreads = 8;
+  constexpr int kPosts = 10'000;
+  // Only touched on the reactor (this) thread.
+  std::array<std::vector<int>, kThreads> seen;
+  int total = 0;
+  std::vector<std::thread> producers;
+  for (int t = 0; t < kThreads; ++t) {
+    producers.emplace_back([&, t] {
+      for (int i = 0; i < kPosts; ++i) {
+        reactor_.post([&, t, i] {
+          seen[t].push_back(i);
+          ++total;
+        });
+      }
+    });
+  }
+  const bool all =
+      RunUntil(reactor_, [&] { return total == kThreads * kPosts; });
+  for (auto& p : producers) p.join();
+  // Anything still queued would show up here as an excess.
+  for (int i = 0; i < 3; ++i)
+    ASSERT_TRUE(reactor_.run_once(milliseconds(1)).ok());
+  ASSERT_TRUE(all);
+  EXPECT_EQ(total, kThreads * kPosts);
+  for (int t = 0; t < kThreads; ++t) {
+    ASSERT_EQ(seen[t].size(), static_cast<std::size_t>(kPosts))
+        << "thread " << t;
+    for (int i = 0; i < kPosts; ++i) {
+      ASSERT_EQ(seen[t][i], i) << "thread " << t;
+    }
+  }
+}
+
+TEST_F(ReactorTest, PostWakesARunOnceBlockedInPoll) {
+  bool ran = false;
+  std::thread poster([&] {
+    std::this_thread::sleep_for(milliseconds(100));  // let it block first
+    reactor_.post([&] { ran = true; });
+  });
+  const auto start = Clock::now();
+  absl::StatusOr<int> handled = reactor_.run_once(seconds(10));
+  const auto waited = Clock::now() - start;
+  poster.join();
+  ASSERT_TRUE(handled.ok());
+  EXPECT_TRUE(ran);
+  EXPECT_EQ(*handled, 1);
+  EXPECT_LT(waited, seconds(5));
+}
+
+TEST_F(ReactorTest, TaskPostedByATaskRunsInTheNextIteration) {
+  std::vector<int> log;
+  reactor_.post([&] {
+    log.push_back(1);
+    reactor_.post([&] { log.push_back(2); });
+  });
+  ASSERT_TRUE(reactor_.run_once(seconds(5)).ok());
+  EXPECT_THAT(log, ElementsAre(1));
+  ASSERT_TRUE(reactor_.run_once(seconds(5)).ok());
+  EXPECT_THAT(log, ElementsAre(1, 2));
+}
+
+TEST_F(ReactorTest, StopFromAnotherThreadEndsRun) {
+  std::atomic<bool> running{false};
+  reactor_.post([&] { running = true; });
+  std::thread stopper([&] {
+    const auto give_up = Clock::now() + kPatience;
+    while (!running && Clock::now() < give_up) std::this_thread::yield();
+    std::this_thread::sleep_for(milliseconds(50));  // let it block in poll
+    reactor_.stop();
+  });
+  const auto start = Clock::now();
+  const absl::Status status = reactor_.run();
+  stopper.join();
+  EXPECT_TRUE(status.ok()) << status;
+  EXPECT_TRUE(running);
+  EXPECT_LT(Clock::now() - start, kPatience);
+}
+
+TEST_F(ReactorTest, StopBeforeRunMakesRunReturnAtOnce) {
+  reactor_.stop();
+  EXPECT_TRUE(reactor_.run().ok());
+  // The stop was consumed: a stop from a timer ends the next run.
+  int calls = 0;
+  reactor_.every(milliseconds(1), [&] {
+    if (++calls == 3) reactor_.stop();
+  });
+  EXPECT_TRUE(reactor_.run().ok());
+  EXPECT_EQ(calls, 3);
+}
+
+// --- Sockets and file descriptors
+// -------------------------------------------------
+
+TEST_F(ReactorTest, SocketHandlerGetsEveryMultipartMessage) {
+  SocketPair p(ctx_, "multipart");
+  std::vector<std::vector<std::string>> got;
+  ASSERT_TRUE(reactor_
+                  .add(p.a,
+                       [&](std::span<zmq::message_t> frames) {
+                         got.push_back(FramesToStrings(frames));
+                       })
+                  .ok());
+  Send(p.b, {"one"});
+  Send(p.b, {"a", "", "ccc", "dddd", "eeeee", "ffffff"});  // > 4 frames
+  Send(p.b, {"x", "y"});
+  ASSERT_TRUE(RunUntil(reactor_, [&] { return got.size() == 3; }));
+  EXPECT_THAT(got[0], ElementsAre("one"));
+  EXPECT_THAT(got[1], ElementsAre("a", "", "ccc", "dddd", "eeeee", "ffffff"));
+  EXPECT_THAT(got[2], ElementsAre("x", "y"));
+}
+
+TEST_F(ReactorTest, FrameBufferIsReusedAndSurvivesFramesBeingMovedOut) {
+  SocketPair p(ctx_, "reuse");
+  std::vector<Frames> kept;
+  std::vector<const zmq::message_t*> buffers;
+  ASSERT_TRUE(reactor_
+                  .add(p.a,
+                       [&](std::span<zmq::message_t> frames) {
+                         buffers.push_back(frames.data());
+                         Frames mine;
+                         // Move-construct some frames out, move-assign others.
+                         for (std::size_t i = 0; i < frames.size(); ++i) {
+                           if (i % 2 == 0) {
+                             mine.push_back(std::move(frames[i]));
+                           } else {
+                             mine.emplace_back();
+                             mine.back() = std::move(frames[i]);
+                           }
+                         }
+                         kept.push_back(std::move(mine));
+                       })
+                  .ok());
+  constexpr int kMessages = 50;
+  for (int i = 0; i < kMessages; ++i) {
+    const std::string n = std::to_string(i);
+    // Large frames are heap-allocated by libzmq, small ones inline; use both.
+    Send(p.b, {"id-" + n, std::string(100 + i, 'x'), "tail-" + n});
+  }
+  ASSERT_TRUE(RunUntil(reactor_, [&] { return kept.size() == kMessages; }));
+  for (int i = 0; i < kMessages; ++i) {
+    const std::string n = std::to_string(i);
+    EXPECT_THAT(FramesToStrings(kept[i]),
+                ElementsAre("id-" + n, std::string(100 + i, 'x'), "tail-" + n));
+  }
+  // Every message was received into the same buffer.
+  for (const auto* b : buffers) EXPECT_EQ(b, buffers.front());
+}
+
+TEST_F(ReactorTest, BatchCapIsHonoured) {
+  Reactor reactor(Reactor::Options{.batch_cap = 8});
+  SocketPair p(ctx_, "batch");
+  int calls = 0;
+  ASSERT_TRUE(
+      reactor.add(p.a, [&](std::span<zmq::message_t>) { ++calls; }).ok());
+  for (int i = 0; i < 20; ++i) Send(p.b, {std::to_string(i)});
+  // inproc delivery is synchronous: all 20 are queued before we poll.
+  absl::StatusOr<int> handled = reactor.run_once(seconds(5));
+  ASSERT_TRUE(handled.ok());
+  EXPECT_EQ(*handled, 8);
+  EXPECT_EQ(calls, 8);
+  ASSERT_TRUE(reactor.run_once(seconds(5)).ok());
+  EXPECT_EQ(calls, 16);
+  handled = reactor.run_once(seconds(5));
+  ASSERT_TRUE(handled.ok());
+  EXPECT_EQ(*handled, 4);
+  EXPECT_EQ(calls, 20);
+}
+
+TEST_F(ReactorTest, BatchDrainsEverythingBelowTheCapInOneIteration) {
+  SocketPair p(ctx_, "drain");
+  int calls = 0;
+  ASSERT_TRUE(
+      reactor_.add(p.a, [&](std::span<zmq::message_t>) { ++calls; }).ok());
+  for (int i = 0; i < 100; ++i) Send(p.b, {"m"});
+  absl::StatusOr<int> handled = reactor_.run_once(seconds(5));
+  ASSERT_TRUE(handled.ok());
+  EXPECT_EQ(*handled, 100);
+  EXPECT_EQ(calls, 100);
+}
+
+TEST_F(ReactorTest, RemovingASocketInsideAnotherSocketsHandler) {
+  SocketPair p1(ctx_, "remove1");
+  SocketPair p2(ctx_, "remove2");
+  int calls1 = 0, calls2 = 0;
+  bool removed_one = false;
+  // Whichever handler runs first removes the other socket; the other handler
+  // must then never run, not even later in the same round.
+  ASSERT_TRUE(reactor_
+                  .add(p1.a,
+                       [&](std::span<zmq::message_t>) {
+                         ++calls1;
+                         if (!removed_one) {
+                           removed_one = true;
+                           EXPECT_TRUE(reactor_.remove(p2.a).ok());
+                         }
+                       })
+                  .ok());
+  ASSERT_TRUE(reactor_
+                  .add(p2.a,
+                       [&](std::span<zmq::message_t>) {
+                         ++calls2;
+                         if (!removed_one) {
+                           removed_one = true;
+                           EXPECT_TRUE(reactor_.remove(p1.a).ok());
+                         }
+                       })
+                  .ok());
+  for (int i = 0; i < 3; ++i) {
+    Send(p1.b, {"x"});
+    Send(p2.b, {"y"});
+  }
+  ASSERT_TRUE(RunUntil(reactor_, [&] { return calls1 + calls2 > 0; }));
+  // More traffic for both; only the survivor's handler may see it.
+  Send(p1.b, {"x"});
+  Send(p2.b, {"y"});
+  for (int i = 0; i < 5; ++i)
+    ASSERT_TRUE(reactor_.run_once(milliseconds(5)).ok());
+  EXPECT_TRUE((calls1 == 0) != (calls2 == 0))
+      << "calls1=" << calls1 << " calls2=" << calls2;
+  EXPECT_EQ(calls1 + calls2, 4);  // the survivor got all of its messages
+  // The removed socket is no longer registered.
+  EXPECT_TRUE(absl::IsNotFound(reactor_.remove(calls1 == 0 ? p1.a : p2.a)));
+}
+
+TEST_F(ReactorTest, RemovingItsOwnSocketStopsTheBatch) {
+  SocketPair p(ctx_, "self-remove");
+  int calls = 0;
+  ASSERT_TRUE(reactor_
+                  .add(p.a,
+                       [&](std::span<zmq::message_t>) {
+                         ++calls;
+                         EXPECT_TRUE(reactor_.remove(p.a).ok());
+                       })
+                  .ok());
+  for (int i = 0; i < 5; ++i) Send(p.b, {"m"});
+  for (int i = 0; i < 5; ++i)
+    ASSERT_TRUE(reactor_.run_once(milliseconds(5)).ok());
+  EXPECT_EQ(calls, 1);
+  // And it can be added again, to get the rest.
+  int later = 0;
+  ASSERT_TRUE(
+      reactor_.add(p.a, [&](std::span<zmq::message_t>) { ++later; }).ok());
+  ASSERT_TRUE(RunUntil(reactor_, [&] { return later == 4; }));
+}
+
+TEST_F(ReactorTest, AddAndRemoveReportMisuse) {
+  SocketPair p(ctx_, "misuse");
+  auto noop = [](std::span<zmq::message_t>) {};
+  EXPECT_TRUE(reactor_.add(p.a, noop).ok());
+  EXPECT_TRUE(absl::IsAlreadyExists(reactor_.add(p.a, noop)));
+  EXPECT_TRUE(absl::IsInvalidArgument(reactor_.add(p.b, nullptr)));
+  EXPECT_TRUE(reactor_.remove(p.a).ok());
+  EXPECT_TRUE(absl::IsNotFound(reactor_.remove(p.a)));
+  EXPECT_TRUE(absl::IsNotFound(reactor_.remove_fd(12345)));
+  EXPECT_TRUE(absl::IsInvalidArgument(reactor_.add_fd(-1, [] {})));
+  EXPECT_TRUE(absl::IsInvalidArgument(reactor_.add_fd(0, nullptr, nullptr)));
+}
+
+TEST_F(ReactorTest, RawFileDescriptorsBecomeReadable) {
+  int fds[2];
+  ASSERT_EQ(::pipe(fds), 0);
+  const int efd = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+  ASSERT_GE(efd, 0);
+  std::string from_pipe;
+  int eventfd_calls = 0;
+  ASSERT_TRUE(reactor_
+                  .add_fd(fds[0],
+                          [&] {
+                            char c;
+                            if (::read(fds[0], &c, 1) == 1) from_pipe += c;
+                          })
+                  .ok());
+  ASSERT_TRUE(reactor_
+                  .add_fd(efd,
+                          [&] {
+                            std::uint64_t v;
+                            if (::read(efd, &v, sizeof v) == sizeof v) {
+                              eventfd_calls += static_cast<int>(v);
+                            }
+                          })
+                  .ok());
+  EXPECT_TRUE(absl::IsAlreadyExists(reactor_.add_fd(efd, [] {})));
+  ASSERT_EQ(::write(fds[1], "hi", 2), 2);
+  const std::uint64_t three = 3;
+  ASSERT_EQ(::write(efd, &three, sizeof three), 8);
+  ASSERT_TRUE(RunUntil(
+      reactor_, [&] { return from_pipe == "hi" && eventfd_calls == 3; }));
+  // Removed: further data is not read.
+  ASSERT_TRUE(reactor_.remove_fd(fds[0]).ok());
+  ASSERT_EQ(::write(fds[1], "!", 1), 1);
+  for (int i = 0; i < 3; ++i)
+    ASSERT_TRUE(reactor_.run_once(milliseconds(5)).ok());
+  EXPECT_EQ(from_pipe, "hi");
+  ASSERT_TRUE(reactor_.remove_fd(efd).ok());
+  ::close(fds[0]);
+  ::close(fds[1]);
+  ::close(efd);
+}
+
+TEST_F(ReactorTest, WritableHandlerIsCalled) {
+  SocketPair p(ctx_, "writable");
+  int writable = 0;
+  ASSERT_TRUE(reactor_
+                  .add(
+                      p.a, [](std::span<zmq::message_t>) {},
+                      [&] {
+                        ++writable;
+                        Send(p.a, {"hello"});
+                      })
+                  .ok());
+  ASSERT_TRUE(RunUntil(reactor_, [&] { return writable > 0; }));
+  zmq::message_t m;
+  ASSERT_TRUE(p.b.recv(m, zmq::recv_flags::dontwait));
+  EXPECT_EQ(View(m), "hello");
+}
+
+// --- Errors ------------------------------------------------------------------
+
+TEST_F(ReactorTest, ExceptionsFromCallbacksReachTheErrorHandler) {
+  std::vector<std::string> errors;
+  reactor_.set_error_handler([&](std::exception_ptr e, std::string_view where) {
+    try {
+      std::rethrow_exception(e);
+    } catch (const std::exception& ex) {
+      errors.push_back(std::string(where) + ": " + ex.what());
+    }
+  });
+  SocketPair p(ctx_, "errors");
+  int messages = 0;
+  ASSERT_TRUE(reactor_
+                  .add(p.a,
+                       [&](std::span<zmq::message_t> frames) {
+                         ++messages;
+                         if (View(frames[0]) == "bad") {
+                           throw std::runtime_error("socket boom");
+                         }
+                       })
+                  .ok());
+  int timers = 0, posts = 0;
+  reactor_.after(Clock::duration::zero(),
+                 [] { throw std::runtime_error("timer boom"); });
+  reactor_.after(Clock::duration::zero(), [&] { ++timers; });
+  reactor_.post([] { throw std::runtime_error("post boom"); });
+  reactor_.post([&] { ++posts; });
+  Send(p.b, {"bad"});
+  Send(p.b, {"good"});
+  ASSERT_TRUE(RunUntil(reactor_, [&] {
+    return errors.size() == 3 && timers == 1 && posts == 1 && messages == 2;
+  }));
+  EXPECT_THAT(errors, testing::UnorderedElementsAre("timer: timer boom",
+                                                    "socket: socket boom",
+                                                    "post: post boom"));
+  // The loop is still healthy.
+  int after = 0;
+  reactor_.after(milliseconds(1), [&] { ++after; });
+  EXPECT_TRUE(RunUntil(reactor_, [&] { return after == 1; }));
+}
+
+TEST_F(ReactorTest, AThrowingErrorHandlerDoesNotEndTheLoop) {
+  reactor_.set_error_handler([](std::exception_ptr, std::string_view) {
+    throw std::logic_error("handler boom");
+  });
+  int ran = 0;
+  reactor_.post([] { throw std::runtime_error("boom"); });
+  reactor_.post([&] { ++ran; });
+  testing::internal::CaptureStderr();
+  ASSERT_TRUE(reactor_.run_once(seconds(5)).ok());
+  const std::string err = testing::internal::GetCapturedStderr();
+  EXPECT_EQ(ran, 1);
+  EXPECT_THAT(err, testing::HasSubstr("handler boom"));
+}
+
+TEST_F(ReactorTest, DefaultErrorHandlerReportsOnStderr) {
+  reactor_.post([] { throw std::runtime_error("reported boom"); });
+  testing::internal::CaptureStderr();
+  ASSERT_TRUE(reactor_.run_once(seconds(5)).ok());
+  const std::string err = testing::internal::GetCapturedStderr();
+  EXPECT_THAT(err, testing::HasSubstr("reported boom"));
+  EXPECT_THAT(err, testing::HasSubstr("post"));
+}
+
+TEST_F(ReactorTest, RunReportsAFailingPoll) {
+  // Terminating the context makes zmq_poll fail with ETERM.
+  auto ctx = std::make_unique<zmq::context_t>();
+  auto s = std::make_unique<zmq::socket_t>(*ctx, zmq::socket_type::pair);
+  s->set(zmq::sockopt::linger, 0);
+  ASSERT_TRUE(reactor_.add(*s, [](std::span<zmq::message_t>) {}).ok());
+  ctx->shutdown();
+  const absl::Status status = reactor_.run();
+  EXPECT_FALSE(status.ok());
+  EXPECT_TRUE(reactor_.remove(*s).ok());
+  s.reset();
+  ctx.reset();
+}
+
+TEST(ReactorDeathTest, CallFromAnotherThreadAbortsNamingTheMethod) {
+#ifdef NDEBUG
+  GTEST_SKIP() << "the owner-thread check is compiled out with NDEBUG";
+#else
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  EXPECT_DEATH(
+      {
+        Reactor reactor;
+        std::thread other([&] { reactor.after(milliseconds(1), [] {}); });
+        other.join();
+      },
+      "zb::Reactor::after called from a thread that does not own");
+  EXPECT_DEATH(
+      {
+        Reactor reactor;
+        std::thread other([&] { (void)reactor.run_once(milliseconds(1)); });
+        other.join();
+      },
+      "run_once");
+#endif
+}
+
+TEST(ReactorThreadingTest, PostAndStopFromAnotherThreadAreAllowed) {
+  Reactor reactor;
+  int ran = 0;
+  std::thread other([&] {
+    reactor.post([&] { ++ran; });
+    reactor.stop();
+  });
+  other.join();
+  EXPECT_TRUE(reactor.run().ok());  // returns because of the stop
+  EXPECT_TRUE(reactor.run_once(Clock::duration::zero()).ok());
+  EXPECT_EQ(ran, 1);
+}
+
+// --- ReactorThread
+// ------------------------------------------------------------
+
+TEST(ReactorThreadTest, InvokeRunsOnTheReactorThreadAndReturnsItsValue) {
+  ReactorThread thread;
+  const std::thread::id id = thread.invoke([](Reactor& r) {
+    EXPECT_TRUE(r.on_owner_thread());
+    return std::this_thread::get_id();
+  });
+  EXPECT_EQ(id, thread.thread_id());
+  EXPECT_NE(id, std::this_thread::get_id());
+  EXPECT_EQ(thread.invoke([](Reactor&) { return std::string("forty-two"); }),
+            "forty-two");
+  int side_effect = 0;
+  thread.invoke([&](Reactor&) { side_effect = 7; });  // void
+  EXPECT_EQ(side_effect, 7);
+}
+
+TEST(ReactorThreadTest, InvokePropagatesExceptions) {
+  ReactorThread thread;
+  EXPECT_THROW(thread.invoke([](Reactor&) -> int {
+    throw std::out_of_range("from the reactor thread");
+  }),
+               std::out_of_range);
+  // Still usable afterwards.
+  EXPECT_EQ(thread.invoke([](Reactor&) { return 3; }), 3);
+}
+
+TEST(ReactorThreadTest, RunsTimersAndSocketsAndStopsOnDestruction) {
+  zmq::context_t ctx;
+  zmq::socket_t client(ctx, zmq::socket_type::pair);
+  client.set(zmq::sockopt::linger, 0);
+  std::atomic<int> ticks{0};
+  {
+    ReactorThread thread;
+    // The server socket is created, used and closed on the reactor thread.
+    auto server = thread.invoke([&](Reactor& r) {
+      auto s = std::make_unique<zmq::socket_t>(ctx, zmq::socket_type::pair);
+      s->set(zmq::sockopt::linger, 0);
+      s->bind("inproc://reactor-thread");
+      zmq::socket_t* raw = s.get();
+      EXPECT_TRUE(r.add(*s, [raw](std::span<zmq::message_t> frames) {
+                     EXPECT_TRUE(SendFrames(*raw, frames).ok());  // echo
+                   }).ok());
+      r.every(milliseconds(1), [&] { ++ticks; });
+      return s;
+    });
+    client.connect("inproc://reactor-thread");
+    client.set(zmq::sockopt::rcvtimeo, 10'000);
+    Send(client, {"ping", "2"});
+    zmq::message_t m;
+    ASSERT_TRUE(client.recv(m));
+    EXPECT_EQ(View(m), "ping");
+    ASSERT_TRUE(client.recv(m));
+    EXPECT_EQ(View(m), "2");
+    const auto give_up = Clock::now() + kPatience;
+    while (ticks < 3 && Clock::now() < give_up)
+      std::this_thread::sleep_for(milliseconds(1));
+    EXPECT_GE(ticks, 3);
+    thread.invoke([&](Reactor& r) {
+      EXPECT_TRUE(r.remove(*server).ok());
+      server.reset();
+    });
+  }  // joins
+  const int seen = ticks;
+  std::this_thread::sleep_for(milliseconds(20));
+  EXPECT_EQ(ticks, seen);  // the thread is gone
+}
+
+TEST(ReactorThreadTest, StopAndJoinReturnRunStatus) {
+  ReactorThread thread;
+  thread.stop();
+  EXPECT_TRUE(thread.join().ok());
+  EXPECT_TRUE(thread.join().ok());  // idempotent
+}
+
+TEST(ReactorThreadTest, InvokeAfterTheThreadEndedThrowsInsteadOfHanging) {
+  ReactorThread thread;
+  thread.stop();
+  ASSERT_TRUE(thread.join().ok());
+  bool ran = false;
+  EXPECT_THROW(thread.invoke([&](Reactor&) { ran = true; }),
+               std::runtime_error);
+  EXPECT_FALSE(ran);
+}
+
+}  // namespace
+}  // namespace zb
