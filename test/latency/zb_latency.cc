@@ -1,0 +1,343 @@
+// Copyright 2026 The zbrokers Authors.
+//
+// zb-latency: the per-worker latency test.  One client sends CCp100
+// consensus requests one after another through a consensus broker; each
+// step adds workers (every request is answered by all of them) and prints
+// the round-trip latency for that worker count; at the end, the
+// least-squares line latency ~= a + b * workers, b being the cost of one
+// more worker.  `zb-latency --help` lists the options; docs/latency.md
+// explains the test and how to read it.
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cmath>
+#include <csignal>
+#include <cstdio>
+#include <cstring>
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_format.h"
+#include "test/latency/client_runner.h"
+#include "test/latency/csv_output.h"
+#include "test/latency/deployment.h"
+#include "test/latency/json_output.h"
+#include "test/latency/options.h"
+#include "test/latency/report.h"
+#include "test/latency/stats.h"
+#include "test/latency/svg_output.h"
+
+namespace zb::latency {
+namespace {
+
+// An output file opened before the run, so that an unwritable path is
+// reported at once (exit code 2) rather than after minutes of measuring.
+class OutputFile {
+ public:
+  OutputFile() = default;
+  ~OutputFile() {
+    if (f_ != nullptr) std::fclose(f_);
+  }
+  OutputFile(const OutputFile&) = delete;
+  OutputFile& operator=(const OutputFile&) = delete;
+
+  bool Open(const std::string& flag, const std::string& path) {
+    if (path.empty()) return true;
+    path_ = path;
+    f_ = std::fopen(path.c_str(), "w");
+    if (f_ == nullptr) {
+      std::fprintf(stderr, "zb-latency: cannot write %s %s: %s\n", flag.c_str(),
+                   path.c_str(), std::strerror(errno));
+      return false;
+    }
+    return true;
+  }
+  // Replaces the file's content.
+  bool Write(const std::string& content) {
+    if (f_ == nullptr) return true;
+    std::rewind(f_);
+    bool ok =
+        std::fwrite(content.data(), 1, content.size(), f_) == content.size() &&
+        std::fflush(f_) == 0 &&
+        ::ftruncate(::fileno(f_), static_cast<off_t>(content.size())) == 0;
+    if (!ok) {
+      std::fprintf(stderr, "zb-latency: writing %s failed: %s\n", path_.c_str(),
+                   std::strerror(errno));
+    }
+    return ok;
+  }
+
+ private:
+  std::string path_;
+  std::FILE* f_ = nullptr;
+};
+
+struct System {
+  Impl impl;
+  std::unique_ptr<Deployment> deployment;
+  Series* series;
+};
+
+constexpr const char* kHeader =
+    "%-9s %7s %7s %11s %9s %9s %9s %9s %9s %8s %9s %9s\n";
+
+void PrintHeader() {
+  std::printf(kHeader, "system", "workers", "clients", "round-trips", "avg-us",
+              "p50-us", "p99-us", "max-us", "elapsed-s", "failures", "rt/s",
+              "cpu-us/rt");
+}
+
+void PrintStep(const std::string& name, const StepResult& s) {
+  std::printf(
+      "%-9s %7d %7d %11lld %9.2f %9.2f %9.2f %9.2f %9.3f %8lld %9.0f "
+      "%9s\n",
+      name.c_str(), s.workers, s.clients, static_cast<long long>(s.round_trips),
+      s.latency.avg_us, s.latency.p50_us, s.latency.p99_us, s.latency.max_us,
+      s.elapsed_s, static_cast<long long>(s.failures), s.throughput_rps,
+      s.cpu_us_per_rt >= 0 ? absl::StrFormat("%.2f", s.cpu_us_per_rt).c_str()
+                           : "n/a");
+}
+
+std::string R(double v) {
+  return std::isfinite(v) ? absl::StrFormat("%.3f", v) : std::string("n/a");
+}
+
+void PrintRatio(const StepResult& zb, const StepResult& raw) {
+  std::printf("%-9s %7d %7d %11s %9s %9s %9s %9s %9s %8s %9s %9s\n", "ratio",
+              zb.workers, zb.clients, "",
+              R(Ratio(zb.latency.avg_us, raw.latency.avg_us)).c_str(),
+              R(Ratio(zb.latency.p50_us, raw.latency.p50_us)).c_str(),
+              R(Ratio(zb.latency.p99_us, raw.latency.p99_us)).c_str(),
+              R(Ratio(zb.latency.max_us, raw.latency.max_us)).c_str(), "", "",
+              R(Ratio(zb.throughput_rps, raw.throughput_rps)).c_str(),
+              zb.cpu_us_per_rt >= 0 && raw.cpu_us_per_rt >= 0
+                  ? R(Ratio(zb.cpu_us_per_rt, raw.cpu_us_per_rt)).c_str()
+                  : "");
+}
+
+void PrintFit(const Series& s, Grow grow) {
+  const char* x = grow == Grow::kWorkers ? "worker" : "client";
+  if (!s.fit.valid) {
+    std::printf("fit %-9s needs at least two steps\n", (s.name + ":").c_str());
+    return;
+  }
+  std::printf(
+      "fit %-9s latency = %.2f us + %.2f us x %ss, r^2 = %.4f; cost per "
+      "added %s: %.2f us\n",
+      (s.name + ":").c_str(), s.fit.intercept, s.fit.slope, x, s.fit.r2, x,
+      s.fit.slope);
+}
+
+int Run(const Options& o) {
+  OutputFile csv, json, svg;
+  if (!csv.Open("--csv", o.csv_path) || !json.Open("--json", o.json_path) ||
+      !svg.Open("--svg", o.svg_path)) {
+    return 2;
+  }
+  const bool tty = ::isatty(STDOUT_FILENO) == 1;
+
+  Report report;
+  report.options = o;
+  if (o.baseline) report.raw = Series{"raw", {}, {}};
+  report.broker = o.broker.empty() ? "embedded" : o.broker;
+
+  // A service name of our own, so that a shared --broker has no other
+  // workers for it.
+  const std::string service =
+      absl::StrFormat("zb-latency.%d.%08x", ::getpid(), std::random_device{}());
+  std::vector<System> systems;
+  systems.push_back({Impl::kZbrokers, nullptr, &report.zbrokers});
+  if (o.baseline) systems.push_back({Impl::kRaw, nullptr, &*report.raw});
+  for (System& sys : systems) {
+    DeployConfig cfg;
+    cfg.impl = sys.impl;
+    cfg.transport = o.transport;
+    // The baseline always runs its own raw broker.
+    if (sys.impl == Impl::kZbrokers) cfg.external_broker = o.broker;
+    cfg.service = service;
+    cfg.payload_bytes = o.payload_bytes;
+    cfg.timeout = std::chrono::milliseconds(o.timeout_ms);
+    auto d = Deploy(o.placement, cfg);
+    if (!d.ok()) {
+      std::fprintf(stderr, "zb-latency: cannot start the %s system: %s\n",
+                   std::string(ImplName(sys.impl)).c_str(),
+                   std::string(d.status().message()).c_str());
+      return 1;
+    }
+    sys.deployment = std::move(*d);
+  }
+
+  const std::vector<int> sizes = o.StepSizes();
+  const std::int64_t warmup = o.EffectiveWarmup();
+  if (o.grow == Grow::kWorkers) {
+    std::printf(
+        "# zb-latency: 1 client, workers %d..%d (step %d), %lld round trips "
+        "per step (+%lld warm-up), payload %d B, %s, %s, broker %s\n",
+        sizes.front(), sizes.back(), o.step,
+        static_cast<long long>(o.rounds_per_step),
+        static_cast<long long>(warmup), o.payload_bytes,
+        std::string(TransportName(o.transport)).c_str(),
+        std::string(PlacementName(o.placement)).c_str(),
+        systems[0].deployment->endpoint().c_str());
+  } else {
+    std::printf(
+        "# zb-latency: %d worker(s), clients %d..%d (step %d), %lld round "
+        "trips per step in all (+%lld warm-up per client), payload %d B, %s, "
+        "%s, broker %s\n",
+        o.workers, sizes.front(), sizes.back(), o.step,
+        static_cast<long long>(o.rounds_per_step),
+        static_cast<long long>(warmup), o.payload_bytes,
+        std::string(TransportName(o.transport)).c_str(),
+        std::string(PlacementName(o.placement)).c_str(),
+        systems[0].deployment->endpoint().c_str());
+  }
+  PrintHeader();
+  std::fflush(stdout);
+
+  auto write_outputs = [&] {
+    report.zbrokers.Refit(o.grow);
+    if (report.raw) report.raw->Refit(o.grow);
+    bool ok = csv.Write(ToCsv(report));
+    ok = json.Write(ToJson(report)) && ok;
+    ok = svg.Write(ToSvg(report)) && ok;
+    return ok;
+  };
+
+  std::int64_t failures = 0;
+  if (o.grow == Grow::kClients) {
+    for (System& sys : systems) {
+      if (absl::Status st = sys.deployment->AddWorkers(o.workers); !st.ok()) {
+        std::fprintf(stderr, "zb-latency: cannot start workers: %s\n",
+                     std::string(st.message()).c_str());
+        return 1;
+      }
+    }
+  }
+  for (std::size_t i = 0; i < sizes.size(); ++i) {
+    const int n = sizes[i];
+    // Alternate which system goes first, so that neither always runs right
+    // after the other's warm-up (or always first on a cold machine).
+    std::vector<System*> order;
+    for (System& sys : systems) order.push_back(&sys);
+    if (i % 2 == 1) std::reverse(order.begin(), order.end());
+    for (System* sys : order) {
+      Deployment& d = *sys->deployment;
+      StepPlan plan;
+      if (o.grow == Grow::kWorkers) {
+        if (absl::Status st = d.AddWorkers(n - d.workers()); !st.ok()) {
+          std::fprintf(stderr, "zb-latency: cannot add workers: %s\n",
+                       std::string(st.message()).c_str());
+          write_outputs();
+          return 1;
+        }
+        plan.clients = 1;
+      } else {
+        plan.clients = n;
+      }
+      plan.expected_workers = d.workers();
+      plan.round_trips = o.rounds_per_step;
+      plan.warmup = warmup;
+      ProgressFn progress;
+      if (tty) {
+        progress = [&, name = std::string(ImplName(sys->impl))](
+                       std::int64_t done, std::int64_t total) {
+          std::printf("\r  %s: %d workers, %d clients: %lld/%lld round trips",
+                      name.c_str(), plan.expected_workers, plan.clients,
+                      static_cast<long long>(done),
+                      static_cast<long long>(total));
+          std::fflush(stdout);
+        };
+      }
+      absl::StatusOr<StepSamples> samples = d.RunStep(plan, progress);
+      if (tty) {
+        std::printf("\r\033[K");
+        std::fflush(stdout);
+      }
+      if (!samples.ok()) {
+        std::fprintf(stderr, "zb-latency: %s step with %d workers failed: %s\n",
+                     std::string(ImplName(sys->impl)).c_str(),
+                     plan.expected_workers,
+                     std::string(samples.status().message()).c_str());
+        write_outputs();
+        return 1;
+      }
+      StepResult r;
+      r.workers = plan.expected_workers;
+      r.clients = plan.clients;
+      r.round_trips = samples->round_trips;
+      r.failures = samples->failures;
+      r.latency = Summarize(samples->latencies_ns);
+      r.elapsed_s = static_cast<double>(samples->elapsed_ns) / 1e9;
+      r.throughput_rps =
+          r.elapsed_s > 0 ? static_cast<double>(r.latency.count) / r.elapsed_s
+                          : 0;
+      r.cpu_us_per_rt = samples->cpu_ns >= 0 && r.round_trips > 0
+                            ? static_cast<double>(samples->cpu_ns) / 1e3 /
+                                  static_cast<double>(r.round_trips)
+                            : -1;
+      failures += r.failures;
+      sys->series->steps.push_back(r);
+    }
+    PrintStep("zbrokers", report.zbrokers.steps.back());
+    if (report.raw) {
+      PrintStep("raw", report.raw->steps.back());
+      PrintRatio(report.zbrokers.steps.back(), report.raw->steps.back());
+    }
+    std::fflush(stdout);
+  }
+
+  const bool written = write_outputs();
+  PrintFit(report.zbrokers, o.grow);
+  if (report.raw) {
+    PrintFit(*report.raw, o.grow);
+    const Series& zb = report.zbrokers;
+    const Series& raw = *report.raw;
+    const double nan = std::nan("");
+    std::printf(
+        "ratio zbrokers/raw: cost per added %s %s, intercept %s, first step "
+        "(%d %s) avg %s\n",
+        o.grow == Grow::kWorkers ? "worker" : "client",
+        R(zb.fit.valid && raw.fit.valid ? Ratio(zb.fit.slope, raw.fit.slope)
+                                        : nan)
+            .c_str(),
+        R(zb.fit.valid && raw.fit.valid
+              ? Ratio(zb.fit.intercept, raw.fit.intercept)
+              : nan)
+            .c_str(),
+        sizes.front(), o.grow == Grow::kWorkers ? "worker(s)" : "client(s)",
+        R(Ratio(zb.steps.front().latency.avg_us,
+                raw.steps.front().latency.avg_us))
+            .c_str());
+  }
+  if (failures > 0) {
+    std::fprintf(stderr, "zb-latency: %lld round trip(s) failed\n",
+                 static_cast<long long>(failures));
+    return 1;
+  }
+  return written ? 0 : 1;
+}
+
+}  // namespace
+}  // namespace zb::latency
+
+int main(int argc, char** argv) {
+  std::vector<std::string> args(argv + 1, argv + argc);
+  if (zb::latency::IsRole(args)) return zb::latency::RunRole(args);
+  absl::StatusOr<zb::latency::Options> o = zb::latency::ParseOptions(args);
+  if (!o.ok()) {
+    std::fprintf(stderr, "zb-latency: %s\n",
+                 std::string(o.status().message()).c_str());
+    return 2;
+  }
+  if (o->help) {
+    std::fputs(zb::latency::HelpText().c_str(), stdout);
+    return 0;
+  }
+  // A child process that dies must not take us down with SIGPIPE.
+  std::signal(SIGPIPE, SIG_IGN);
+  return zb::latency::Run(*o);
+}
