@@ -1,0 +1,256 @@
+// Copyright 2026 The zbrokers Authors.
+//
+// zb::MdpWorker against a fake broker: a raw ROUTER socket driven by the test,
+// so every frame the worker sends is checked exactly.
+
+#include "brokers/worker/mdp_worker.h"
+
+#include <atomic>
+#include <chrono>
+#include <functional>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+#include <zmq_addon.hpp>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "reactor/reactor_thread.h"
+
+namespace zb {
+namespace {
+
+using ::testing::ElementsAre;
+using namespace std::chrono_literals;
+
+const std::string kReady(1, '\x01');
+const std::string kRequest(1, '\x02');
+const std::string kReply(1, '\x03');
+const std::string kHeartbeat(1, '\x04');
+const std::string kDisconnect(1, '\x05');
+
+class MdpWorkerTest : public ::testing::Test {
+ protected:
+  MdpWorkerTest() : router_(ctx_, zmq::socket_type::router) {
+    router_.set(zmq::sockopt::linger, 0);
+    router_.bind("tcp://127.0.0.1:*");
+    endpoint_ = router_.get(zmq::sockopt::last_endpoint);
+  }
+
+  ~MdpWorkerTest() override {
+    thread_.invoke([&](Reactor&) { worker_.reset(); });
+  }
+
+  void StartWorker(MdpWorker::Handler handler, MdpWorker::Options o = Fast(),
+                   std::string service = "svc") {
+    thread_.invoke([&](Reactor& r) {
+      worker_ = std::make_unique<MdpWorker>(r, ctx_, endpoint_, service,
+                                            std::move(handler), o);
+      ASSERT_TRUE(worker_->Start().ok());
+    });
+  }
+
+  static MdpWorker::Options Fast() {
+    MdpWorker::Options o;
+    o.heartbeat_interval = 30ms;
+    o.heartbeat_liveness = 3;
+    o.reconnect_delay = 10ms;
+    return o;
+  }
+
+  // Next message from the worker (identity first), skipping HEARTBEATs
+  // unless `keep_heartbeats`; empty when nothing came within `limit`.
+  std::vector<std::string> Recv(bool keep_heartbeats = false,
+                                std::chrono::milliseconds limit = 5000ms) {
+    const auto deadline = std::chrono::steady_clock::now() + limit;
+    for (;;) {
+      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+          deadline - std::chrono::steady_clock::now());
+      if (left.count() <= 0) return {};
+      zmq_pollitem_t item{router_.handle(), 0, ZMQ_POLLIN, 0};
+      if (zmq::poll(&item, 1, left) <= 0) return {};
+      Frames f;
+      (void)zmq::recv_multipart(router_, std::back_inserter(f));
+      auto s = FramesToStrings(f);
+      if (!keep_heartbeats && s.size() == 4 && s[3] == kHeartbeat) continue;
+      return s;
+    }
+  }
+
+  void Send(std::initializer_list<std::string_view> parts) {
+    Frames f = MakeFrames(parts);
+    ASSERT_TRUE(SendFrames(router_, f).ok());
+  }
+
+  MdpWorker::Stats Stats() {
+    return thread_.invoke([&](Reactor&) { return worker_->stats(); });
+  }
+
+  static MdpWorker::Handler Echo() {
+    return [](Frames b, MdpWorker::Replier r) { r.Reply(std::move(b)); };
+  }
+
+  zmq::context_t ctx_;
+  zmq::socket_t router_;
+  std::string endpoint_;
+  ReactorThread thread_;
+  std::unique_ptr<MdpWorker> worker_;
+};
+
+TEST_F(MdpWorkerTest, ReadyThenExactReply) {
+  StartWorker(Echo());
+  auto ready = Recv();
+  ASSERT_EQ(ready.size(), 5u);
+  EXPECT_THAT(std::vector<std::string>(ready.begin() + 1, ready.end()),
+              ElementsAre("", "MDPW01", kReady, "svc"));
+  const std::string id = ready[0];
+  Send({id, "", "MDPW01", kRequest, "client-1", "", "a", "", "c"});
+  EXPECT_THAT(Recv(), ElementsAre(id, "", "MDPW01", kReply, "client-1", "", "a",
+                                  "", "c"));
+  EXPECT_EQ(Stats().requests, 1u);
+  EXPECT_EQ(Stats().replies, 1u);
+}
+
+TEST_F(MdpWorkerTest, EmptyReplyIsOneEmptyFrame) {
+  StartWorker([](Frames, MdpWorker::Replier r) { r.Reply({}); });
+  const std::string id = Recv()[0];
+  Send({id, "", "MDPW01", kRequest, "c", "", "x"});
+  EXPECT_THAT(Recv(), ElementsAre(id, "", "MDPW01", kReply, "c", "", ""));
+}
+
+TEST_F(MdpWorkerTest, HeartbeatsWhileIdle) {
+  StartWorker(Echo());
+  const std::string id = Recv()[0];
+  auto hb = Recv(/*keep_heartbeats=*/true);
+  EXPECT_THAT(hb, ElementsAre(id, "", "MDPW01", kHeartbeat));
+}
+
+TEST_F(MdpWorkerTest, HeartbeatsWhileAHandlerIsBusy) {
+  std::vector<MdpWorker::Replier> held;
+  StartWorker([&](Frames, MdpWorker::Replier r) {
+    held.push_back(std::move(r));  // reactor thread only
+  });
+  const std::string id = Recv()[0];
+  Send({id, "", "MDPW01", kRequest, "c", "", "x"});
+  // Keep the worker alive with our own heartbeats; it must heartbeat too.
+  int heartbeats = 0;
+  for (int i = 0; i < 20 && heartbeats < 2; ++i) {
+    Send({id, "", "MDPW01", kHeartbeat});
+    auto m = Recv(true, 200ms);
+    if (m.size() == 4 && m[3] == kHeartbeat) ++heartbeats;
+  }
+  EXPECT_EQ(heartbeats, 2);
+  thread_.invoke([&](Reactor&) { held.clear(); });
+}
+
+TEST_F(MdpWorkerTest, ReconnectsWithNewSocketOnDisconnect) {
+  StartWorker(Echo());
+  const std::string id1 = Recv()[0];
+  Send({id1, "", "MDPW01", kDisconnect});
+  auto ready = Recv();
+  ASSERT_EQ(ready.size(), 5u);
+  EXPECT_EQ(ready[3], kReady);
+  EXPECT_NE(ready[0], id1);  // a new socket, a new identity
+  EXPECT_EQ(Stats().disconnects_received, 1u);
+  EXPECT_EQ(Stats().reconnects, 1u);
+}
+
+TEST_F(MdpWorkerTest, ReconnectsWhenTheBrokerIsSilent) {
+  StartWorker(Echo());
+  const std::string id1 = Recv()[0];
+  // Say nothing: after liveness intervals the worker starts over.
+  auto ready = Recv(false, 5000ms);
+  ASSERT_EQ(ready.size(), 5u);
+  EXPECT_EQ(ready[3], kReady);
+  EXPECT_NE(ready[0], id1);
+  EXPECT_GE(Stats().reconnects, 1u);
+}
+
+TEST_F(MdpWorkerTest, ReplyLaterFromAnotherThread) {
+  std::mutex mu;
+  std::vector<MdpWorker::Replier> held;
+  StartWorker([&](Frames, MdpWorker::Replier r) {
+    std::lock_guard<std::mutex> lock(mu);
+    held.push_back(std::move(r));
+  });
+  const std::string id = Recv()[0];
+  Send({id, "", "MDPW01", kRequest, "c", "", "x"});
+  for (int i = 0; i < 500; ++i) {
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      if (!held.empty()) break;
+    }
+    std::this_thread::sleep_for(2ms);
+  }
+  std::thread other([&] {
+    std::lock_guard<std::mutex> lock(mu);
+    ASSERT_EQ(held.size(), 1u);
+    EXPECT_TRUE(held[0].Reply(MakeFrames({"later"})));
+    EXPECT_FALSE(held[0].Reply(MakeFrames({"twice"})));
+  });
+  other.join();
+  EXPECT_THAT(Recv(), ElementsAre(id, "", "MDPW01", kReply, "c", "", "later"));
+}
+
+TEST_F(MdpWorkerTest, ReplyForAClosedConnectionIsDropped) {
+  std::vector<MdpWorker::Replier> held;
+  StartWorker(
+      [&](Frames, MdpWorker::Replier r) { held.push_back(std::move(r)); });
+  const std::string id1 = Recv()[0];
+  Send({id1, "", "MDPW01", kRequest, "c", "", "x"});
+  Send({id1, "", "MDPW01", kDisconnect});
+  auto ready = Recv();
+  ASSERT_EQ(ready.size(), 5u);
+  thread_.invoke([&](Reactor&) {
+    ASSERT_EQ(held.size(), 1u);
+    held[0].Reply(MakeFrames({"stale"}));
+  });
+  EXPECT_EQ(Stats().dropped_replies, 1u);
+  // Only READYs (the silent fake broker makes the worker reconnect), never
+  // the stale REPLY.
+  const auto until = std::chrono::steady_clock::now() + 300ms;
+  while (std::chrono::steady_clock::now() < until) {
+    auto m = Recv(false, 50ms);
+    if (m.empty()) continue;
+    ASSERT_GE(m.size(), 4u);
+    EXPECT_EQ(m[3], kReady);
+  }
+}
+
+TEST_F(MdpWorkerTest, StopSendsDisconnect) {
+  StartWorker(Echo());
+  const std::string id = Recv()[0];
+  thread_.invoke([&](Reactor&) { worker_->Stop(); });
+  EXPECT_THAT(Recv(), ElementsAre(id, "", "MDPW01", kDisconnect));
+}
+
+TEST_F(MdpWorkerTest, MalformedFromBrokerIsCounted) {
+  StartWorker(Echo());
+  const std::string id = Recv()[0];
+  Send({id, "", "MDPW01", kRequest, "c"});  // no delimiter, no body
+  Send({id, "junk"});
+  Send({id, "", "MDPW01", kReady, "svc"});  // not a broker command
+  for (int i = 0; i < 500 && Stats().malformed < 3; ++i) {
+    std::this_thread::sleep_for(2ms);
+  }
+  EXPECT_EQ(Stats().malformed, 3u);
+  EXPECT_EQ(Stats().requests, 0u);
+}
+
+TEST(MdpWorkerStartTest, RejectsReservedAndEmptyServices) {
+  zmq::context_t ctx;
+  Reactor reactor;
+  MdpWorker mmi(reactor, ctx, "tcp://127.0.0.1:1", "mmi.service",
+                [](Frames, MdpWorker::Replier) {});
+  EXPECT_EQ(mmi.Start().code(), absl::StatusCode::kInvalidArgument);
+  MdpWorker empty(reactor, ctx, "tcp://127.0.0.1:1", "",
+                  [](Frames, MdpWorker::Replier) {});
+  EXPECT_EQ(empty.Start().code(), absl::StatusCode::kInvalidArgument);
+  MdpWorker bad(reactor, ctx, "nonsense://x", "svc",
+                [](Frames, MdpWorker::Replier) {});
+  EXPECT_EQ(bad.Start().code(), absl::StatusCode::kInvalidArgument);
+}
+
+}  // namespace
+}  // namespace zb
