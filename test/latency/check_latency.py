@@ -1,0 +1,245 @@
+#!/usr/bin/env python3
+# Copyright 2026 The zbrokers Authors.
+"""Runs zb-latency briefly and checks what it prints and writes.
+
+Usage: check_latency.py ZB_LATENCY CASE
+
+CASE is one of:
+  tcp        3 steps x 300 round trips over tcp
+  inproc     the same over inproc
+  ipc        the same over ipc (and no socket file is left behind)
+  clients    --grow clients, 2 steps
+  baseline   --baseline (zbrokers and raw, ratios)
+  processes  --placement processes (broker, workers, client as processes)
+  options    bad options exit 2 with a message; --help exits 0
+
+For the measuring cases it checks: exit code 0; one line per step and
+system with the right workers/clients/round trips and failures 0; the fit
+line; and that the --csv, --json and --svg files parse (csv, json,
+xml.etree) and hold the same steps.  Only the Python standard library is
+used.
+"""
+
+import csv
+import glob
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import xml.etree.ElementTree as ET
+
+ROUNDS = 300
+SVG_NS = "{http://www.w3.org/2000/svg}"
+STEP_KEYS = ["workers", "clients", "round_trips", "avg_us", "p50_us",
+             "p99_us", "max_us", "elapsed_s", "failures"]
+CSV_COLUMNS = ["system", "workers", "clients", "round_trips", "avg_us",
+               "p50_us", "p99_us", "max_us", "elapsed_s", "failures",
+               "throughput_rps", "cpu_us_per_rt"]
+
+
+class CheckFailed(Exception):
+    pass
+
+
+def check(cond, message):
+    if not cond:
+        raise CheckFailed(message)
+
+
+def run(exe, args, timeout=120):
+    return subprocess.run([exe] + args, capture_output=True, text=True,
+                          timeout=timeout)
+
+
+def parse_step_lines(stdout):
+    """Returns {(system, workers, clients): fields} of the step lines."""
+    steps = {}
+    for line in stdout.splitlines():
+        f = line.split()
+        if not f or f[0] not in ("zbrokers", "raw"):
+            continue
+        check(len(f) == 12, f"step line has {len(f)} fields: {line!r}")
+        key = (f[0], int(f[1]), int(f[2]))
+        check(key not in steps, f"step printed twice: {line!r}")
+        steps[key] = f
+    return steps
+
+
+def check_measured(exe, args, expected, x_name, baseline, tmp):
+    """`expected` lists the (workers, clients) of every step."""
+    paths = {ext: os.path.join(tmp, "out." + ext)
+             for ext in ("csv", "json", "svg")}
+    full = ["--rounds-per-step", str(ROUNDS)] + args + [
+        "--csv", paths["csv"], "--json", paths["json"], "--svg", paths["svg"]]
+    r = run(exe, full)
+    sys.stdout.write(r.stdout)
+    sys.stderr.write(r.stderr)
+    check(r.returncode == 0, f"exit code {r.returncode}, expected 0")
+
+    systems = ["zbrokers"] + (["raw"] if baseline else [])
+    # Console lines.
+    steps = parse_step_lines(r.stdout)
+    check(len(steps) == len(expected) * len(systems),
+          f"{len(steps)} step lines, expected {len(expected) * len(systems)}")
+    for system in systems:
+        for workers, clients in expected:
+            f = steps.get((system, workers, clients))
+            check(f is not None,
+                  f"no line for {system} {workers} workers {clients} clients")
+            check(int(f[3]) == ROUNDS, f"round trips {f[3]} != {ROUNDS}")
+            avg, p50, p99, mx = (float(v) for v in f[4:8])
+            check(0 < p50 <= p99 <= mx, f"percentiles out of order: {f}")
+            check(0 < avg <= mx, f"average out of range: {f}")
+            check(float(f[8]) > 0, f"elapsed not positive: {f}")
+            check(int(f[9]) == 0, f"failures {f[9]} (must be 0)")
+    check(f"fit zbrokers: latency = " in r.stdout, "no fit line")
+    check(f"cost per added {x_name[:-1]}:" in r.stdout, "no cost per added")
+    if baseline:
+        ratio_lines = [l.split() for l in r.stdout.splitlines()
+                       if l.startswith("ratio ") and l.split()[1].isdigit()]
+        check(len(ratio_lines) == len(expected),
+              f"{len(ratio_lines)} ratio lines, expected {len(expected)}")
+        for f in ratio_lines:
+            check(float(f[3]) > 0, f"ratio line without an average: {f}")
+        check("fit raw:" in r.stdout, "no raw fit line")
+        check("ratio zbrokers/raw: cost per added" in r.stdout,
+              "no fit ratio line")
+
+    # CSV.
+    with open(paths["csv"], newline="") as fh:
+        reader = csv.DictReader(fh)
+        check(reader.fieldnames == CSV_COLUMNS,
+              f"CSV columns {reader.fieldnames}")
+        rows = list(reader)
+    check(len(rows) == len(expected) * len(systems), f"{len(rows)} CSV rows")
+    for row in rows:
+        check(row["system"] in systems, f"CSV system {row['system']}")
+        check(int(row["failures"]) == 0, "CSV failures")
+        check(int(row["round_trips"]) == ROUNDS, "CSV round trips")
+        check(float(row["avg_us"]) > 0, "CSV avg")
+
+    # JSON.
+    with open(paths["json"]) as fh:
+        doc = json.load(fh)
+    for key in ("config", "steps", "fit"):
+        check(key in doc, f"JSON has no {key!r}")
+    check(doc["config"]["rounds_per_step"] == ROUNDS, "JSON config")
+    series = [doc] + ([doc["baseline"]] if baseline else [])
+    check(("baseline" in doc) == baseline, "JSON baseline presence")
+    for s in series:
+        check(len(s["steps"]) == len(expected), "JSON step count")
+        for step, (workers, clients) in zip(s["steps"], expected):
+            for key in STEP_KEYS:
+                check(key in step, f"JSON step has no {key!r}")
+            check(step["workers"] == workers and step["clients"] == clients,
+                  f"JSON step {step}")
+            check(step["failures"] == 0, "JSON failures")
+            check(step["round_trips"] == ROUNDS, "JSON round trips")
+        fit = s["fit"]
+        for key in ("intercept_us", "slope_us_per_worker", "r2"):
+            check(key in fit, f"JSON fit has no {key!r}")
+        if len(expected) >= 2:
+            check(isinstance(fit["slope_us_per_worker"], (int, float)),
+                  "JSON fit slope is not a number")
+            check(fit["r2"] <= 1.0 + 1e-9, "JSON r2 above 1")
+    if baseline:
+        check(len(doc["ratio"]["steps"]) == len(expected), "JSON ratios")
+        for key in ("slope", "intercept", "first_step_avg"):
+            check(key in doc["ratio"], f"JSON ratio has no {key!r}")
+
+    # SVG.
+    root = ET.parse(paths["svg"]).getroot()
+    check(root.tag == SVG_NS + "svg", f"SVG root is {root.tag}")
+    circles = root.findall(f".//{SVG_NS}circle")
+    check(len(circles) == len(expected) * len(systems),
+          f"{len(circles)} SVG dots")
+    check(len(root.findall(f".//{SVG_NS}polygon")) == 1, "SVG band")
+    check(len(root.findall(f".//{SVG_NS}polyline")) >= len(systems),
+          "SVG lines")
+    texts = ["".join(t.itertext()) for t in root.iter(SVG_NS + "text")]
+    check(x_name in texts, f"SVG x axis label {x_name!r} missing")
+    check(any("latency" in t for t in texts), "SVG y axis label missing")
+
+
+def check_options(exe):
+    bad = [
+        (["--max-workers", "0"], "--max-workers must be between 1"),
+        (["--transport", "udp"], "unknown transport 'udp'"),
+        (["--grow", "sideways"], "--grow must be"),
+        (["--frobnicate"], "unknown option '--frobnicate'"),
+        (["--rounds-per-step"], "needs a value"),
+        (["--rounds-per-step", "ten"], "whole number"),
+        (["--placement", "processes", "--transport", "inproc"],
+         "cannot cross processes"),
+        (["--csv", "/nonexistent-dir/x.csv", "--max-workers", "1"],
+         "cannot write --csv /nonexistent-dir/x.csv"),
+        (["--json", "/proc/zb-latency.json", "--max-workers", "1"],
+         "cannot write --json"),
+        (["--svg", "/", "--max-workers", "1"], "cannot write --svg /"),
+    ]
+    for args, message in bad:
+        r = run(exe, args, timeout=30)
+        check(r.returncode == 2,
+              f"{args}: exit code {r.returncode}, expected 2")
+        check(message in r.stderr,
+              f"{args}: stderr {r.stderr!r} lacks {message!r}")
+        check(r.stdout == "", f"{args}: printed {r.stdout!r}")
+        print(f"ok: {' '.join(args)} -> exit 2: {r.stderr.strip()}")
+    r = run(exe, ["--help"], timeout=30)
+    check(r.returncode == 0, "--help exit code")
+    for flag in ("--rounds-per-step", "--max-workers", "--step", "--grow",
+                 "--transport", "--placement", "--payload-bytes", "--broker",
+                 "--csv", "--json", "--svg", "--baseline"):
+        check(flag in r.stdout, f"--help does not mention {flag}")
+
+
+def main():
+    if len(sys.argv) != 3:
+        print(__doc__, file=sys.stderr)
+        return 2
+    exe, case = os.path.abspath(sys.argv[1]), sys.argv[2]
+    three = [(1, 1), (2, 1), (3, 1)]
+    try:
+        with tempfile.TemporaryDirectory(prefix="zb-latency-test-") as tmp:
+            if case == "tcp":
+                check_measured(exe, ["--max-workers", "3"], three, "workers",
+                               False, tmp)
+            elif case == "inproc":
+                check_measured(exe, ["--max-workers", "3", "--transport",
+                                     "inproc"], three, "workers", False, tmp)
+            elif case == "ipc":
+                before = set(glob.glob("/tmp/zb-latency-*.ipc"))
+                check_measured(exe, ["--max-workers", "3", "--transport",
+                                     "ipc"], three, "workers", False, tmp)
+                left = set(glob.glob("/tmp/zb-latency-*.ipc")) - before
+                check(not left, f"ipc socket files left behind: {left}")
+            elif case == "clients":
+                check_measured(exe, ["--grow", "clients", "--max-clients",
+                                     "2"], [(1, 1), (1, 2)], "clients",
+                               False, tmp)
+            elif case == "baseline":
+                check_measured(exe, ["--max-workers", "3", "--step", "2",
+                                     "--baseline"], [(1, 1), (3, 1)],
+                               "workers", True, tmp)
+            elif case == "processes":
+                check_measured(exe, ["--max-workers", "2", "--placement",
+                                     "processes", "--baseline"],
+                               [(1, 1), (2, 1)], "workers", True, tmp)
+            elif case == "options":
+                check_options(exe)
+            else:
+                print(f"unknown case {case!r}", file=sys.stderr)
+                return 2
+    except CheckFailed as e:
+        print(f"FAILED ({case}): {e}", file=sys.stderr)
+        return 1
+    except subprocess.TimeoutExpired as e:
+        print(f"FAILED ({case}): timed out: {e}", file=sys.stderr)
+        return 1
+    print(f"passed: {case}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
