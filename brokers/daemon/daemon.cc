@@ -1,0 +1,554 @@
+// Copyright 2026 The zbrokers Authors.
+
+#include "brokers/daemon/daemon.h"
+
+#include <signal.h>
+#include <sys/signalfd.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <functional>
+#include <utility>
+
+#include "absl/strings/str_format.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/synchronization/notification.h"
+#include "brokers/consensus/consensus_broker.h"
+#include "brokers/daemon/logging.h"
+#include "brokers/daemon/metrics.h"
+#include "brokers/majordomo/majordomo_broker.h"
+#include "reactor/reactor_thread.h"
+
+#ifndef ZB_VERSION
+#define ZB_VERSION "dev"
+#endif
+
+namespace zb {
+namespace {
+
+using std::chrono::milliseconds;
+
+// How often each broker's counters are published to the metrics registry.
+constexpr milliseconds kMetricsRefresh{1000};
+// How often the consensus broker is checked for open requests while it
+// drains (it has no drain callback of its own).
+constexpr milliseconds kDrainPoll{20};
+// Extra time, after the grace period, before the control thread gives up on
+// a broker that never reports being drained.
+constexpr milliseconds kDrainSlack{2000};
+
+BrokerSnapshot SnapshotOf(const MajordomoBroker& broker) {
+  const MajordomoBroker::Stats s = broker.stats();
+  BrokerSnapshot out;
+  out.requests = s.requests;
+  out.replies = s.replies;
+  out.failures = s.failures;
+  out.timeouts = s.expired;
+  out.malformed = s.malformed;
+  out.events = {
+      {"mmi_requests", s.mmi_requests},
+      {"redispatched", s.redispatched},
+      {"expired", s.expired},
+      {"dropped_queue_full", s.dropped_queue_full},
+      {"rejected_draining", s.rejected_draining},
+      {"unroutable", s.unroutable},
+      {"workers_joined", s.workers_joined},
+      {"workers_left", s.workers_left},
+      {"workers_expired", s.workers_expired},
+      {"workers_disconnected", s.workers_disconnected},
+      {"disconnects_sent", s.disconnects_sent},
+  };
+  for (const auto& [name, svc] : s.services) {
+    out.services.push_back({name, svc.workers, svc.queued});
+  }
+  std::sort(out.services.begin(), out.services.end(),
+            [](const auto& a, const auto& b) { return a.name < b.name; });
+  out.open_requests = broker.open_requests();
+  out.draining = broker.draining();
+  return out;
+}
+
+BrokerSnapshot SnapshotOf(const ConsensusBroker& broker, bool draining) {
+  const ConsensusBroker::Stats& s = broker.stats();
+  BrokerSnapshot out;
+  out.requests = s.requests;
+  out.replies = s.replies_success + s.replies_failure;
+  // zb_failures_total and zb_timeouts_total are disjoint: a failure reply
+  // caused by the deadline counts as a timeout only.
+  out.failures =
+      s.replies_failure > s.timeouts ? s.replies_failure - s.timeouts : 0;
+  out.timeouts = s.timeouts;
+  out.malformed = s.malformed;
+  out.events = {
+      {"replies_success", s.replies_success},
+      {"replies_failure", s.replies_failure},
+      {"worker_failures", s.worker_failures},
+      {"no_workers", s.no_workers},
+      {"rejected_sequence", s.rejected_sequence},
+      {"unroutable", s.unroutable},
+      {"dropped_replies", s.dropped_replies},
+      {"late_replies", s.late_replies},
+      {"pings", s.pings},
+      {"workers_joined", s.workers_joined},
+      {"workers_left", s.workers_left},
+      {"workers_expired", s.workers_expired},
+      {"clients_expired", s.clients_expired},
+  };
+  for (auto& [name, workers] : broker.workers_per_service()) {
+    out.services.push_back({std::move(name), workers, 0});
+  }
+  out.open_requests = broker.open_requests();
+  out.draining = draining;
+  return out;
+}
+
+std::string StatsLine(const std::string& kind, const BrokerSnapshot& now,
+                      const BrokerSnapshot& before) {
+  std::uint64_t workers = 0;
+  std::uint64_t queued = 0;
+  for (const BrokerSnapshot::Service& s : now.services) {
+    workers += s.workers;
+    queued += s.queued;
+  }
+  auto delta = [](std::uint64_t a, std::uint64_t b) {
+    return a >= b ? a - b : 0;
+  };
+  return absl::StrFormat(
+      "%s: stats requests=%d (+%d) replies=%d (+%d) failures=%d (+%d) "
+      "timeouts=%d (+%d) malformed=%d (+%d) open=%d services=%d workers=%d "
+      "queued=%d",
+      kind, now.requests, delta(now.requests, before.requests), now.replies,
+      delta(now.replies, before.replies), now.failures,
+      delta(now.failures, before.failures), now.timeouts,
+      delta(now.timeouts, before.timeouts), now.malformed,
+      delta(now.malformed, before.malformed), now.open_requests,
+      now.services.size(), workers, queued);
+}
+
+std::string_view WorkerEventText(MajordomoBroker::WorkerEvent::Kind kind) {
+  using Kind = MajordomoBroker::WorkerEvent::Kind;
+  switch (kind) {
+    case Kind::kJoined:
+      return "joined";
+    case Kind::kLeft:
+      return "left (DISCONNECT)";
+    case Kind::kExpired:
+      return "expired (heartbeat silence)";
+    case Kind::kDisconnected:
+      return "disconnected by the broker";
+  }
+  return "?";
+}
+
+}  // namespace
+
+void BlockShutdownSignals() {
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGINT);
+  sigaddset(&set, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &set, nullptr);
+  // A scraper or log reader that hangs up must not kill the daemon.
+  signal(SIGPIPE, SIG_IGN);
+}
+
+// One broker and everything that runs next to it on its reactor thread.
+struct BrokerRuntime {
+  std::string kind;  // "majordomo" or "consensus"
+  std::unique_ptr<ReactorThread> thread;
+  BrokerMetrics* metrics = nullptr;
+  // Reactor-thread state.
+  BrokerSnapshot last_logged;
+  bool draining = false;
+  // Set once on the reactor thread, used there only.
+  std::function<BrokerSnapshot()> snapshot;
+  std::function<void()> destroy;
+};
+
+struct Daemon::Impl {
+  Impl(const DaemonConfig& c, std::shared_ptr<spdlog::logger> l)
+      : config(c), log(std::move(l)) {}
+  ~Impl() { Teardown(); }
+
+  absl::Status StartMajordomo();
+  absl::Status StartConsensus();
+  absl::Status StartControl();
+  void InstallTimers(BrokerRuntime& rt, Reactor& reactor);
+
+  // Control-thread side of the drain.
+  void OnSignal();
+  void BeginDrain(std::string_view why);
+  void OnBrokerDrained(const std::string& kind);
+  void Finish(std::string_view why);
+
+  // Caller-thread side: stops everything, in order.  Idempotent.
+  void Teardown();
+
+  const DaemonConfig config;
+  std::shared_ptr<spdlog::logger> log;
+
+  // Destroyed last: the brokers' sockets must be closed before it.
+  zmq::context_t context{1};
+  Metrics metrics;
+
+  // Brokers; each object lives on its runtime's thread.
+  std::unique_ptr<MajordomoBroker> majordomo;
+  std::unique_ptr<ConsensusBroker> consensus;
+  std::vector<std::unique_ptr<BrokerRuntime>> runtimes;
+
+  // Control thread: signals and drain coordination.  The pointer itself is
+  // guarded by control_mu so that Shutdown() from any thread never races
+  // with Teardown().
+  absl::Mutex control_mu;
+  std::unique_ptr<ReactorThread> control;
+  // control->reactor(), fixed at start; read on the control thread.
+  Reactor* control_reactor = nullptr;
+  int signal_fd = -1;
+  enum class State { kRunning, kDraining, kStopped };
+  State state = State::kRunning;  // control thread only
+  int drains_pending = 0;         // control thread only
+
+  absl::Notification done;
+  bool torn_down = false;
+};
+
+absl::Status Daemon::Impl::StartMajordomo() {
+  auto rt = std::make_unique<BrokerRuntime>();
+  rt->kind = "majordomo";
+  rt->metrics = &metrics.AddBroker(rt->kind);
+  rt->thread = std::make_unique<ReactorThread>();
+  BrokerRuntime* r = rt.get();
+  runtimes.push_back(std::move(rt));
+
+  MajordomoBroker::Options options;
+  const MajordomoSettings& s = config.majordomo;
+  if (s.heartbeat_interval) options.heartbeat_interval = *s.heartbeat_interval;
+  if (s.heartbeat_liveness) {
+    options.heartbeat_liveness = static_cast<int>(*s.heartbeat_liveness);
+  }
+  if (s.queue_limit) {
+    options.max_queue_per_service = static_cast<std::size_t>(*s.queue_limit);
+  }
+  if (s.queue_expiry) options.queue_expiry = *s.queue_expiry;
+  if (s.max_redispatch) {
+    options.max_redispatch = static_cast<int>(*s.max_redispatch);
+  }
+  if (s.max_services) {
+    options.max_services = static_cast<std::size_t>(*s.max_services);
+  }
+
+  return r->thread->invoke([&](Reactor& reactor) -> absl::Status {
+    majordomo = std::make_unique<MajordomoBroker>(reactor, context, options);
+    // Set at once: a broker must be destroyed on its thread even when a
+    // Bind() below fails.
+    r->destroy = [this] { majordomo.reset(); };
+    MajordomoBroker& b = *majordomo;
+    spdlog::logger* lg = log.get();
+    b.set_worker_event_hook([lg](const MajordomoBroker::WorkerEvent& e) {
+      if (e.kind == MajordomoBroker::WorkerEvent::Kind::kDisconnected &&
+          !e.reason.empty()) {
+        lg->info("majordomo: worker {} {} service \"{}\": {}",
+                 PrintableId(e.identity), WorkerEventText(e.kind),
+                 PrintableId(e.service), e.reason);
+      } else {
+        lg->info("majordomo: worker {} {} service \"{}\"",
+                 PrintableId(e.identity), WorkerEventText(e.kind),
+                 PrintableId(e.service));
+      }
+    });
+    BrokerMetrics* m = r->metrics;
+    b.set_latency_hook([m](std::string_view, std::chrono::nanoseconds d) {
+      m->ObserveLatency(d);
+    });
+    b.set_log_hook([lg](MajordomoBroker::LogLevel level, std::string_view s) {
+      switch (level) {
+        case MajordomoBroker::LogLevel::kDebug:
+          lg->debug("majordomo: {}", s);
+          break;
+        case MajordomoBroker::LogLevel::kInfo:
+          lg->info("majordomo: {}", s);
+          break;
+        case MajordomoBroker::LogLevel::kWarning:
+          lg->warn("majordomo: {}", s);
+          break;
+      }
+    });
+    for (const std::string& ep : config.majordomo.endpoints) {
+      if (absl::Status st = b.Bind(ep); !st.ok()) {
+        return absl::Status(
+            st.code(),
+            absl::StrFormat("majordomo: cannot bind %s: %s", ep, st.message()));
+      }
+    }
+    r->snapshot = [this] { return SnapshotOf(*majordomo); };
+    InstallTimers(*r, reactor);
+    return absl::OkStatus();
+  });
+}
+
+absl::Status Daemon::Impl::StartConsensus() {
+  auto rt = std::make_unique<BrokerRuntime>();
+  rt->kind = "consensus";
+  rt->metrics = &metrics.AddBroker(rt->kind);
+  rt->thread = std::make_unique<ReactorThread>();
+  BrokerRuntime* r = rt.get();
+  runtimes.push_back(std::move(rt));
+
+  ConsensusBroker::Options options;
+  const ConsensusSettings& s = config.consensus;
+  if (s.request_deadline) options.request_timeout = *s.request_deadline;
+  if (s.client_expiry) options.client_idle_timeout = *s.client_expiry;
+  spdlog::logger* lg = log.get();
+  options.log = [lg](ConsensusBroker::Severity severity, std::string_view s) {
+    switch (severity) {
+      case ConsensusBroker::Severity::kDebug:
+        lg->debug("consensus: {}", s);
+        break;
+      case ConsensusBroker::Severity::kInfo:
+        lg->info("consensus: {}", s);
+        break;
+      case ConsensusBroker::Severity::kWarning:
+        lg->warn("consensus: {}", s);
+        break;
+      case ConsensusBroker::Severity::kError:
+        lg->error("consensus: {}", s);
+        break;
+    }
+  };
+
+  return r->thread->invoke([&](Reactor& reactor) -> absl::Status {
+    consensus = std::make_unique<ConsensusBroker>(reactor, context, options);
+    r->destroy = [this] { consensus.reset(); };
+    for (const std::string& ep : config.consensus.endpoints) {
+      if (absl::Status st = consensus->Bind(ep); !st.ok()) {
+        return absl::Status(
+            st.code(),
+            absl::StrFormat("consensus: cannot bind %s: %s", ep, st.message()));
+      }
+    }
+    r->snapshot = [this, r] { return SnapshotOf(*consensus, r->draining); };
+    InstallTimers(*r, reactor);
+    return absl::OkStatus();
+  });
+}
+
+void Daemon::Impl::InstallTimers(BrokerRuntime& rt, Reactor& reactor) {
+  BrokerRuntime* r = &rt;
+  reactor.every(kMetricsRefresh, [r] { r->metrics->Update(r->snapshot()); });
+  if (config.stats_interval.count() > 0) {
+    spdlog::logger* lg = log.get();
+    reactor.every(config.stats_interval, [r, lg] {
+      BrokerSnapshot now = r->snapshot();
+      lg->info("{}", StatsLine(r->kind, now, r->last_logged));
+      r->last_logged = std::move(now);
+    });
+  }
+}
+
+absl::Status Daemon::Impl::StartControl() {
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGINT);
+  sigaddset(&set, SIGTERM);
+  signal_fd = signalfd(-1, &set, SFD_NONBLOCK | SFD_CLOEXEC);
+  if (signal_fd < 0) {
+    return absl::InternalError(
+        absl::StrFormat("signalfd: %s", std::strerror(errno)));
+  }
+  absl::MutexLock lock(&control_mu);
+  control = std::make_unique<ReactorThread>();
+  control_reactor = &control->reactor();
+  return control->invoke([this](Reactor& reactor) {
+    return reactor.add_fd(signal_fd, [this] { OnSignal(); });
+  });
+}
+
+void Daemon::Impl::OnSignal() {
+  signalfd_siginfo info;
+  while (read(signal_fd, &info, sizeof(info)) ==
+         static_cast<ssize_t>(sizeof(info))) {
+    const char* name = info.ssi_signo == SIGINT ? "SIGINT" : "SIGTERM";
+    if (state == State::kRunning) {
+      BeginDrain(name);
+    } else if (state == State::kDraining) {
+      log->warn("{} during the drain: stopping now", name);
+      Finish("second signal");
+    }
+  }
+}
+
+void Daemon::Impl::BeginDrain(std::string_view why) {
+  if (state != State::kRunning) return;
+  state = State::kDraining;
+  log->info("{}: draining (grace {}): no new requests, open ones may finish",
+            why, FormatDuration(config.grace));
+  drains_pending = static_cast<int>(runtimes.size());
+  Reactor& ctl = *control_reactor;
+  for (const std::unique_ptr<BrokerRuntime>& rt : runtimes) {
+    BrokerRuntime* r = rt.get();
+    auto drained = [this, &ctl, r] {
+      ctl.post([this, r] { OnBrokerDrained(r->kind); });
+    };
+    const milliseconds grace = config.grace;
+    if (r->kind == "majordomo") {
+      r->thread->reactor().post([this, r, grace, drained] {
+        r->draining = true;
+        absl::Status s = majordomo->Drain(grace, drained);
+        if (!s.ok()) {
+          log->warn("majordomo: drain: {}", s.ToString());
+          drained();
+        }
+      });
+    } else {
+      // The consensus broker has no drain mode: it keeps serving while its
+      // open requests finish; whatever is still open at the end of the grace
+      // period is failed ("zb:shutdown") when it is destroyed.
+      r->thread->reactor().post([this, r, grace, drained] {
+        r->draining = true;
+        Reactor& reactor = r->thread->reactor();
+        const Reactor::Clock::time_point deadline =
+            Reactor::Clock::now() + grace;
+        auto check = std::make_shared<TimerId>(0);
+        auto poll = [this, r, deadline, drained, check, &reactor] {
+          if (consensus->open_requests() == 0 ||
+              Reactor::Clock::now() >= deadline) {
+            reactor.cancel(*check);
+            r->metrics->Update(r->snapshot());
+            drained();
+          }
+        };
+        if (consensus->open_requests() == 0) {
+          drained();
+        } else {
+          *check = reactor.every(kDrainPoll, std::move(poll));
+        }
+      });
+    }
+  }
+  ctl.after(config.grace + kDrainSlack,
+            [this] { Finish("drain did not finish in time"); });
+}
+
+void Daemon::Impl::OnBrokerDrained(const std::string& kind) {
+  if (state != State::kDraining) return;
+  log->info("{}: drained", kind);
+  if (--drains_pending == 0) Finish("drained");
+}
+
+void Daemon::Impl::Finish(std::string_view why) {
+  if (state == State::kStopped) return;
+  state = State::kStopped;
+  log->info("stopping ({})", why);
+  done.Notify();
+}
+
+void Daemon::Impl::Teardown() {
+  if (torn_down) return;
+  torn_down = true;
+  // No more signals or drain steps.
+  std::unique_ptr<ReactorThread> ctl;
+  {
+    absl::MutexLock lock(&control_mu);
+    ctl = std::move(control);
+  }
+  if (ctl != nullptr) {
+    ctl->invoke([this](Reactor& reactor) {
+      if (signal_fd >= 0) reactor.remove_fd(signal_fd).IgnoreError();
+    });
+    ctl.reset();
+  }
+  if (signal_fd >= 0) {
+    close(signal_fd);
+    signal_fd = -1;
+  }
+  // Final counters, then the brokers themselves, each on its own thread.
+  for (const std::unique_ptr<BrokerRuntime>& rt : runtimes) {
+    BrokerRuntime* r = rt.get();
+    r->thread->invoke([this, r](Reactor&) {
+      if (r->snapshot) {
+        BrokerSnapshot last = r->snapshot();
+        r->metrics->Update(last);
+        if (config.stats_interval.count() > 0) {
+          log->info("{}", StatsLine(r->kind, last, r->last_logged));
+        }
+      }
+      if (r->destroy) r->destroy();
+    });
+    r->thread.reset();
+  }
+}
+
+Daemon::Daemon(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+
+Daemon::~Daemon() { impl_.reset(); }
+
+absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Start(
+    const DaemonConfig& config, std::shared_ptr<spdlog::logger> log) {
+  if (absl::Status s = ValidateConfig(config); !s.ok()) return s;
+  auto impl = std::make_unique<Impl>(config, log);
+  log->info("zb-broker {} starting", ZB_VERSION);
+  if (!config.metrics_address.empty()) {
+    if (absl::Status s = impl->metrics.Listen(config.metrics_address);
+        !s.ok()) {
+      return s;
+    }
+  }
+  if (!config.majordomo.endpoints.empty()) {
+    if (absl::Status s = impl->StartMajordomo(); !s.ok()) return s;
+  }
+  if (!config.consensus.endpoints.empty()) {
+    if (absl::Status s = impl->StartConsensus(); !s.ok()) return s;
+  }
+  if (absl::Status s = impl->StartControl(); !s.ok()) return s;
+
+  std::unique_ptr<Daemon> daemon(new Daemon(std::move(impl)));
+  Impl& d = *daemon->impl_;
+  if (d.majordomo != nullptr) {
+    daemon->majordomo_endpoints_ = d.runtimes.front()->thread->invoke(
+        [&](Reactor&) { return d.majordomo->endpoints(); });
+  }
+  for (const std::unique_ptr<BrokerRuntime>& rt : d.runtimes) {
+    if (rt->kind == "consensus") {
+      daemon->consensus_endpoints_ = rt->thread->invoke(
+          [&](Reactor&) { return d.consensus->endpoints(); });
+    }
+  }
+  for (const std::string& ep : daemon->majordomo_endpoints_) {
+    log->info("majordomo: listening on {}", ep);
+  }
+  for (const std::string& ep : daemon->consensus_endpoints_) {
+    log->info("consensus: listening on {}", ep);
+  }
+  if (d.metrics.port() != 0) {
+    const std::string& addr = config.metrics_address;
+    log->info("metrics: listening on http://{}:{}/metrics",
+              addr.substr(0, addr.rfind(':')), d.metrics.port());
+  }
+  log->info("ready: {} broker(s), log level {}, stats every {}, grace {}",
+            d.runtimes.size(), LogLevelName(config.log_level),
+            config.stats_interval.count() > 0
+                ? FormatDuration(config.stats_interval)
+                : std::string("(off)"),
+            FormatDuration(config.grace));
+  return daemon;
+}
+
+absl::Status Daemon::Wait() {
+  impl_->done.WaitForNotification();
+  impl_->Teardown();
+  impl_->log->info("stopped");
+  return absl::OkStatus();
+}
+
+void Daemon::Shutdown() {
+  Impl* d = impl_.get();
+  absl::MutexLock lock(&d->control_mu);
+  if (d->control == nullptr) return;
+  d->control->reactor().post([d] { d->BeginDrain("shutdown requested"); });
+}
+
+int Daemon::metrics_port() const { return impl_->metrics.port(); }
+
+}  // namespace zb

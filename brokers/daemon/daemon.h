@@ -1,0 +1,107 @@
+// Copyright 2026 The zbrokers Authors.
+//
+// zb::Daemon is the body of zb-broker: it runs the brokers a DaemonConfig
+// asks for, logs what they do, publishes their counters, and drains them on
+// SIGTERM/SIGINT.
+//
+//   zb::BlockShutdownSignals();                 // first thing in main()
+//   auto log = zb::MakeDaemonLogger(config.log_level);
+//   absl::StatusOr<std::unique_ptr<zb::Daemon>> d =
+//       zb::Daemon::Start(config, log);
+//   if (!d.ok()) { /* log, exit 1 */ }
+//   absl::Status s = (*d)->Wait();              // until drained
+//
+// Threads.  Each broker runs on its own zb::ReactorThread, so a busy or
+// misbehaving peer of one broker cannot delay the other; a third reactor
+// thread (the "control" reactor) handles signals (through a signalfd),
+// coordinates the drain, and is where Shutdown() lands.  Broker objects are
+// created, used and destroyed only on their own reactor thread.  One
+// zmq::context_t serves all brokers.
+//
+// Counters.  Every second each broker's reactor takes a snapshot of its
+// broker's counters and publishes it to the Prometheus registry
+// (metrics.h); every stats_interval it also logs one "stats" line.  Nothing
+// reads broker state from another thread.
+//
+// Drain.  On the first SIGTERM/SIGINT (or Shutdown()): the Majordomo broker
+// stops accepting new requests and lets queued and in-flight ones finish;
+// the consensus broker lets its open requests finish; after at most `grace`
+// every worker is sent DISCONNECT, requests still open are failed
+// (consensus: REPLY_FAILURE "zb:shutdown"; Majordomo: dropped, RFC 7 has no
+// error reply) and Wait() returns OK.  A second signal during the drain
+// stops at once.
+//
+// Signals.  signalfd only sees signals that are blocked in every thread, so
+// BlockShutdownSignals() must run before any thread exists (first thing in
+// main()).  Without it, Start() still works and Shutdown() drains, but
+// SIGTERM/SIGINT keep their default action.
+//
+// Thread-safety: Start(), Wait() and the destructor are called from one
+// thread; Shutdown() may be called from any thread.
+
+#ifndef ZB_BROKERS_DAEMON_DAEMON_H_
+#define ZB_BROKERS_DAEMON_DAEMON_H_
+
+#include <spdlog/logger.h>
+
+#include <chrono>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "brokers/daemon/config.h"
+
+namespace zb {
+
+// Blocks SIGTERM, SIGINT (and ignores SIGPIPE) in the calling thread, so
+// that every thread created afterwards inherits the mask and the daemon's
+// signalfd receives them.  Idempotent.
+void BlockShutdownSignals();
+
+class Daemon {
+ public:
+  // Builds and binds every configured broker and the metrics endpoint, and
+  // logs one "listening on" line per endpoint and a "ready" line.  On any
+  // failure (e.g. an endpoint already in use) everything built so far is
+  // torn down and the error, naming the broker and endpoint, is returned.
+  static absl::StatusOr<std::unique_ptr<Daemon>> Start(
+      const DaemonConfig& config, std::shared_ptr<spdlog::logger> log);
+
+  // Stops at once if still running (no drain), and joins every thread.
+  ~Daemon();
+
+  Daemon(const Daemon&) = delete;
+  Daemon& operator=(const Daemon&) = delete;
+
+  // Blocks until the daemon has stopped after a drain.  Returns OK after a
+  // clean stop, or the first error a reactor reported.
+  absl::Status Wait();
+
+  // Starts the drain, as SIGTERM would.  Any thread; idempotent.
+  void Shutdown();
+
+  // The resolved endpoints (ZMQ_LAST_ENDPOINT: "tcp://127.0.0.1:*" becomes
+  // the real port).
+  const std::vector<std::string>& majordomo_endpoints() const {
+    return majordomo_endpoints_;
+  }
+  const std::vector<std::string>& consensus_endpoints() const {
+    return consensus_endpoints_;
+  }
+  // The metrics port, 0 when there is no endpoint.
+  int metrics_port() const;
+
+ private:
+  struct Impl;
+  explicit Daemon(std::unique_ptr<Impl> impl);
+
+  std::unique_ptr<Impl> impl_;
+  std::vector<std::string> majordomo_endpoints_;
+  std::vector<std::string> consensus_endpoints_;
+};
+
+}  // namespace zb
+
+#endif  // ZB_BROKERS_DAEMON_DAEMON_H_

@@ -1,0 +1,257 @@
+// Copyright 2026 The zbrokers Authors.
+//
+// In-process tests of zb::Daemon: both brokers on ephemeral loopback ports,
+// spoken to with hand-built frames, the metrics endpoint scraped, and the
+// drain started by Shutdown() and by a real SIGTERM.  The out-of-process
+// tests with independent Python peers are in test/interop/.
+
+#include "brokers/daemon/daemon.h"
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <spdlog/sinks/ostream_sink.h>
+#include <sys/socket.h>
+#include <sys/time.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <future>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+#include <zmq.hpp>
+#include <zmq_addon.hpp>
+
+#include "brokers/daemon/logging.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace zb {
+namespace {
+
+using ::testing::HasSubstr;
+using ::testing::StartsWith;
+
+// signalfd only sees signals blocked in every thread: block them before any
+// test creates a thread.
+class BlockSignals : public ::testing::Environment {
+ public:
+  void SetUp() override { BlockShutdownSignals(); }
+};
+const auto* const kBlockSignals =
+    ::testing::AddGlobalTestEnvironment(new BlockSignals);
+
+// A logger whose lines the test can read (thread-safe sink and stream).
+struct CapturedLog {
+  std::ostringstream out;
+  std::shared_ptr<spdlog::logger> logger = MakeDaemonLogger(
+      LogLevel::kDebug,
+      std::make_shared<spdlog::sinks::ostream_sink_mt>(out, true));
+  // Only after the daemon has stopped (its threads are joined), so that
+  // nothing writes to `out` concurrently.
+  std::string text() {
+    logger->flush();
+    return out.str();
+  }
+};
+
+DaemonConfig LoopbackConfig() {
+  DaemonConfig c;
+  c.majordomo.endpoints = {"tcp://127.0.0.1:*"};
+  c.consensus.endpoints = {"tcp://127.0.0.1:*"};
+  c.metrics_address = "127.0.0.1:0";
+  c.stats_interval = std::chrono::milliseconds(200);
+  c.grace = std::chrono::milliseconds(500);
+  return c;
+}
+
+std::string HttpGet(int port) {
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  if (fd < 0) return "";
+  timeval tv{10, 0};
+  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(static_cast<std::uint16_t>(port));
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  std::string response;
+  if (connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0) {
+    const std::string req =
+        "GET /metrics HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n";
+    if (write(fd, req.data(), req.size()) == static_cast<ssize_t>(req.size())) {
+      char buf[4096];
+      ssize_t n;
+      while ((n = read(fd, buf, sizeof(buf))) > 0) {
+        response.append(buf, static_cast<std::size_t>(n));
+      }
+    }
+  }
+  close(fd);
+  return response;
+}
+
+// Sends `frames` on a fresh socket of `type` connected to `endpoint` and
+// returns the reply's frames (empty after a 5 s timeout).
+std::vector<std::string> RoundTrip(zmq::context_t& ctx, zmq::socket_type type,
+                                   const std::string& endpoint,
+                                   const std::vector<std::string>& frames) {
+  zmq::socket_t s(ctx, type);
+  s.set(zmq::sockopt::linger, 0);
+  s.set(zmq::sockopt::rcvtimeo, 5000);
+  s.connect(endpoint);
+  std::vector<zmq::const_buffer> parts;
+  for (const std::string& f : frames) parts.push_back(zmq::buffer(f));
+  if (!zmq::send_multipart(s, parts)) return {};
+  std::vector<zmq::message_t> reply;
+  if (!zmq::recv_multipart(s, std::back_inserter(reply))) return {};
+  std::vector<std::string> out;
+  for (const zmq::message_t& m : reply) out.push_back(m.to_string());
+  return out;
+}
+
+// Waits (bounded) until Wait() returns; returns its status, or
+// DeadlineExceeded when the daemon did not stop in time.
+absl::Status WaitBounded(Daemon& d, std::chrono::seconds bound) {
+  auto result = std::async(std::launch::async, [&d] { return d.Wait(); });
+  if (result.wait_for(bound) != std::future_status::ready) {
+    ADD_FAILURE() << "daemon did not stop within " << bound.count() << "s";
+    // Let it finish eventually so the test does not crash on exit.
+    return absl::DeadlineExceededError("daemon did not stop");
+  }
+  return result.get();
+}
+
+// The value of the first sample line that starts with `series`, or -1.
+double Sample(const std::string& text, const std::string& series) {
+  std::istringstream in(text);
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind(series + " ", 0) == 0) {
+      return std::stod(line.substr(series.size() + 1));
+    }
+  }
+  return -1;
+}
+
+TEST(DaemonTest, ServesBothBrokersPublishesMetricsAndDrains) {
+  CapturedLog log;
+  absl::StatusOr<std::unique_ptr<Daemon>> d =
+      Daemon::Start(LoopbackConfig(), log.logger);
+  ASSERT_TRUE(d.ok()) << d.status();
+  Daemon& daemon = **d;
+  ASSERT_EQ(daemon.majordomo_endpoints().size(), 1u);
+  ASSERT_EQ(daemon.consensus_endpoints().size(), 1u);
+  EXPECT_THAT(daemon.majordomo_endpoints()[0], StartsWith("tcp://127.0.0.1:"));
+  EXPECT_NE(daemon.majordomo_endpoints()[0], "tcp://127.0.0.1:*");
+  ASSERT_GT(daemon.metrics_port(), 0);
+
+  zmq::context_t ctx;
+  // Majordomo: an MMI query from a plain REQ client.
+  EXPECT_EQ(
+      RoundTrip(ctx, zmq::socket_type::req, daemon.majordomo_endpoints()[0],
+                {"MDPC01", "mmi.service", "echo"}),
+      (std::vector<std::string>{"MDPC01", "mmi.service", "404"}));
+  // Consensus: a PING from a DEALER is echoed.
+  EXPECT_EQ(RoundTrip(ctx, zmq::socket_type::dealer,
+                      daemon.consensus_endpoints()[0], {"", "CCp100", "\x07"}),
+            (std::vector<std::string>{"", "CCp100", "\x07"}));
+  // Consensus: a request for a service without workers fails at once.
+  const std::string seq("\0\0\0\0\0\0\0\1\0\0\0\x2a", 12);
+  const std::vector<std::string> failed =
+      RoundTrip(ctx, zmq::socket_type::dealer, daemon.consensus_endpoints()[0],
+                {"", "CCp100", "\x03", "nobody", seq, "payload"});
+  ASSERT_GE(failed.size(), 5u);
+  EXPECT_EQ(failed[2], "\x05");
+
+  // The counters reach the metrics endpoint within a refresh period or two.
+  std::string text;
+  const auto deadline =
+      std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (std::chrono::steady_clock::now() < deadline) {
+    text = HttpGet(daemon.metrics_port());
+    if (Sample(text, "zb_requests_total{broker=\"majordomo\"}") >= 1 &&
+        Sample(text, "zb_requests_total{broker=\"consensus\"}") >= 1) {
+      break;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  EXPECT_THAT(text, HasSubstr("200 OK"));
+  EXPECT_GE(Sample(text, "zb_requests_total{broker=\"majordomo\"}"), 1);
+  EXPECT_GE(Sample(text, "zb_replies_total{broker=\"majordomo\"}"), 1);
+  EXPECT_GE(Sample(text, "zb_requests_total{broker=\"consensus\"}"), 1);
+  EXPECT_GE(
+      Sample(text, "zb_events_total{broker=\"consensus\",event=\"pings\"}"), 1);
+
+  daemon.Shutdown();
+  EXPECT_TRUE(WaitBounded(daemon, std::chrono::seconds(15)).ok());
+  const std::string logged = log.text();
+  EXPECT_THAT(logged, HasSubstr("majordomo: listening on tcp://127.0.0.1:"));
+  EXPECT_THAT(logged, HasSubstr("consensus: listening on tcp://127.0.0.1:"));
+  EXPECT_THAT(logged, HasSubstr("ready:"));
+  EXPECT_THAT(logged, HasSubstr("majordomo: stats requests="));
+  EXPECT_THAT(logged, HasSubstr("draining"));
+  EXPECT_THAT(logged, HasSubstr("stopped"));
+}
+
+TEST(DaemonTest, SigtermDrainsAndStops) {
+  CapturedLog log;
+  DaemonConfig config = LoopbackConfig();
+  config.metrics_address.clear();
+  config.consensus.endpoints.clear();
+  absl::StatusOr<std::unique_ptr<Daemon>> d = Daemon::Start(config, log.logger);
+  ASSERT_TRUE(d.ok()) << d.status();
+  EXPECT_EQ((*d)->metrics_port(), 0);
+  ASSERT_EQ(kill(getpid(), SIGTERM), 0);
+  EXPECT_TRUE(WaitBounded(**d, std::chrono::seconds(15)).ok());
+  EXPECT_THAT(log.text(), HasSubstr("SIGTERM: draining"));
+}
+
+TEST(DaemonTest, BusyEndpointIsAnErrorNamingIt) {
+  CapturedLog log;
+  DaemonConfig first_config = LoopbackConfig();
+  first_config.metrics_address.clear();
+  first_config.consensus.endpoints.clear();
+  absl::StatusOr<std::unique_ptr<Daemon>> first =
+      Daemon::Start(first_config, log.logger);
+  ASSERT_TRUE(first.ok()) << first.status();
+  const std::string taken = (*first)->majordomo_endpoints()[0];
+
+  DaemonConfig second_config = LoopbackConfig();
+  second_config.metrics_address.clear();
+  second_config.majordomo.endpoints.clear();
+  second_config.consensus.endpoints = {taken};
+  absl::StatusOr<std::unique_ptr<Daemon>> second =
+      Daemon::Start(second_config, log.logger);
+  ASSERT_FALSE(second.ok());
+  EXPECT_THAT(second.status().message(), HasSubstr("consensus: cannot bind"));
+  EXPECT_THAT(second.status().message(), HasSubstr(taken));
+  // The first daemon is unaffected and stops cleanly.
+  (*first)->Shutdown();
+  EXPECT_TRUE(WaitBounded(**first, std::chrono::seconds(15)).ok());
+}
+
+TEST(DaemonTest, ConfigWithoutBrokersIsRejected) {
+  CapturedLog log;
+  DaemonConfig config;
+  absl::StatusOr<std::unique_ptr<Daemon>> d = Daemon::Start(config, log.logger);
+  EXPECT_FALSE(d.ok());
+}
+
+TEST(DaemonTest, DestroyWithoutDrainStopsEverything) {
+  CapturedLog log;
+  absl::StatusOr<std::unique_ptr<Daemon>> d =
+      Daemon::Start(LoopbackConfig(), log.logger);
+  ASSERT_TRUE(d.ok()) << d.status();
+  const std::string endpoint = (**d).majordomo_endpoints()[0];
+  d->reset();  // must join every thread and close every socket
+  // The port is free again.
+  zmq::context_t ctx;
+  zmq::socket_t s(ctx, zmq::socket_type::router);
+  s.set(zmq::sockopt::linger, 0);
+  EXPECT_NO_THROW(s.bind(endpoint));
+}
+
+}  // namespace
+}  // namespace zb

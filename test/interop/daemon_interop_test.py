@@ -1,0 +1,676 @@
+#!/usr/bin/python3
+# Copyright 2026 The zbrokers Authors.
+"""Interop tests of the zb-broker daemon as a separate process, against the
+independent Majordomo peers in mdp_peers.py (RFC 7, pyzmq).
+
+  daemon_interop_test.py --broker PATH/zb-broker SCENARIO [SCENARIO...]
+  daemon_interop_test.py --broker PATH/zb-broker all
+
+Scenarios (each bounded, each cleans up every process it starts):
+
+  config     bad flags, files and values: exit 2 with the key (and line)
+             named; --help, --version
+  traffic    2 workers; a synchronous and an asynchronous client, 10,000
+             requests each, none lost; a consensus PING on the same process;
+             the metrics endpoint scraped over plain HTTP and parsed
+  mmi        mmi.service 200/404, other mmi.* 501
+  crash      a worker killed while busy: its request is redispatched, no
+             request is lost
+  restart    the broker killed and restarted on the same port: workers
+             reconnect, a retrying client loses nothing
+  flood      thousands of malformed messages while a client is served
+  drain      SIGTERM with a request open: it finishes, workers get
+             DISCONNECT, new requests are refused, exit code 0
+
+Every process is started with PR_SET_PDEATHSIG so that it dies with this
+script even if the script itself is killed; all are killed and reaped at
+the end of each scenario anyway.  Ports: zb-broker binds tcp://127.0.0.1:*
+and logs the port it got; the restart scenario re-binds that same port.
+"""
+
+import argparse
+import ctypes
+import os
+import re
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+import zmq
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+PEERS = os.path.join(HERE, "mdp_peers.py")
+PYTHON = "/usr/bin/python3"
+
+_libc = ctypes.CDLL(None, use_errno=True)
+PR_SET_PDEATHSIG = 1
+
+
+def _die_with_parent():
+    _libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+
+
+class Failure(Exception):
+    pass
+
+
+def check(cond, what):
+    if not cond:
+        raise Failure(what)
+
+
+# --- processes ----------------------------------------------------------------
+
+_live = []  # every Proc not yet reaped
+
+
+class Proc:
+    """A child process whose stdout+stderr lines are collected by a thread."""
+
+    def __init__(self, argv, name):
+        self.name = name
+        self.argv = argv
+        self.lines = []
+        self.cond = threading.Condition()
+        self.p = subprocess.Popen(argv, stdout=subprocess.PIPE,
+                                  stderr=subprocess.STDOUT, text=True,
+                                  errors="replace",
+                                  preexec_fn=_die_with_parent)
+        _live.append(self)
+        self.reader = threading.Thread(target=self._read, daemon=True)
+        self.reader.start()
+
+    def _read(self):
+        for line in self.p.stdout:
+            with self.cond:
+                self.lines.append(line.rstrip("\n"))
+                self.cond.notify_all()
+        with self.cond:
+            self.cond.notify_all()
+
+    def text(self):
+        with self.cond:
+            return "\n".join(self.lines)
+
+    def wait_line(self, pattern, timeout):
+        """The first match of `pattern` in any line, waiting up to timeout;
+        None when the process ended or the time ran out."""
+        rx = re.compile(pattern)
+        deadline = time.monotonic() + timeout
+        with self.cond:
+            seen = 0
+            while True:
+                for line in self.lines[seen:]:
+                    m = rx.search(line)
+                    if m:
+                        return m
+                seen = len(self.lines)
+                left = deadline - time.monotonic()
+                if left <= 0 or (self.p.poll() is not None and
+                                 not self.reader.is_alive()):
+                    return None
+                self.cond.wait(min(left, 0.1))
+
+    def wait(self, timeout):
+        """The exit code, or None if still running after timeout."""
+        try:
+            code = self.p.wait(timeout)
+        except subprocess.TimeoutExpired:
+            return None
+        self.reader.join(5)
+        if self in _live:
+            _live.remove(self)
+        return code
+
+    def signal(self, sig):
+        if self.p.poll() is None:
+            self.p.send_signal(sig)
+
+    def kill(self):
+        if self.p.poll() is None:
+            self.p.kill()
+        self.wait(10)
+
+    def describe(self):
+        return f"--- {self.name}: {' '.join(self.argv)}\n{self.text()}"
+
+
+def kill_all():
+    for p in list(_live):
+        p.kill()
+
+
+class Broker(Proc):
+    def __init__(self, exe, args, name="zb-broker"):
+        super().__init__([exe] + args, name)
+
+    def start(self, timeout=20):
+        m = self.wait_line(r"\bready:|\berror\b|zb-broker: ", timeout)
+        check(m is not None and "ready:" in m.group(0),
+              "zb-broker did not become ready:\n" + self.describe())
+        return self
+
+    def endpoint(self, kind):
+        m = self.wait_line(kind + r": listening on (tcp://\S+)", 1)
+        check(m is not None, f"no {kind} endpoint logged:\n" + self.describe())
+        return m.group(1)
+
+    def metrics_port(self):
+        m = self.wait_line(r"metrics: listening on http://[^:]+:(\d+)/", 1)
+        check(m is not None, "no metrics endpoint logged:\n" + self.describe())
+        return int(m.group(1))
+
+
+def peer(*args, name=None):
+    return Proc([PYTHON, PEERS] + [str(a) for a in args], name or args[0])
+
+
+def run_peer(*args, timeout=60):
+    """Runs an mdp_peers.py command to completion; returns (code, output)."""
+    p = peer(*args)
+    code = p.wait(timeout)
+    if code is None:
+        p.kill()
+        raise Failure(f"timed out: {p.describe()}")
+    return code, p.text()
+
+
+def mmi_code(ctx, endpoint, service, timeout_ms=1000):
+    """Asks mmi.service (RFC 8) in-process; returns "200", "404" or None.
+    (Starting a Python peer per poll costs ~0.3 s on this machine.)"""
+    s = ctx.socket(zmq.REQ)
+    s.linger = 0
+    s.connect(endpoint)
+    try:
+        s.send_multipart([b"MDPC01", b"mmi.service", service.encode()])
+        if not s.poll(timeout_ms):
+            return None
+        reply = s.recv_multipart()
+        return reply[2].decode() if len(reply) == 3 else None
+    finally:
+        s.close()
+
+
+def wait_worker_ready(endpoint, service, timeout=10):
+    """Polls mmi.service until the broker knows a worker for `service`."""
+    ctx = zmq.Context()
+    try:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if mmi_code(ctx, endpoint, service) == "200":
+                return
+            time.sleep(0.02)
+    finally:
+        ctx.term()
+    raise Failure(f"no worker for {service} after {timeout}s")
+
+
+def summary(text, prefix):
+    """Parses an mdp_peers summary line ('client: a=1 b=2 ...') to a dict."""
+    for line in text.splitlines():
+        if line.startswith(prefix + ":"):
+            out = {}
+            for field in line.split()[1:]:
+                if "=" in field:
+                    k, v = field.split("=", 1)
+                    out[k] = v
+            return out
+    raise Failure(f"no '{prefix}:' summary in:\n{text}")
+
+
+# --- metrics ------------------------------------------------------------------
+
+def http_get(port, path="/metrics", timeout=10):
+    with socket.create_connection(("127.0.0.1", port), timeout=timeout) as s:
+        s.sendall(f"GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+                  "Connection: close\r\n\r\n".encode())
+        chunks = []
+        while True:
+            b = s.recv(65536)
+            if not b:
+                break
+            chunks.append(b)
+    raw = b"".join(chunks).decode("utf-8", "replace")
+    head, _, body = raw.partition("\r\n\r\n")
+    check(head.startswith("HTTP/1.1 200"), "metrics GET: " + head[:200])
+    if "transfer-encoding: chunked" in head.lower():
+        body = _unchunk(body)
+    return body
+
+
+def _unchunk(body):
+    out, rest = [], body
+    while rest:
+        size_line, _, rest = rest.partition("\r\n")
+        size = int(size_line.strip() or "0", 16)
+        if size == 0:
+            break
+        out.append(rest[:size])
+        rest = rest[size + 2:]
+    return "".join(out)
+
+
+_SAMPLE = re.compile(r'^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{[^}]*\})?\s+(\S+)')
+
+
+def parse_metrics(text):
+    """Prometheus text format -> ({(name, frozenset(labels)): value},
+    {family: type})."""
+    samples, types = {}, {}
+    for line in text.splitlines():
+        if line.startswith("# TYPE "):
+            _, _, fam, typ = line.split(None, 3)
+            types[fam] = typ
+            continue
+        if not line or line.startswith("#"):
+            continue
+        m = _SAMPLE.match(line)
+        check(m is not None, "unparseable metrics line: " + line)
+        labels = frozenset(re.findall(r'(\w+)="((?:[^"\\]|\\.)*)"',
+                                      m.group(2) or ""))
+        samples[(m.group(1), labels)] = float(m.group(3))
+    return samples, types
+
+
+def sample(samples, name, **labels):
+    return samples.get((name, frozenset(labels.items())))
+
+
+def scrape_until(port, pred, timeout=10):
+    """Scrapes until pred(samples) holds (the daemon publishes every second)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        samples, types = parse_metrics(http_get(port))
+        if pred(samples) or time.monotonic() > deadline:
+            return samples, types
+        time.sleep(0.2)
+
+
+# --- scenarios ----------------------------------------------------------------
+
+def scenario_config(exe):
+    def run(args, stdin_file=None):
+        p = subprocess.run([exe] + args, capture_output=True, text=True,
+                           timeout=20, preexec_fn=_die_with_parent)
+        return p.returncode, p.stdout + p.stderr
+
+    code, out = run(["--help"])
+    check(code == 0 and "--majordomo" in out and "--config" in out,
+          f"--help: {code} {out}")
+    code, out = run(["--version"])
+    check(code == 0 and re.search(r"zb-broker \d+\.\d+", out),
+          f"--version: {code} {out}")
+    code, out = run([])
+    check(code == 2 and "no broker" in out, f"no broker: {code} {out}")
+    code, out = run(["--majordomo", "tcp://127.0.0.1:*", "--bogus"])
+    check(code == 2 and "--bogus" in out, f"unknown flag: {code} {out}")
+    code, out = run(["--majordomo"])
+    check(code == 2 and "--majordomo" in out, f"missing value: {code} {out}")
+    code, out = run(["--majordomo", "tcp://127.0.0.1:*", "--grace", "5"])
+    check(code == 2 and "--grace" in out, f"bad duration: {code} {out}")
+    code, out = run(["--config", "/nonexistent/zb.toml"])
+    check(code == 2 and "/nonexistent/zb.toml" in out, f"missing file: {out}")
+
+    cases = [
+        # (file text, what the message must name)
+        ('[majordomo]\nendpoints = ["tcp://127.0.0.1:*"]\n'
+         'heartbeat_intervl = "1s"\n', [":3:", "majordomo.heartbeat_intervl"]),
+        ('[daemon]\nlog_level = "chatty"\n'
+         '[majordomo]\nendpoints = ["tcp://127.0.0.1:*"]\n',
+         [":2:", "daemon.log_level"]),
+        ('[majordomo]\nendpoints = ["tcp://127.0.0.1:*"]\n\n'
+         'queue_limit = -4\n', [":4:", "majordomo.queue_limit"]),
+        ('[consensus]\nendpoints = "tcp://127.0.0.1:*"\n',
+         [":2:", "consensus.endpoints"]),
+        ('[majordomoo]\nendpoints = ["tcp://127.0.0.1:*"]\n',
+         [":1:", "majordomoo"]),
+        ('[daemon\n', [":1:"]),
+    ]
+    for text, needles in cases:
+        with tempfile.NamedTemporaryFile("w", suffix=".toml",
+                                         delete=False) as f:
+            f.write(text)
+            path = f.name
+        try:
+            code, out = run(["--config", path])
+        finally:
+            os.unlink(path)
+        check(code == 2, f"bad file must exit 2, got {code}: {out}\n{text}")
+        for n in [path] + needles:
+            check(n in out, f"message must name {n!r}: {out}")
+
+    # A good file, overridden by a flag, really runs (and stops on SIGTERM).
+    with tempfile.NamedTemporaryFile("w", suffix=".toml", delete=False) as f:
+        f.write('[daemon]\nlog_level = "error"\ngrace = "1s"\n'
+                '[majordomo]\nendpoints = ["tcp://127.0.0.1:*"]\n')
+        path = f.name
+    try:
+        b = Broker(exe, ["--config", path, "--log-level", "info"]).start()
+        check("grace 1s" in b.text(), "file value not applied: " + b.text())
+        b.signal(signal.SIGTERM)
+        check(b.wait(15) == 0, "exit code after SIGTERM: " + b.describe())
+    finally:
+        os.unlink(path)
+
+
+def scenario_traffic(exe):
+    b = Broker(exe, ["--majordomo", "tcp://127.0.0.1:*",
+                     "--consensus", "tcp://127.0.0.1:*",
+                     "--metrics", "127.0.0.1:0",
+                     "--stats-interval", "1s"]).start()
+    ep = b.endpoint("majordomo")
+    port = b.metrics_port()
+    w1 = peer("worker", ep, "echo", name="worker1")
+    w2 = peer("worker", ep, "echo", name="worker2")
+    wait_worker_ready(ep, "echo")
+    check(b.wait_line(r'majordomo: worker \S+ joined service "echo"', 5),
+          "no join line logged")
+    # 10,000 requests in all, at the same time: a Python REQ client does
+    # about 2,000 round trips/s here, so the synchronous share is smaller.
+    n_sync, n_async = 2000, 8000
+    sync = peer("client", ep, "echo", "--requests", n_sync, "--timeout-ms",
+                5000, name="client")
+    asyn = peer("async-client", ep, "echo", "--requests", n_async,
+                "--window", 100, "--timeout-ms", 10000, name="async-client")
+    for c in (sync, asyn):
+        code = c.wait(50)
+        check(code == 0, f"client failed ({code}):\n{c.describe()}")
+    s = summary(sync.text(), "client")
+    check(int(s["ok"]) == n_sync and s["lost"] == "0",
+          "sync client: " + sync.text())
+    a = summary(asyn.text(), "async-client")
+    check(int(a["ok"]) == n_async and a["lost"] == "0",
+          "async client: " + asyn.text())
+    print(f"traffic: sync {s['rate']}  async {a['rate']}")
+    n = n_sync + n_async
+
+    # The consensus broker runs in the same process: PING is echoed.
+    ctx = zmq.Context()
+    d = ctx.socket(zmq.DEALER)
+    d.linger = 0
+    d.connect(b.endpoint("consensus"))
+    d.send_multipart([b"", b"CCp100", b"\x07"])
+    check(d.poll(5000), "no PING reply from the consensus broker")
+    check(d.recv_multipart() == [b"", b"CCp100", b"\x07"], "bad PING reply")
+    d.close()
+    ctx.term()
+
+    # Metrics: names, types, and counters that moved with the traffic.
+    want = n
+    samples, types = scrape_until(
+        port, lambda sm: (sample(sm, "zb_replies_total", broker="majordomo")
+                          or 0) >= want)
+    for fam, typ in [("zb_requests_total", "counter"),
+                     ("zb_replies_total", "counter"),
+                     ("zb_failures_total", "counter"),
+                     ("zb_timeouts_total", "counter"),
+                     ("zb_malformed_total", "counter"),
+                     ("zb_events_total", "counter"),
+                     ("zb_workers", "gauge"),
+                     ("zb_queue_depth", "gauge"),
+                     ("zb_open_requests", "gauge"),
+                     ("zb_request_latency_seconds", "histogram")]:
+        check(types.get(fam) == typ, f"metric {fam} type {types.get(fam)}")
+    req = sample(samples, "zb_requests_total", broker="majordomo")
+    rep = sample(samples, "zb_replies_total", broker="majordomo")
+    check(req is not None and req >= want, f"requests {req} < {want}")
+    check(rep is not None and rep >= want, f"replies {rep} < {want}")
+    check(sample(samples, "zb_workers", broker="majordomo",
+                 service="echo") == 2, "zb_workers{service=echo} != 2")
+    check(sample(samples, "zb_queue_depth", broker="majordomo",
+                 service="echo") == 0, "queue not empty")
+    lat = sample(samples, "zb_request_latency_seconds_count",
+                 broker="majordomo")
+    check(lat is not None and lat >= want, f"latency count {lat}")
+    inf = sample(samples, "zb_request_latency_seconds_bucket",
+                 broker="majordomo", le="+Inf")
+    check(inf == lat, f"+Inf bucket {inf} != count {lat}")
+    pings = sample(samples, "zb_events_total", broker="consensus",
+                   event="pings")
+    check(pings is not None and pings >= 1, f"consensus pings {pings}")
+    check(sample(samples, "zb_requests_total", broker="consensus") is not None,
+          "no consensus series")
+    check(b.wait_line(r"majordomo: stats requests=\d+", 5),
+          "no periodic stats line")
+
+    for w in (w1, w2):
+        w.signal(signal.SIGTERM)
+        check(w.wait(10) == 0, "worker exit: " + w.describe())
+    check(b.wait_line(r'majordomo: worker \S+ left', 5), "no leave line")
+    b.signal(signal.SIGTERM)
+    check(b.wait(15) == 0, "broker exit code: " + b.describe())
+
+
+def scenario_mmi(exe):
+    b = Broker(exe, ["--majordomo", "tcp://127.0.0.1:*"]).start()
+    ep = b.endpoint("majordomo")
+    w = peer("worker", ep, "echo")
+    wait_worker_ready(ep, "echo")
+    code, out = run_peer("mmi", ep, "echo")
+    check(code == 0 and "code=200" in out, "mmi echo: " + out)
+    code, out = run_peer("mmi", ep, "nothing-here")
+    check(code == 1 and "code=404" in out, "mmi unknown: " + out)
+    code, out = run_peer("raw", ep, "", "MDPC01", "mmi.frobnicate", "x")
+    check("b'501'" in out, "mmi.frobnicate must answer 501: " + out)
+    w.signal(signal.SIGTERM)
+    check(w.wait(10) == 0, w.describe())
+    b.signal(signal.SIGTERM)
+    check(b.wait(15) == 0, b.describe())
+
+
+def scenario_crash(exe):
+    hb = 200  # ms; a silent worker is dropped after 3 x 200 ms
+    b = Broker(exe, ["--majordomo", "tcp://127.0.0.1:*",
+                     "--heartbeat-interval", f"{hb}ms",
+                     "--metrics", "127.0.0.1:0"]).start()
+    ep = b.endpoint("majordomo")
+    port = b.metrics_port()
+    # The crashing worker registers first, so LRU dispatch gives it the
+    # first request; it takes it and dies without replying.
+    bad = peer("worker", ep, "echo", "--heartbeat-ms", hb, "--crash-after", 1,
+               "--delay-ms", 100, name="crashing-worker")
+    wait_worker_ready(ep, "echo")
+    good = peer("worker", ep, "echo", "--heartbeat-ms", hb,
+                name="good-worker")
+    # Until the second worker is registered the broker would queue, which
+    # is fine, but give it a moment so both are idle before the traffic.
+    check(b.wait_line(r'joined service "echo"', 5), "join line")
+    deadline = time.monotonic() + 10
+    while len(re.findall(r'joined service "echo"', b.text())) < 2:
+        check(time.monotonic() < deadline, "second worker did not join")
+        time.sleep(0.05)
+    code, out = run_peer("client", ep, "echo", "--requests", 200,
+                         "--timeout-ms", 5000, "--retries", 2)
+    check(code == 0, "client lost requests: " + out)
+    s = summary(out, "client")
+    check(s["lost"] == "0" and int(s["ok"]) == 200, out)
+    check(bad.wait(10) == 3, "the crashing worker should exit 3: " +
+          bad.describe())
+    samples, _ = scrape_until(
+        port, lambda sm: (sample(sm, "zb_events_total", broker="majordomo",
+                                 event="redispatched") or 0) >= 1)
+    red = sample(samples, "zb_events_total", broker="majordomo",
+                 event="redispatched")
+    check(red is not None and red >= 1, f"redispatched = {red}")
+    check(b.wait_line(r"expired \(heartbeat silence\)", 5),
+          "no expiry line for the dead worker:\n" + b.describe())
+    good.signal(signal.SIGTERM)
+    check(good.wait(10) == 0, good.describe())
+    b.signal(signal.SIGTERM)
+    check(b.wait(15) == 0, b.describe())
+
+
+def scenario_restart(exe):
+    hb = 200
+    args = ["--heartbeat-interval", f"{hb}ms"]
+    b = Broker(exe, ["--majordomo", "tcp://127.0.0.1:*"] + args).start()
+    ep = b.endpoint("majordomo")
+    workers = [peer("worker", ep, "echo", "--heartbeat-ms", hb,
+                    name=f"worker{i}") for i in (1, 2)]
+    wait_worker_ready(ep, "echo")
+    client = peer("client", ep, "echo", "--requests", 600, "--timeout-ms",
+                  1000, "--retries", 10, name="client")
+    time.sleep(0.5)  # let some traffic through
+    b.kill()          # no drain, no DISCONNECT: workers see silence
+    time.sleep(0.3)
+    for attempt in range(20):  # the port may take a moment to come free
+        b = Broker(exe, ["--majordomo", ep] + args, name="zb-broker-2")
+        m = b.wait_line(r"\bready:|cannot bind", 20)
+        if m and "ready:" in m.group(0):
+            break
+        b.wait(10)
+        time.sleep(0.2)
+    else:
+        raise Failure("could not restart the broker on " + ep)
+    code = client.wait(50)
+    check(code == 0, "client across the restart: " + client.describe())
+    s = summary(client.text(), "client")
+    check(s["lost"] == "0" and int(s["ok"]) == 600, client.text())
+    check(int(s["retries"]) >= 1, "no retry: was the broker really down? " +
+          client.text())
+    for w in workers:
+        w.signal(signal.SIGTERM)
+        check(w.wait(10) == 0, w.describe())
+        ws = summary(w.text(), "worker")
+        check(int(ws["reconnects"]) >= 1, "worker did not reconnect: " +
+              w.text())
+    b.signal(signal.SIGTERM)
+    check(b.wait(15) == 0, b.describe())
+
+
+def scenario_flood(exe):
+    b = Broker(exe, ["--majordomo", "tcp://127.0.0.1:*",
+                     "--metrics", "127.0.0.1:0"]).start()
+    ep = b.endpoint("majordomo")
+    port = b.metrics_port()
+    w = peer("worker", ep, "echo")
+    wait_worker_ready(ep, "echo")
+    client = peer("client", ep, "echo", "--requests", 2000, "--timeout-ms",
+                  5000, name="client")
+    ctx = zmq.Context()
+    bad_forms = [
+        [b"", b"XXXX01", b"echo", b"body"],          # wrong protocol tag
+        [b"", b"MDPC01"],                            # no service
+        [b"MDPC01", b"echo", b"no-empty-frame"],     # no delimiter
+        [b"", b"MDPW01"],                            # no command
+        [b"", b"MDPW01", b"\x09"],                   # unknown command
+        [b"", b"MDPW01", b"\x01"],                   # READY without service
+        [b""],                                       # empty
+        [b"", b"MDPW01", b"\x03", b"not-an-address"],  # truncated REPLY
+    ]
+    sent = 0
+    socks = []
+    for i in range(8):
+        s = ctx.socket(zmq.DEALER)
+        s.linger = 0
+        s.sndhwm = 0
+        s.connect(ep)
+        socks.append(s)
+    for i in range(5000):
+        socks[i % len(socks)].send_multipart(bad_forms[i % len(bad_forms)])
+        sent += 1
+    code = client.wait(50)
+    check(code == 0, "client during the flood: " + client.describe())
+    s = summary(client.text(), "client")
+    check(s["lost"] == "0", client.text())
+    samples, _ = scrape_until(
+        port, lambda sm: (sample(sm, "zb_malformed_total",
+                                 broker="majordomo") or 0) >= 1000)
+    mal = sample(samples, "zb_malformed_total", broker="majordomo") or 0
+    check(mal >= 1000, f"zb_malformed_total={mal} after {sent} bad messages")
+    for s in socks:
+        s.close()
+    ctx.term()
+    # Still serving after the flood.
+    code, out = run_peer("mmi", ep, "echo")
+    check(code == 0, "broker not serving after the flood: " + out)
+    check(len(b.text()) < 200_000, "malformed logging is not rate-limited")
+    w.signal(signal.SIGTERM)
+    check(w.wait(10) == 0, w.describe())
+    b.signal(signal.SIGTERM)
+    check(b.wait(15) == 0, b.describe())
+
+
+def scenario_drain(exe):
+    b = Broker(exe, ["--majordomo", "tcp://127.0.0.1:*", "--grace", "10s",
+                     "--consensus", "tcp://127.0.0.1:*"]).start()
+    ep = b.endpoint("majordomo")
+    w = peer("worker", ep, "slow", "--delay-ms", 1500, name="slow-worker")
+    wait_worker_ready(ep, "slow")
+    client = peer("client", ep, "slow", "--requests", 1, "--timeout-ms",
+                  8000, "--retries", 0, name="client")
+    time.sleep(0.5)  # the request is now with the worker
+    t0 = time.monotonic()
+    b.signal(signal.SIGTERM)
+    check(b.wait_line(r"SIGTERM: draining", 5), "no drain line")
+    # A new request during the drain is not served.
+    code, out = run_peer("client", ep, "slow", "--requests", 1,
+                         "--timeout-ms", 500, "--retries", 0)
+    check(code != 0 and "lost=1" in out, "served during drain: " + out)
+    code = b.wait(15)
+    took = time.monotonic() - t0
+    check(code == 0, f"exit code {code} after SIGTERM:\n" + b.describe())
+    check(took < 9, f"drain took {took:.1f}s: it should end when the open "
+          "request is done, not at the end of the grace period")
+    code = client.wait(20)
+    check(code == 0, "the open request did not finish: " + client.describe())
+    check(b.wait_line(r"majordomo: drained", 1), "no drained line")
+    check(b.wait_line(r"\bstopped\b", 1), "no stopped line")
+    # The worker was sent DISCONNECT (it reconnects to nothing afterwards).
+    w.signal(signal.SIGTERM)
+    check(w.wait(10) == 0, w.describe())
+    ws = summary(w.text(), "worker")
+    check(int(ws["disconnects"]) >= 1, "worker got no DISCONNECT: " +
+          w.text())
+    check(int(ws["replies"]) == 1, w.text())
+
+
+SCENARIOS = {
+    "config": scenario_config,
+    "traffic": scenario_traffic,
+    "mmi": scenario_mmi,
+    "crash": scenario_crash,
+    "restart": scenario_restart,
+    "flood": scenario_flood,
+    "drain": scenario_drain,
+}
+
+
+def main(argv):
+    ap = argparse.ArgumentParser(description=__doc__,
+                                 formatter_class=argparse.RawTextHelpFormatter)
+    ap.add_argument("--broker", required=True, help="path to zb-broker")
+    ap.add_argument("scenarios", nargs="+",
+                    choices=sorted(SCENARIOS) + ["all"])
+    args = ap.parse_args(argv)
+    names = sorted(SCENARIOS) if "all" in args.scenarios else args.scenarios
+
+    # meson's timeout sends SIGTERM: turn it into an exception so that the
+    # finally blocks below kill every child.
+    def on_term(signum, _frame):
+        raise Failure(f"killed by signal {signum}")
+    signal.signal(signal.SIGTERM, on_term)
+
+    failed = []
+    for name in names:
+        t0 = time.monotonic()
+        try:
+            SCENARIOS[name](args.broker)
+            print(f"PASS {name} ({time.monotonic() - t0:.1f}s)", flush=True)
+        except Exception as e:  # report every failure, then clean up
+            failed.append(name)
+            print(f"FAIL {name} ({time.monotonic() - t0:.1f}s): {e}",
+                  flush=True)
+            for p in list(_live):
+                print(p.describe()[-4000:], flush=True)
+        finally:
+            kill_all()
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
