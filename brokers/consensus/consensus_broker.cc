@@ -2,6 +2,8 @@
 
 #include "brokers/consensus/consensus_broker.h"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <cstdio>
 #include <utility>
@@ -127,6 +129,15 @@ ConsensusBroker::~ConsensusBroker() {
   }
   FlushMalformedLog(Clock::now(), /*force=*/true);
   reactor_.remove(router_).IgnoreError();
+  // libzmq 4.3 leaves the socket files of ipc:// endpoints behind; remove
+  // ours (not abstract "ipc://@name" ones, which have no file).
+  for (const std::string& endpoint : endpoints_) {
+    constexpr std::string_view kIpc = "ipc://";
+    if (endpoint.starts_with(kIpc) && endpoint.size() > kIpc.size() &&
+        endpoint[kIpc.size()] != '@') {
+      ::unlink(endpoint.c_str() + kIpc.size());
+    }
+  }
 }
 
 absl::Status ConsensusBroker::Bind(const std::string& endpoint) {

@@ -20,7 +20,8 @@
 // Ownership.  The broker owns its ROUTER socket and registers it with the
 // reactor; the reactor and the context must outlive the broker.  The
 // destructor answers every open request with REPLY_FAILURE "zb:shutdown",
-// sends DISCONNECT to every worker, and unregisters from the reactor.
+// sends DISCONNECT to every worker, unregisters from the reactor, and
+// removes the socket files of the ipc:// endpoints it bound.
 //
 // Performance.  The request/reply path does no heap allocation in steady
 // state: request records come from a pool and keep their buffers, lookups

@@ -719,6 +719,10 @@ TEST_F(ConsensusBrokerTest, BindsSeveralEndpoints) {
   auto reply = client.Recv();
   ASSERT_TRUE(reply.has_value());
   EXPECT_EQ(reply->type, MessageType::kPing);
+  StopBroker();
+  // The broker removes the socket file it created.
+  EXPECT_NE(access(ipc.substr(6).c_str(), F_OK), 0);
+  unlink(ipc.substr(6).c_str());
 }
 
 }  // namespace

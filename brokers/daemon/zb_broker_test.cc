@@ -1,0 +1,258 @@
+// Copyright 2026 The zbrokers Authors.
+//
+// Runs zb-broker as a separate process (its path comes from the ZB_BROKER
+// environment variable, set by meson), talks CCp100 to it over TCP loopback
+// with raw DEALER sockets, and stops it with SIGTERM.
+
+#include <fcntl.h>
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+#include <zmq.hpp>
+#include <zmq_addon.hpp>
+
+#include "brokers/protocol/ccp.h"
+#include "reactor/frames.h"
+
+namespace zb {
+namespace {
+
+using ccp::MessageType;
+using std::chrono::milliseconds;
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+
+constexpr milliseconds kWait{10000};
+
+std::string BrokerPath() {
+  const char* p = std::getenv("ZB_BROKER");
+  return p != nullptr ? p : "";
+}
+
+// A child process with its stdout+stderr captured through a pipe.
+class Child {
+ public:
+  explicit Child(std::vector<std::string> args) {
+    int fds[2];
+    if (pipe2(fds, O_CLOEXEC) != 0) return;
+    pid_ = fork();
+    if (pid_ == 0) {
+      dup2(fds[1], STDOUT_FILENO);
+      dup2(fds[1], STDERR_FILENO);
+      std::vector<char*> argv;
+      for (auto& a : args) argv.push_back(a.data());
+      argv.push_back(nullptr);
+      execv(argv[0], argv.data());
+      _exit(127);
+    }
+    close(fds[1]);
+    out_fd_ = fds[0];
+  }
+  ~Child() {
+    if (pid_ > 0 && !exited_) {
+      kill(pid_, SIGKILL);
+      waitpid(pid_, nullptr, 0);
+    }
+    if (out_fd_ >= 0) close(out_fd_);
+  }
+
+  bool started() const { return pid_ > 0; }
+  pid_t pid() const { return pid_; }
+
+  // Reads output until it contains `needle` (returns the output so far) or
+  // `timeout` passes (nullopt).
+  std::optional<std::string> WaitForOutput(const std::string& needle,
+                                           milliseconds timeout = kWait) {
+    const auto deadline = std::chrono::steady_clock::now() + timeout;
+    while (output_.find(needle) == std::string::npos) {
+      const auto left = std::chrono::duration_cast<milliseconds>(
+          deadline - std::chrono::steady_clock::now());
+      if (left.count() <= 0 || !ReadSome(left)) return std::nullopt;
+    }
+    return output_;
+  }
+
+  // Waits for the process to exit; returns its wait status, or nullopt.
+  std::optional<int> Wait(milliseconds timeout = kWait) {
+    const auto deadline = std::chrono::steady_clock::now() + timeout;
+    while (std::chrono::steady_clock::now() < deadline) {
+      int status = 0;
+      if (waitpid(pid_, &status, WNOHANG) == pid_) {
+        exited_ = true;
+        while (ReadSome(milliseconds(100))) {
+        }
+        return status;
+      }
+      ReadSome(milliseconds(20));
+    }
+    return std::nullopt;
+  }
+
+  const std::string& output() const { return output_; }
+
+ private:
+  bool ReadSome(milliseconds timeout) {
+    pollfd p{out_fd_, POLLIN, 0};
+    if (poll(&p, 1, static_cast<int>(timeout.count())) <= 0) return false;
+    char buf[4096];
+    const ssize_t n = read(out_fd_, buf, sizeof buf);
+    if (n <= 0) return false;
+    output_.append(buf, static_cast<std::size_t>(n));
+    return true;
+  }
+
+  pid_t pid_ = -1;
+  int out_fd_ = -1;
+  bool exited_ = false;
+  std::string output_;
+};
+
+std::string Byte(MessageType t) { return std::string(1, static_cast<char>(t)); }
+
+void Send(zmq::socket_t& s, const std::vector<std::string>& body) {
+  s.send(zmq::message_t(), zmq::send_flags::sndmore);
+  for (std::size_t i = 0; i < body.size(); ++i) {
+    s.send(zmq::buffer(body[i]), i + 1 < body.size() ? zmq::send_flags::sndmore
+                                                     : zmq::send_flags::none);
+  }
+}
+
+// The next non-HEARTBEAT body, as strings; empty on timeout.
+std::vector<std::string> Recv(zmq::socket_t& s) {
+  const auto deadline = std::chrono::steady_clock::now() + kWait;
+  while (std::chrono::steady_clock::now() < deadline) {
+    zmq::pollitem_t item{s.handle(), 0, ZMQ_POLLIN, 0};
+    zmq::poll(&item, 1, milliseconds(100));
+    if (!(item.revents & ZMQ_POLLIN)) continue;
+    Frames frames;
+    if (!zmq::recv_multipart(s, std::back_inserter(frames))) continue;
+    std::vector<std::string> body = FramesToStrings(frames);
+    if (!body.empty()) body.erase(body.begin());  // delimiter
+    if (body.size() == 2 && body[1] == Byte(MessageType::kHeartbeat)) continue;
+    return body;
+  }
+  return {};
+}
+
+TEST(ZbBrokerTest, ServesConsensusAndStopsCleanlyOnSigterm) {
+  ASSERT_FALSE(BrokerPath().empty()) << "ZB_BROKER is not set";
+  Child broker({BrokerPath(), "--consensus", "tcp://127.0.0.1:*",
+                "--consensus_timeout=2s"});
+  ASSERT_TRUE(broker.started());
+  auto out = broker.WaitForOutput("ready");
+  ASSERT_TRUE(out.has_value()) << broker.output();
+  const std::string marker = "listening on ";
+  const auto at = out->find(marker);
+  ASSERT_NE(at, std::string::npos) << *out;
+  const std::string endpoint =
+      out->substr(at + marker.size(), out->find('\n', at) - at - marker.size());
+  ASSERT_THAT(endpoint, HasSubstr("tcp://127.0.0.1:"));
+
+  zmq::context_t ctx;
+  zmq::socket_t worker(ctx, zmq::socket_type::dealer);
+  zmq::socket_t client(ctx, zmq::socket_type::dealer);
+  worker.set(zmq::sockopt::linger, 0);
+  client.set(zmq::sockopt::linger, 0);
+  worker.connect(endpoint);
+  client.connect(endpoint);
+
+  const std::string tag(ccp::kTag);
+  // PING first: proves the broker answers at all.
+  Send(client, {tag, Byte(MessageType::kPing)});
+  EXPECT_THAT(Recv(client), ElementsAre(tag, Byte(MessageType::kPing)));
+
+  Send(worker, {tag, Byte(MessageType::kReady), "echo",
+                std::string("\x00\x00\x03\xe8", 4), "\x03"});
+  ASSERT_TRUE(broker.WaitForOutput("joined service echo").has_value())
+      << broker.output();
+
+  const auto seq = ccp::EncodeSequenceId({1, 0x1234});
+  const std::string seq_bytes(seq.data(), seq.size());
+  Send(client, {tag, Byte(MessageType::kRequest), "echo", seq_bytes, "hi"});
+  std::vector<std::string> request = Recv(worker);
+  ASSERT_EQ(request.size(), 5u);
+  EXPECT_EQ(request[1], Byte(MessageType::kRequest));
+  EXPECT_EQ(request[4], "hi");
+  Send(worker,
+       {tag, Byte(MessageType::kReplySuccess), "echo", seq_bytes, "hi back"});
+  EXPECT_THAT(Recv(client), ElementsAre(tag, Byte(MessageType::kReplySuccess),
+                                        "echo", seq_bytes, "hi back"));
+
+  ASSERT_EQ(kill(broker.pid(), SIGTERM), 0);
+  // The worker is told the broker is going away.
+  std::vector<std::string> bye = Recv(worker);
+  ASSERT_GE(bye.size(), 2u);
+  EXPECT_EQ(bye[1], Byte(MessageType::kDisconnect));
+  const std::optional<int> status = broker.Wait();
+  ASSERT_TRUE(status.has_value()) << "zb-broker did not exit after SIGTERM";
+  ASSERT_TRUE(WIFEXITED(*status)) << broker.output();
+  EXPECT_EQ(WEXITSTATUS(*status), 0) << broker.output();
+  EXPECT_THAT(broker.output(), HasSubstr("shutting down"));
+  EXPECT_THAT(broker.output(), HasSubstr("1 request(s), 1 success"));
+}
+
+TEST(ZbBrokerTest, SeveralEndpointsAndSigint) {
+  ASSERT_FALSE(BrokerPath().empty());
+  const std::string ipc =
+      "ipc:///tmp/zb-ccpb-daemon-" + std::to_string(getpid()) + ".sock";
+  Child broker(
+      {BrokerPath(), "--consensus", "tcp://127.0.0.1:*", "--consensus=" + ipc});
+  ASSERT_TRUE(broker.started());
+  auto out = broker.WaitForOutput("ready");
+  ASSERT_TRUE(out.has_value()) << broker.output();
+  EXPECT_THAT(*out, HasSubstr("listening on tcp://127.0.0.1:"));
+  EXPECT_THAT(*out, HasSubstr("listening on " + ipc));
+
+  zmq::context_t ctx;
+  zmq::socket_t client(ctx, zmq::socket_type::dealer);
+  client.set(zmq::sockopt::linger, 0);
+  client.connect(ipc);
+  const std::string tag(ccp::kTag);
+  Send(client, {tag, Byte(MessageType::kPing)});
+  EXPECT_THAT(Recv(client), ElementsAre(tag, Byte(MessageType::kPing)));
+
+  ASSERT_EQ(kill(broker.pid(), SIGINT), 0);
+  const std::optional<int> status = broker.Wait();
+  ASSERT_TRUE(status.has_value());
+  ASSERT_TRUE(WIFEXITED(*status)) << broker.output();
+  EXPECT_EQ(WEXITSTATUS(*status), 0) << broker.output();
+  EXPECT_NE(access(ipc.substr(6).c_str(), F_OK), 0);  // socket file removed
+}
+
+TEST(ZbBrokerTest, HelpAndUsageErrors) {
+  ASSERT_FALSE(BrokerPath().empty());
+  {
+    Child help({BrokerPath(), "--help"});
+    const auto status = help.Wait();
+    ASSERT_TRUE(status.has_value());
+    EXPECT_TRUE(WIFEXITED(*status) && WEXITSTATUS(*status) == 0);
+    EXPECT_THAT(help.output(), HasSubstr("--consensus ENDPOINT"));
+  }
+  {
+    Child none({BrokerPath()});
+    const auto status = none.Wait();
+    ASSERT_TRUE(status.has_value());
+    EXPECT_TRUE(WIFEXITED(*status) && WEXITSTATUS(*status) == 2);
+    EXPECT_THAT(none.output(), HasSubstr("no broker to run"));
+  }
+  {
+    Child bad({BrokerPath(), "--consensus", "bogus://nowhere"});
+    const auto status = bad.Wait();
+    ASSERT_TRUE(status.has_value());
+    EXPECT_TRUE(WIFEXITED(*status) && WEXITSTATUS(*status) == 1);
+    EXPECT_THAT(bad.output(), HasSubstr("cannot bind bogus://nowhere"));
+  }
+}
+
+}  // namespace
+}  // namespace zb
