@@ -37,6 +37,10 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/string_view.h"
+#include "brokers/client/consensus_client.h"
+#include "brokers/consensus/consensus_broker.h"
+#include "brokers/protocol/ccp.h"
+#include "brokers/worker/consensus_worker.h"
 #include "reactor/frames.h"
 #include "reactor/reactor.h"
 
@@ -108,8 +112,7 @@ int ZmqFail(absl::string_view where, int err) {
   return Fail(ZB_ERR_ZMQ, absl::StrCat(where, ": ", zmq_strerror(err)));
 }
 
-// ---- User pointers
-// ------------------------------------------------------------
+// ---- User pointers ----------------------------------------------------------
 
 // Owns a caller's `user` pointer: calls free_user(user) exactly once, when
 // the last holder lets go.  Move-only, so it can live inside the reactor's
@@ -153,7 +156,7 @@ Clock::duration Micros(std::int64_t us) {
       std::chrono::microseconds(std::clamp<std::int64_t>(us, 0, kMaxMicros)));
 }
 
-// ---- The shared ZeroMQ context ---------------------------------------------
+// ---- The shared ZeroMQ context ----------------------------------------------
 
 // One context per process, shared by every reactor so that inproc://
 // endpoints work across reactors.  It is created with the first reactor and
@@ -174,8 +177,7 @@ std::shared_ptr<zmq::context_t> SharedContext() {
 
 }  // namespace
 
-// ---- Handles
-// ------------------------------------------------------------------
+// ---- Handles ----------------------------------------------------------------
 
 struct zb_reactor_t {
   std::shared_ptr<zmq::context_t> context;
@@ -186,7 +188,15 @@ struct zb_reactor_t {
   // > 0 while run/run_once/run_for is on the stack: the reactor is then
   // inside a callback whenever a zb_ function is called on its thread.
   int depth = 0;
-  absl::flat_hash_set<zb_socket_t*> sockets;  // owned
+  // Set while zb_reactor_destroy() tears things down: callbacks running
+  // then (e.g. "client closed" results) must not touch the reactor.
+  bool destroying = false;
+  // Owned objects; each is destroyed by its own zb_*_destroy or with the
+  // reactor.
+  absl::flat_hash_set<zb_socket_t*> sockets;
+  absl::flat_hash_set<zb_consensus_client_t*> consensus_clients;
+  absl::flat_hash_set<zb_consensus_worker_t*> consensus_workers;
+  absl::flat_hash_set<zb_consensus_broker_t*> consensus_brokers;
 };
 
 struct zb_socket_t {
@@ -205,9 +215,42 @@ struct zb_socket_t {
   std::vector<size_t> sizes;
 };
 
+struct zb_consensus_client_t {
+  zb_reactor_t* reactor = nullptr;
+  std::unique_ptr<zb::ConsensusClient> client;
+  // > 0 while one of its callbacks runs: destroying it then is deferred,
+  // because the C++ client is still on the stack.
+  int in_callback = 0;
+  bool closing = false;
+};
+
+struct zb_consensus_worker_t {
+  zb_reactor_t* reactor = nullptr;
+  std::unique_ptr<zb::ConsensusWorker> worker;
+  zb_consensus_handler_fn handler = nullptr;
+  UserRef user;
+  int in_callback = 0;
+  bool closing = false;
+};
+
+struct zb_responder_t {
+  zb::ConsensusWorker::Responder responder;
+};
+
+struct zb_consensus_broker_t {
+  zb_reactor_t* reactor = nullptr;
+  std::unique_ptr<zb::ConsensusBroker> broker;
+  zb_log_fn log_fn = nullptr;
+  UserRef log_user;
+};
+
 namespace {
 
 int CheckOwner(const zb_reactor_t* r, absl::string_view where) {
+  if (r->destroying) {
+    return Fail(ZB_ERR_STATE,
+                absl::StrCat(where, ": the reactor is being destroyed"));
+  }
   if (!r->loop->on_owner_thread()) {
     return Fail(ZB_ERR_WRONG_THREAD,
                 absl::StrCat(where,
@@ -331,10 +374,28 @@ int SocketTypeFromName(const char* name) {
   return -1;
 }
 
+// Destroys the C++ object first (it may still call back: results of open
+// requests, log lines) and then the handle.
+void DeleteConsensusClient(zb_consensus_client_t* c) {
+  c->closing = true;
+  c->client.reset();
+  delete c;
+}
+
+void DeleteConsensusWorker(zb_consensus_worker_t* w) {
+  w->closing = true;
+  w->worker.reset();
+  delete w;
+}
+
+void DeleteConsensusBroker(zb_consensus_broker_t* b) {
+  b->broker.reset();
+  delete b;
+}
+
 }  // namespace
 
-// ---- Errors
-// -------------------------------------------------------------------
+// ---- Errors -----------------------------------------------------------------
 
 extern "C" const char* zb_last_error(void) { return t_last_error.c_str(); }
 
@@ -362,6 +423,10 @@ extern "C" const char* zb_strerror(int code) {
       return "ZB_ERR_NO_MEMORY";
     case ZB_ERR_INTERNAL:
       return "ZB_ERR_INTERNAL";
+    case ZB_ERR_TIMEOUT:
+      return "ZB_ERR_TIMEOUT";
+    case ZB_ERR_CANCELLED:
+      return "ZB_ERR_CANCELLED";
     default:
       return "unknown";
   }
@@ -369,8 +434,7 @@ extern "C" const char* zb_strerror(int code) {
 
 extern "C" const char* zb_version(void) { return ZB_VERSION; }
 
-// ---- Reactor
-// ------------------------------------------------------------------
+// ---- Reactor ----------------------------------------------------------------
 
 extern "C" int zb_reactor_new(zb_reactor_t** out) {
   return Guard("zb_reactor_new", [&]() -> int {
@@ -388,10 +452,21 @@ extern "C" int zb_reactor_destroy(zb_reactor_t* r) {
   return Guard("zb_reactor_destroy", [&]() -> int {
     if (r == nullptr) return ZB_OK;
     if (int rc = CheckRunnable(r, "zb_reactor_destroy")) return rc;
-    // Sockets first (they must close before the context), then the loop,
-    // which drops pending timers and tasks and so releases their users.
-    for (zb_socket_t* s : r->sockets) DestroySocket(s);
-    r->sockets.clear();
+    r->destroying = true;
+    // Clients first: their open requests end with "client closed" while the
+    // workers and brokers still exist.  Then everything else that owns
+    // sockets (they must close before the context), then the loop, which
+    // drops pending timers and tasks and so releases their users.
+    for (zb_consensus_client_t* c : std::exchange(r->consensus_clients, {})) {
+      DeleteConsensusClient(c);
+    }
+    for (zb_consensus_worker_t* w : std::exchange(r->consensus_workers, {})) {
+      DeleteConsensusWorker(w);
+    }
+    for (zb_consensus_broker_t* b : std::exchange(r->consensus_brokers, {})) {
+      DeleteConsensusBroker(b);
+    }
+    for (zb_socket_t* s : std::exchange(r->sockets, {})) DestroySocket(s);
     r->loop.reset();
     delete r;  // releases this reactor's share of the context last
     return ZB_OK;
@@ -468,8 +543,7 @@ extern "C" int zb_reactor_post(zb_reactor_t* r, zb_callback_fn fn, void* user,
   });
 }
 
-// ---- Timers
-// -------------------------------------------------------------------
+// ---- Timers -----------------------------------------------------------------
 
 extern "C" int64_t zb_now_us(void) {
   return std::chrono::duration_cast<std::chrono::microseconds>(
@@ -534,8 +608,7 @@ extern "C" int zb_reactor_cancel(zb_reactor_t* r, zb_timer_id id) {
   });
 }
 
-// ---- Sockets
-// ------------------------------------------------------------------
+// ---- Sockets ----------------------------------------------------------------
 
 extern "C" int zb_socket_new(zb_reactor_t* r, int type, zb_socket_t** out) {
   return Guard("zb_socket_new", [&]() -> int {
@@ -788,6 +861,475 @@ extern "C" int zb_socket_on_readable(zb_socket_t* s, zb_frames_fn fn,
     }
     // The old callback may be the one running right now: release it after.
     if (s->dispatching) s->retired.push_back(std::move(old));
+    return ZB_OK;
+  });
+}
+
+// ---- Consensus
+// ---------------------------------------------------------------
+
+namespace {
+
+// Milliseconds for the C++ APIs, rounded up so that a short timeout never
+// becomes 0.
+std::chrono::milliseconds MillisUp(std::int64_t us) {
+  const std::int64_t clamped = std::clamp<std::int64_t>(us, 0, kMaxMicros);
+  return std::chrono::milliseconds((clamped + 999) / 1000);
+}
+
+// Copies C frames into owned frames.  Returns false (and sets the error)
+// when an array is NULL where frames are expected.
+bool CopyFrames(absl::string_view where, size_t count, const void* const* data,
+                const size_t* sizes, zb::Frames& out) {
+  if (count > 0 && (data == nullptr || sizes == nullptr)) {
+    Fail(ZB_ERR_INVALID, absl::StrCat(where, ": data or sizes is NULL"));
+    return false;
+  }
+  out.reserve(count);
+  for (size_t i = 0; i < count; ++i) {
+    if (data[i] == nullptr && sizes[i] > 0) {
+      Fail(ZB_ERR_INVALID, absl::StrFormat("%s: frame %d is NULL", where, i));
+      return false;
+    }
+    out.emplace_back(data[i], sizes[i]);
+  }
+  return true;
+}
+
+// The C view of a list of frames, valid while the frames live.
+struct FrameArrays {
+  explicit FrameArrays(std::span<const zmq::message_t> frames) {
+    data.reserve(frames.size());
+    sizes.reserve(frames.size());
+    for (const zmq::message_t& f : frames) {
+      data.push_back(f.data());
+      sizes.push_back(f.size());
+    }
+  }
+  absl::InlinedVector<const void*, 8> data;
+  absl::InlinedVector<size_t, 8> sizes;
+};
+
+void DeliverResult(zb_consensus_client_t* c, zb_consensus_reply_fn fn,
+                   void* user, zb::ConsensusClient::Result& r) {
+  using Outcome = zb::ConsensusClient::Outcome;
+  using FailedBy = zb::ConsensusClient::FailedBy;
+  int result = ZB_RESULT_FAILURE;
+  if (r.outcome == Outcome::kSuccess) result = ZB_RESULT_SUCCESS;
+  if (r.outcome == Outcome::kTimeout) result = ZB_RESULT_TIMEOUT;
+  int failed_by = ZB_FAILED_BY_NONE;
+  switch (r.failed_by) {
+    case FailedBy::kWorker:
+      failed_by = ZB_FAILED_BY_WORKER;
+      break;
+    case FailedBy::kBroker:
+      failed_by = ZB_FAILED_BY_BROKER;
+      break;
+    case FailedBy::kClient:
+      failed_by = ZB_FAILED_BY_CLIENT;
+      break;
+    case FailedBy::kNone:
+      break;
+  }
+  if (result != ZB_RESULT_FAILURE) failed_by = ZB_FAILED_BY_NONE;
+  // Every failure gets a reason string, so that a binding can show one
+  // without knowing the protocol.
+  std::string reason = r.reason;
+  if (reason.empty() && result == ZB_RESULT_TIMEOUT) reason = "timeout";
+  if (reason.empty() && failed_by == ZB_FAILED_BY_WORKER &&
+      !r.payload.empty()) {
+    reason = std::string(zb::View(r.payload[0]));
+    reason.resize(std::strlen(reason.c_str()));  // up to the first NUL
+  }
+  const FrameArrays arrays(r.payload);
+  ++c->in_callback;
+  fn(user, result, failed_by, reason.c_str(), r.attempts, r.payload.size(),
+     arrays.data.data(), arrays.sizes.data());
+  --c->in_callback;
+}
+
+int CheckClient(const zb_consensus_client_t* c, absl::string_view where) {
+  if (c == nullptr) {
+    return Fail(ZB_ERR_INVALID, absl::StrCat(where, ": client is NULL"));
+  }
+  if (c->closing) {
+    return Fail(ZB_ERR_STATE, absl::StrCat(where, ": client is closed"));
+  }
+  return CheckOwner(c->reactor, where);
+}
+
+int CheckWorker(const zb_consensus_worker_t* w, absl::string_view where) {
+  if (w == nullptr) {
+    return Fail(ZB_ERR_INVALID, absl::StrCat(where, ": worker is NULL"));
+  }
+  if (w->closing) {
+    return Fail(ZB_ERR_STATE, absl::StrCat(where, ": worker is closed"));
+  }
+  return CheckOwner(w->reactor, where);
+}
+
+int CheckBroker(const zb_consensus_broker_t* b, absl::string_view where) {
+  if (b == nullptr) {
+    return Fail(ZB_ERR_INVALID, absl::StrCat(where, ": broker is NULL"));
+  }
+  return CheckOwner(b->reactor, where);
+}
+
+int Answer(zb_responder_t* token, bool success, size_t count,
+           const void* const* data, const size_t* sizes,
+           absl::string_view where) {
+  if (token == nullptr) {
+    return Fail(ZB_ERR_INVALID, absl::StrCat(where, ": responder is NULL"));
+  }
+  // The token is consumed whatever happens: a caller that gets an error
+  // back must not be left owning something it may not free.
+  std::unique_ptr<zb_responder_t> owned(token);
+  zb::Frames payload;
+  if (!CopyFrames(where, count, data, sizes, payload)) {
+    return ZB_ERR_INVALID;  // the dropped responder answers "unanswered"
+  }
+  if (success) {
+    owned->responder.succeed(std::move(payload));
+  } else {
+    owned->responder.fail(std::move(payload));
+  }
+  return ZB_OK;
+}
+
+}  // namespace
+
+extern "C" int zb_consensus_client_new(zb_reactor_t* r, const char* endpoint,
+                                       zb_consensus_client_t** out) {
+  return Guard("zb_consensus_client_new", [&]() -> int {
+    if (r == nullptr || endpoint == nullptr || out == nullptr) {
+      return Fail(ZB_ERR_INVALID,
+                  "zb_consensus_client_new: reactor, endpoint and out are "
+                  "required");
+    }
+    if (int rc = CheckOwner(r, "zb_consensus_client_new")) return rc;
+    auto c = std::make_unique<zb_consensus_client_t>();
+    c->reactor = r;
+    c->client =
+        std::make_unique<zb::ConsensusClient>(*r->loop, *r->context, endpoint);
+    if (!c->client->status().ok()) {
+      return Fail(ZB_ERR_ZMQ,
+                  absl::StrCat("zb_consensus_client_new(\"", endpoint,
+                               "\"): ", c->client->status().message()));
+    }
+    *out = c.get();
+    r->consensus_clients.insert(c.release());
+    return ZB_OK;
+  });
+}
+
+extern "C" int zb_consensus_client_destroy(zb_consensus_client_t* c) {
+  return Guard("zb_consensus_client_destroy", [&]() -> int {
+    if (c == nullptr) return ZB_OK;
+    if (int rc = CheckClient(c, "zb_consensus_client_destroy")) return rc;
+    zb_reactor_t* r = c->reactor;
+    if (c->in_callback > 0) {
+      // The C++ client is on the stack below this callback: finish on the
+      // next iteration.  Until then the handle is closed to callers; the
+      // reactor still owns it, so destroying the reactor first is fine.
+      c->closing = true;
+      r->loop->post([r, c] {
+        if (r->consensus_clients.erase(c) > 0) DeleteConsensusClient(c);
+      });
+      return ZB_OK;
+    }
+    r->consensus_clients.erase(c);
+    DeleteConsensusClient(c);
+    return ZB_OK;
+  });
+}
+
+extern "C" int zb_consensus_client_request(
+    zb_consensus_client_t* c, const void* service, size_t service_size,
+    size_t count, const void* const* data, const size_t* sizes,
+    int64_t timeout_us, int retries, zb_consensus_reply_fn fn, void* user,
+    zb_free_fn free_user) {
+  constexpr absl::string_view kWhere = "zb_consensus_client_request";
+  return Guard(kWhere, [&]() -> int {
+    if (int rc = CheckClient(c, kWhere)) return rc;
+    if (fn == nullptr || (service == nullptr && service_size > 0)) {
+      return Fail(ZB_ERR_INVALID,
+                  absl::StrCat(kWhere, ": callback and service are required"));
+    }
+    if (timeout_us <= 0 || retries < 0) {
+      return Fail(ZB_ERR_INVALID,
+                  absl::StrCat(kWhere, ": timeout must be > 0, retries >= 0"));
+    }
+    zb::Frames payload;
+    if (!CopyFrames(kWhere, count, data, sizes, payload)) {
+      return ZB_ERR_INVALID;
+    }
+    zb::ConsensusClient::RequestOptions options;
+    options.timeout = MillisUp(timeout_us);
+    options.retries = retries;
+    c->client->request(
+        std::string_view(static_cast<const char*>(service), service_size),
+        std::move(payload), options,
+        [c, fn, ref = UserRef(user, free_user)](
+            zb::ConsensusClient::Result&& result) mutable {
+          DeliverResult(c, fn, ref.get(), result);
+          ref.Reset();
+        });
+    return ZB_OK;
+  });
+}
+
+extern "C" int zb_consensus_client_ping(zb_consensus_client_t* c,
+                                        int64_t timeout_us, zb_status_fn fn,
+                                        void* user, zb_free_fn free_user) {
+  constexpr absl::string_view kWhere = "zb_consensus_client_ping";
+  return Guard(kWhere, [&]() -> int {
+    if (int rc = CheckClient(c, kWhere)) return rc;
+    if (fn == nullptr || timeout_us <= 0) {
+      return Fail(ZB_ERR_INVALID,
+                  absl::StrCat(kWhere, ": needs a callback and a timeout"));
+    }
+    c->client->ping(MillisUp(timeout_us), [fn, ref = UserRef(user, free_user)](
+                                              absl::Status status) mutable {
+      int code = ZB_OK;
+      if (absl::IsDeadlineExceeded(status)) {
+        code = ZB_ERR_TIMEOUT;
+      } else if (absl::IsCancelled(status)) {
+        code = ZB_ERR_CANCELLED;
+      } else if (!status.ok()) {
+        code = ZB_ERR_INTERNAL;
+      }
+      const std::string message(status.message());
+      fn(ref.get(), code, message.c_str());
+      ref.Reset();
+    });
+    return ZB_OK;
+  });
+}
+
+extern "C" int zb_consensus_client_open_requests(zb_consensus_client_t* c,
+                                                 size_t* count) {
+  return Guard("zb_consensus_client_open_requests", [&]() -> int {
+    if (int rc = CheckClient(c, "zb_consensus_client_open_requests")) {
+      return rc;
+    }
+    if (count == nullptr) {
+      return Fail(ZB_ERR_INVALID,
+                  "zb_consensus_client_open_requests: count is NULL");
+    }
+    *count = c->client->open_requests();
+    return ZB_OK;
+  });
+}
+
+extern "C" int zb_consensus_worker_new(zb_reactor_t* r, const char* endpoint,
+                                       const void* service, size_t service_size,
+                                       int64_t heartbeat_interval_us,
+                                       int heartbeat_retries,
+                                       zb_consensus_handler_fn handler,
+                                       void* user, zb_free_fn free_user,
+                                       zb_consensus_worker_t** out) {
+  constexpr absl::string_view kWhere = "zb_consensus_worker_new";
+  return Guard(kWhere, [&]() -> int {
+    if (r == nullptr || endpoint == nullptr || handler == nullptr ||
+        out == nullptr || (service == nullptr && service_size > 0)) {
+      return Fail(ZB_ERR_INVALID,
+                  absl::StrCat(kWhere,
+                               ": reactor, endpoint, service, handler and "
+                               "out are required"));
+    }
+    if (heartbeat_retries > 255) {
+      return Fail(ZB_ERR_INVALID,
+                  absl::StrCat(kWhere, ": heartbeat retries must be <= 255"));
+    }
+    if (int rc = CheckOwner(r, kWhere)) return rc;
+    zb::ConsensusWorker::Options options;
+    if (heartbeat_interval_us > 0) {
+      options.heartbeat_interval = MillisUp(heartbeat_interval_us);
+    }
+    if (heartbeat_retries > 0) options.heartbeat_retries = heartbeat_retries;
+    auto w = std::make_unique<zb_consensus_worker_t>();
+    w->reactor = r;
+    w->handler = handler;
+    zb_consensus_worker_t* wp = w.get();
+    w->worker = std::make_unique<zb::ConsensusWorker>(
+        *r->loop, *r->context, endpoint,
+        std::string(static_cast<const char*>(service), service_size),
+        [wp](std::span<zmq::message_t> payload,
+             zb::ConsensusWorker::Responder responder) {
+          // A worker whose destruction is pending answers nothing more;
+          // dropping the responder tells the broker so.
+          if (wp->closing) return;
+          auto token = std::make_unique<zb_responder_t>();
+          token->responder = std::move(responder);
+          const FrameArrays arrays(payload);
+          ++wp->in_callback;
+          wp->handler(wp->user.get(), token.release(), payload.size(),
+                      arrays.data.data(), arrays.sizes.data());
+          --wp->in_callback;
+        },
+        options);
+    if (!w->worker->status().ok()) {
+      // Not adopted: the caller keeps `user` (free_user is not called).
+      return Fail(ZB_ERR_ZMQ, absl::StrCat(kWhere, "(\"", endpoint, "\"): ",
+                                           w->worker->status().message()));
+    }
+    w->user = UserRef(user, free_user);
+    *out = w.get();
+    r->consensus_workers.insert(w.release());
+    return ZB_OK;
+  });
+}
+
+extern "C" int zb_consensus_worker_destroy(zb_consensus_worker_t* w) {
+  return Guard("zb_consensus_worker_destroy", [&]() -> int {
+    if (w == nullptr) return ZB_OK;
+    if (int rc = CheckWorker(w, "zb_consensus_worker_destroy")) return rc;
+    zb_reactor_t* r = w->reactor;
+    if (w->in_callback > 0) {
+      w->closing = true;
+      r->loop->post([r, w] {
+        if (r->consensus_workers.erase(w) > 0) DeleteConsensusWorker(w);
+      });
+      return ZB_OK;
+    }
+    r->consensus_workers.erase(w);
+    DeleteConsensusWorker(w);
+    return ZB_OK;
+  });
+}
+
+extern "C" int zb_responder_succeed(zb_responder_t* responder, size_t count,
+                                    const void* const* data,
+                                    const size_t* sizes) {
+  return Guard("zb_responder_succeed", [&]() -> int {
+    return Answer(responder, true, count, data, sizes, "zb_responder_succeed");
+  });
+}
+
+extern "C" int zb_responder_fail(zb_responder_t* responder, size_t count,
+                                 const void* const* data, const size_t* sizes) {
+  return Guard("zb_responder_fail", [&]() -> int {
+    return Answer(responder, false, count, data, sizes, "zb_responder_fail");
+  });
+}
+
+extern "C" int zb_responder_discard(zb_responder_t* responder) {
+  return Guard("zb_responder_discard", [&]() -> int {
+    delete responder;
+    return ZB_OK;
+  });
+}
+
+extern "C" int zb_consensus_broker_new(zb_reactor_t* r,
+                                       int64_t request_timeout_us,
+                                       zb_consensus_broker_t** out) {
+  constexpr absl::string_view kWhere = "zb_consensus_broker_new";
+  return Guard(kWhere, [&]() -> int {
+    if (r == nullptr || out == nullptr) {
+      return Fail(ZB_ERR_INVALID,
+                  absl::StrCat(kWhere, ": reactor and out are required"));
+    }
+    if (int rc = CheckOwner(r, kWhere)) return rc;
+    auto b = std::make_unique<zb_consensus_broker_t>();
+    b->reactor = r;
+    zb::ConsensusBroker::Options options;
+    if (request_timeout_us > 0) {
+      options.request_timeout = MillisUp(request_timeout_us);
+    }
+    zb_consensus_broker_t* bp = b.get();
+    options.log = [bp](zb::ConsensusBroker::Severity severity,
+                       std::string_view line) {
+      using Severity = zb::ConsensusBroker::Severity;
+      int level = ZB_LOG_ERROR;
+      switch (severity) {
+        case Severity::kDebug:
+          level = ZB_LOG_DEBUG;
+          break;
+        case Severity::kInfo:
+          level = ZB_LOG_INFO;
+          break;
+        case Severity::kWarning:
+          level = ZB_LOG_WARNING;
+          break;
+        case Severity::kError:
+          break;
+      }
+      if (bp->log_fn != nullptr) {
+        const std::string text(line);
+        bp->log_fn(bp->log_user.get(), level, text.c_str());
+      } else if (level >= ZB_LOG_WARNING) {
+        std::fprintf(stderr, "zbrokers consensus broker: %.*s\n",
+                     static_cast<int>(line.size()), line.data());
+      }
+    };
+    b->broker = std::make_unique<zb::ConsensusBroker>(*r->loop, *r->context,
+                                                      std::move(options));
+    *out = b.get();
+    r->consensus_brokers.insert(b.release());
+    return ZB_OK;
+  });
+}
+
+extern "C" int zb_consensus_broker_destroy(zb_consensus_broker_t* b) {
+  return Guard("zb_consensus_broker_destroy", [&]() -> int {
+    if (b == nullptr) return ZB_OK;
+    if (int rc = CheckBroker(b, "zb_consensus_broker_destroy")) return rc;
+    b->reactor->consensus_brokers.erase(b);
+    DeleteConsensusBroker(b);
+    return ZB_OK;
+  });
+}
+
+extern "C" int zb_consensus_broker_bind(zb_consensus_broker_t* b,
+                                        const char* endpoint, char* resolved,
+                                        size_t capacity) {
+  constexpr absl::string_view kWhere = "zb_consensus_broker_bind";
+  return Guard(kWhere, [&]() -> int {
+    if (int rc = CheckBroker(b, kWhere)) return rc;
+    if (endpoint == nullptr) {
+      return Fail(ZB_ERR_INVALID, absl::StrCat(kWhere, ": endpoint is NULL"));
+    }
+    const absl::Status status = b->broker->Bind(endpoint);
+    if (!status.ok()) {
+      return Fail(ZB_ERR_ZMQ, absl::StrCat(kWhere, ": ", status.message()));
+    }
+    if (resolved != nullptr) {
+      const std::string& ep = b->broker->endpoints().back();
+      if (ep.size() + 1 > capacity) {
+        return Fail(ZB_ERR_RANGE,
+                    absl::StrFormat("%s: the endpoint needs %d bytes", kWhere,
+                                    ep.size() + 1));
+      }
+      std::memcpy(resolved, ep.c_str(), ep.size() + 1);
+    }
+    return ZB_OK;
+  });
+}
+
+extern "C" int zb_consensus_broker_set_log(zb_consensus_broker_t* b,
+                                           zb_log_fn fn, void* user,
+                                           zb_free_fn free_user) {
+  return Guard("zb_consensus_broker_set_log", [&]() -> int {
+    if (int rc = CheckBroker(b, "zb_consensus_broker_set_log")) return rc;
+    b->log_fn = fn;
+    b->log_user = fn != nullptr ? UserRef(user, free_user) : UserRef();
+    return ZB_OK;
+  });
+}
+
+extern "C" int zb_consensus_broker_worker_count(zb_consensus_broker_t* b,
+                                                const void* service,
+                                                size_t service_size,
+                                                size_t* count) {
+  constexpr absl::string_view kWhere = "zb_consensus_broker_worker_count";
+  return Guard(kWhere, [&]() -> int {
+    if (int rc = CheckBroker(b, kWhere)) return rc;
+    if (count == nullptr || (service == nullptr && service_size > 0)) {
+      return Fail(ZB_ERR_INVALID,
+                  absl::StrCat(kWhere, ": service and count are required"));
+    }
+    *count = b->broker->worker_count(
+        std::string_view(static_cast<const char*>(service), service_size));
     return ZB_OK;
   });
 }

@@ -81,7 +81,7 @@ enum {
   ZB_ERR_NOT_FOUND = -3,
   /* The call is not allowed in the object's current state: destroying a
    * reactor from inside one of its callbacks, running a reactor that is
-   * already running, answering a reply token twice, ... */
+   * already running, using a reactor while it is being destroyed, ... */
   ZB_ERR_STATE = -4,
   /* A send would have to block: the socket's high-water mark is reached.
    * Nothing was sent. */
@@ -97,7 +97,11 @@ enum {
   /* Out of memory. */
   ZB_ERR_NO_MEMORY = -9,
   /* An unexpected internal failure (a bug); the message says what. */
-  ZB_ERR_INTERNAL = -10
+  ZB_ERR_INTERNAL = -10,
+  /* Passed to a zb_status_fn: the operation did not complete in time. */
+  ZB_ERR_TIMEOUT = -11,
+  /* Passed to a zb_status_fn: the object was destroyed first. */
+  ZB_ERR_CANCELLED = -12
 };
 
 /* The calling thread's message for its last failed zb_ call ("" if none).
@@ -122,6 +126,19 @@ typedef void (*zb_callback_fn)(void* user);
  * during the call; copy what you keep. */
 typedef void (*zb_frames_fn)(void* user, size_t count, const void* const* data,
                              const size_t* sizes);
+/* Receives the outcome of an asynchronous operation: ZB_OK or a ZB_ERR_*
+ * code, and a message ("" on success) valid only during the call. */
+typedef void (*zb_status_fn)(void* user, int code, const char* message);
+/* Receives a log line (NUL-terminated, valid only during the call). */
+typedef void (*zb_log_fn)(void* user, int level, const char* line);
+
+/* Log levels passed to a zb_log_fn. */
+enum {
+  ZB_LOG_DEBUG = 0,
+  ZB_LOG_INFO = 1,
+  ZB_LOG_WARNING = 2,
+  ZB_LOG_ERROR = 3
+};
 
 /* ---- Reactor ------------------------------------------------------------- */
 
@@ -131,8 +148,8 @@ typedef struct zb_reactor_t zb_reactor_t;
  * it; the caller owns it and destroys it with zb_reactor_destroy(). */
 int zb_reactor_new(zb_reactor_t** out);
 
-/* Destroys the reactor and everything it owns, in this order: consensus
- * clients/workers/brokers, sockets (closed with their ZB_OPT_LINGER, 0 by
+/* Destroys the reactor and everything it owns, in this order: clients,
+ * workers, brokers, sockets (closed with their ZB_OPT_LINGER, 0 by
  * default), timers and posted tasks that never ran (their free_user is
  * called; their callbacks are not).  Owner thread; fails with ZB_ERR_STATE
  * when called from inside one of the reactor's callbacks.  NULL is a no-op.
@@ -313,6 +330,168 @@ int zb_socket_send(zb_socket_t* socket, size_t count, const void* const* data,
  * call per message. */
 int zb_socket_on_readable(zb_socket_t* socket, zb_frames_fn fn, void* user,
                           zb_free_fn free_user);
+
+/* ---- Consensus (CCp100) clients, workers and brokers ---------------------
+ *
+ * docs/consensus.md and docs/protocols/ccp.md describe the protocol: a
+ * request goes to every worker of its service and succeeds only when all
+ * of them answer success.  These objects live on a reactor: create, use and
+ * destroy them on its owner thread (except the zb_responder_* functions).
+ * The reactor owns them: zb_reactor_destroy() destroys those still alive,
+ * clients first, then workers, then brokers. */
+
+/* Outcome of a consensus request. */
+enum {
+  ZB_RESULT_SUCCESS = 0, /* every worker answered success */
+  ZB_RESULT_FAILURE = 1, /* a worker, the broker or the client failed it */
+  ZB_RESULT_TIMEOUT = 2  /* no answer in time and no retries left */
+};
+
+/* Who failed a request (ZB_RESULT_FAILURE only). */
+enum {
+  ZB_FAILED_BY_NONE = 0,
+  /* A worker answered failure: the frames are its payload as sent. */
+  ZB_FAILED_BY_WORKER = 1,
+  /* The broker failed it: the reason is its code ("zb:no-workers",
+   * "zb:timeout", "zb:worker-failed", "zb:worker-left", "zb:bad-sequence",
+   * "zb:shutdown", ...) and the frames are [code, human-readable text]. */
+  ZB_FAILED_BY_BROKER = 2,
+  /* The client failed it without an answer: "zb:client-closed" (destroyed
+   * with the request open), "zb:invalid-request", "zb:not-connected". */
+  ZB_FAILED_BY_CLIENT = 3
+};
+
+typedef struct zb_consensus_client_t zb_consensus_client_t;
+
+/* Receives the outcome of a request, exactly once, on the reactor thread.
+ *   result     ZB_RESULT_*
+ *   failed_by  ZB_FAILED_BY_* (ZB_FAILED_BY_NONE unless ZB_RESULT_FAILURE)
+ *   reason     "" on success; the code for broker and client failures; for
+ *              a worker failure the worker's first payload frame up to its
+ *              first NUL; "timeout" on ZB_RESULT_TIMEOUT
+ *   attempts   how many times the request was sent
+ *   frames     on success every worker's payload frames, in the broker's
+ *              worker order; on failure see ZB_FAILED_BY_*; none on timeout
+ * Everything is valid only during the call. */
+typedef void (*zb_consensus_reply_fn)(void* user, int result, int failed_by,
+                                      const char* reason, int attempts,
+                                      size_t count, const void* const* data,
+                                      const size_t* sizes);
+
+/* Creates a client connected to a consensus broker at `endpoint`.  A bad
+ * endpoint fails here (ZB_ERR_ZMQ).  The reactor owns the client. */
+int zb_consensus_client_new(zb_reactor_t* reactor, const char* endpoint,
+                            zb_consensus_client_t** out);
+
+/* Destroys the client.  Requests still open end at once with
+ * ZB_RESULT_FAILURE / ZB_FAILED_BY_CLIENT / "zb:client-closed" (their
+ * callbacks run inside this call).  Called from inside one of the client's
+ * own callbacks, the destruction is finished right after that callback
+ * returns.  The handle is invalid once this returns.  NULL is a no-op. */
+int zb_consensus_client_destroy(zb_consensus_client_t* client);
+
+/* Sends `count` payload frames (0 sends one empty frame; copied) to every
+ * worker of `service`.  Each attempt waits `timeout_us` (> 0) for the
+ * broker's answer; after a timed-out attempt the request is sent again, up
+ * to `retries` (>= 0) times.  fn(user, ...) is called exactly once with the
+ * outcome -- never inside this call -- and free_user(user) right after. */
+int zb_consensus_client_request(zb_consensus_client_t* client,
+                                const void* service, size_t service_size,
+                                size_t count, const void* const* data,
+                                const size_t* sizes, int64_t timeout_us,
+                                int retries, zb_consensus_reply_fn fn,
+                                void* user, zb_free_fn free_user);
+
+/* Sends PING; fn(user, code, message) gets ZB_OK when the broker echoes it
+ * within `timeout_us`, ZB_ERR_TIMEOUT when not, ZB_ERR_CANCELLED when the
+ * client is destroyed first. */
+int zb_consensus_client_ping(zb_consensus_client_t* client, int64_t timeout_us,
+                             zb_status_fn fn, void* user, zb_free_fn free_user);
+
+/* The number of requests that have not ended yet. */
+int zb_consensus_client_open_requests(zb_consensus_client_t* client,
+                                      size_t* count);
+
+typedef struct zb_consensus_worker_t zb_consensus_worker_t;
+
+/* A request's reply token, handed to the worker's handler, which owns it.
+ * It must be consumed exactly once by zb_responder_succeed(),
+ * zb_responder_fail() or zb_responder_discard() -- at once in the handler,
+ * or later, from any thread.  The token is freed by that call; using it
+ * again is undefined.  A token may outlive its worker and its reactor (the
+ * answer is then dropped). */
+typedef struct zb_responder_t zb_responder_t;
+
+/* Receives one request: its payload frames (valid only during the call)
+ * and the token to answer it with. */
+typedef void (*zb_consensus_handler_fn)(void* user, zb_responder_t* responder,
+                                        size_t count, const void* const* data,
+                                        const size_t* sizes);
+
+/* Creates a worker for `service` connected to a consensus broker at
+ * `endpoint`; it sends READY and heartbeats every `heartbeat_interval_us`
+ * (<= 0: 1 s), and reconnects after `heartbeat_retries` (<= 0: 3) silent
+ * intervals.  handler(user, ...) gets every request on the reactor thread;
+ * free_user(user) is called when the worker is destroyed.  A bad endpoint
+ * fails here (ZB_ERR_ZMQ). */
+int zb_consensus_worker_new(zb_reactor_t* reactor, const char* endpoint,
+                            const void* service, size_t service_size,
+                            int64_t heartbeat_interval_us,
+                            int heartbeat_retries,
+                            zb_consensus_handler_fn handler, void* user,
+                            zb_free_fn free_user, zb_consensus_worker_t** out);
+
+/* Sends DISCONNECT and destroys the worker; tokens still out stay valid
+ * and their answers are dropped.  From inside the worker's own handler the
+ * destruction is finished right after the handler returns.  NULL is a
+ * no-op. */
+int zb_consensus_worker_destroy(zb_consensus_worker_t* worker);
+
+/* Answers a request with REPLY_SUCCESS and these payload frames (copied; 0
+ * frames sends one empty frame), and frees the token.  Any thread. */
+int zb_responder_succeed(zb_responder_t* responder, size_t count,
+                         const void* const* data, const size_t* sizes);
+/* Answers with REPLY_FAILURE and these payload frames; by convention the
+ * first frame says why.  It must not start with "zb:" (reserved for the
+ * broker's own codes).  Frees the token.  Any thread. */
+int zb_responder_fail(zb_responder_t* responder, size_t count,
+                      const void* const* data, const size_t* sizes);
+/* Frees the token without a deliberate answer: the worker answers
+ * REPLY_FAILURE ["worker:unanswered"].  Any thread.  NULL is a no-op. */
+int zb_responder_discard(zb_responder_t* responder);
+
+typedef struct zb_consensus_broker_t zb_consensus_broker_t;
+
+/* Creates a consensus broker on the reactor (in-process; zb-broker is the
+ * daemon for deployments).  Requests not answered by every worker within
+ * `request_timeout_us` (<= 0: 5 s) fail with "zb:timeout".  Bind it with
+ * zb_consensus_broker_bind().  Log lines of level warning and above go to
+ * stderr unless zb_consensus_broker_set_log() says otherwise. */
+int zb_consensus_broker_new(zb_reactor_t* reactor, int64_t request_timeout_us,
+                            zb_consensus_broker_t** out);
+
+/* Answers open requests with "zb:shutdown", sends DISCONNECT to the
+ * workers and destroys the broker.  NULL is a no-op. */
+int zb_consensus_broker_destroy(zb_consensus_broker_t* broker);
+
+/* Binds the broker's ROUTER socket (may be called several times).  When
+ * `resolved` is not NULL it receives the actual endpoint, NUL-terminated
+ * (the port chosen for "tcp://127.0.0.1:*"); ZB_ERR_RANGE when it does not
+ * fit (the bind itself has then succeeded). */
+int zb_consensus_broker_bind(zb_consensus_broker_t* broker,
+                             const char* endpoint, char* resolved,
+                             size_t capacity);
+
+/* Sends the broker's log lines to fn(user, level, line) (any level); NULL
+ * restores the default (warnings and errors on stderr).  Replaces and
+ * releases a previous sink. */
+int zb_consensus_broker_set_log(zb_consensus_broker_t* broker, zb_log_fn fn,
+                                void* user, zb_free_fn free_user);
+
+/* The number of workers registered for `service`. */
+int zb_consensus_broker_worker_count(zb_consensus_broker_t* broker,
+                                     const void* service, size_t service_size,
+                                     size_t* count);
 
 #ifdef __cplusplus
 } /* extern "C" */

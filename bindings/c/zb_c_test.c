@@ -399,12 +399,290 @@ static void test_dealer_router(void) {
   CHECK_OK(zb_reactor_destroy(r));
 }
 
+/* ---- Consensus
+ * --------------------------------------------------------------- */
+
+typedef struct {
+  int calls;
+  int result;
+  int failed_by;
+  char reason[64];
+  int attempts;
+  size_t count;
+  char frames[4][64];
+  int freed;
+} reply_state;
+
+static void on_reply(void* user, int result, int failed_by, const char* reason,
+                     int attempts, size_t count, const void* const* data,
+                     const size_t* sizes) {
+  reply_state* st = (reply_state*)user;
+  st->calls++;
+  st->result = result;
+  st->failed_by = failed_by;
+  snprintf(st->reason, sizeof st->reason, "%s", reason);
+  st->attempts = attempts;
+  st->count = count;
+  for (size_t i = 0; i < count && i < 4; ++i) {
+    const size_t n = sizes[i] < 63 ? sizes[i] : 63;
+    memcpy(st->frames[i], data[i], n);
+    st->frames[i][n] = '\0';
+  }
+}
+
+static void free_reply(void* user) { ((reply_state*)user)->freed++; }
+
+/* Worker "echo-a": answers at once with "a:" + payload. */
+static void handle_now(void* user, zb_responder_t* responder, size_t count,
+                       const void* const* data, const size_t* sizes) {
+  (void)user;
+  CHECK(count == 1);
+  char out[64];
+  const int n =
+      snprintf(out, sizeof out, "a:%.*s", (int)sizes[0], (const char*)data[0]);
+  const void* frames[1] = {out};
+  const size_t out_sizes[1] = {(size_t)n};
+  CHECK_OK(zb_responder_succeed(responder, 1, frames, out_sizes));
+}
+
+/* Worker "echo-b": answers from another thread, later. */
+typedef struct {
+  zb_responder_t* responder;
+  char payload[64];
+} later_job;
+
+static void* answer_later(void* arg) {
+  later_job* job = (later_job*)arg;
+  char out[80];
+  const int n = snprintf(out, sizeof out, "b:%s", job->payload);
+  const void* frames[1] = {out};
+  const size_t sizes[1] = {(size_t)n};
+  zb_responder_succeed(job->responder, 1, frames, sizes);
+  free(job);
+  return NULL;
+}
+
+static void handle_later(void* user, zb_responder_t* responder, size_t count,
+                         const void* const* data, const size_t* sizes) {
+  (void)user;
+  CHECK(count == 1 && sizes[0] < 64);
+  later_job* job = (later_job*)calloc(1, sizeof *job);
+  CHECK(job != NULL);
+  job->responder = responder;
+  memcpy(job->payload, data[0], sizes[0]);
+  pthread_t th;
+  CHECK(pthread_create(&th, NULL, answer_later, job) == 0);
+  CHECK(pthread_detach(th) == 0);
+}
+
+static void handle_fail(void* user, zb_responder_t* responder, size_t count,
+                        const void* const* data, const size_t* sizes) {
+  (void)user;
+  (void)count;
+  (void)data;
+  (void)sizes;
+  const void* frames[2] = {"bad input", "details"};
+  const size_t out_sizes[2] = {9, 7};
+  CHECK_OK(zb_responder_fail(responder, 2, frames, out_sizes));
+}
+
+/* Keeps the token without answering (so the client times out). */
+static zb_responder_t* g_kept[8];
+static int g_n_kept = 0;
+static void handle_never(void* user, zb_responder_t* responder, size_t count,
+                         const void* const* data, const size_t* sizes) {
+  (void)user;
+  (void)count;
+  (void)data;
+  (void)sizes;
+  CHECK(g_n_kept < 8);
+  g_kept[g_n_kept++] = responder;
+}
+
+typedef struct {
+  int calls;
+  int code;
+} ping_result;
+
+static void on_ping(void* user, int code, const char* message) {
+  (void)message;
+  ping_result* p = (ping_result*)user;
+  p->calls++;
+  p->code = code;
+}
+
+static size_t worker_count(zb_consensus_broker_t* b, const char* service) {
+  size_t n = 0;
+  CHECK_OK(zb_consensus_broker_worker_count(b, service, strlen(service), &n));
+  return n;
+}
+
+typedef struct {
+  zb_consensus_client_t* client;
+  int calls;
+} destroy_inside_state;
+
+static void destroy_in_reply(void* user, int result, int failed_by,
+                             const char* reason, int attempts, size_t count,
+                             const void* const* data, const size_t* sizes) {
+  (void)result, (void)failed_by, (void)reason, (void)attempts, (void)count,
+      (void)data, (void)sizes;
+  destroy_inside_state* st = (destroy_inside_state*)user;
+  st->calls++;
+  CHECK_OK(zb_consensus_client_destroy(st->client));
+}
+
+static int request(zb_reactor_t* r, zb_consensus_client_t* c,
+                   const char* service, const char* payload, int64_t timeout_us,
+                   int retries, reply_state* st) {
+  memset(st, 0, sizeof *st);
+  const void* data[1] = {payload};
+  const size_t sizes[1] = {strlen(payload)};
+  CHECK_OK(zb_consensus_client_request(c, service, strlen(service), 1, data,
+                                       sizes, timeout_us, retries, on_reply, st,
+                                       free_reply));
+  return run_until(r, &st->calls, 10.0);
+}
+
+static void test_consensus(void) {
+  zb_reactor_t* r;
+  CHECK_OK(zb_reactor_new(&r));
+
+  zb_consensus_broker_t* broker;
+  CHECK_OK(zb_consensus_broker_new(r, 0, &broker));
+  char endpoint[256];
+  CHECK_OK(zb_consensus_broker_bind(broker, "tcp://127.0.0.1:*", endpoint,
+                                    sizeof endpoint));
+  CHECK(strncmp(endpoint, "tcp://127.0.0.1:", 16) == 0);
+  CHECK(zb_consensus_broker_bind(broker, "tcp://256.0.0.1:1", NULL, 0) ==
+        ZB_ERR_ZMQ);
+
+  /* Bad endpoints fail at creation with the endpoint in the message. */
+  zb_consensus_client_t* bad_client = NULL;
+  CHECK(zb_consensus_client_new(r, "nonsense", &bad_client) == ZB_ERR_ZMQ);
+  CHECK(strstr(zb_last_error(), "nonsense") != NULL);
+  CHECK(bad_client == NULL);
+  zb_consensus_worker_t* bad_worker = NULL;
+  CHECK(zb_consensus_worker_new(r, "nonsense", "x", 1, 0, 0, handle_now, NULL,
+                                NULL, &bad_worker) == ZB_ERR_ZMQ);
+
+  zb_consensus_worker_t *wa, *wb, *wf, *wn;
+  const int64_t hb = 200 * 1000;
+  CHECK_OK(zb_consensus_worker_new(r, endpoint, "echo", 4, hb, 3, handle_now,
+                                   NULL, NULL, &wa));
+  CHECK_OK(zb_consensus_worker_new(r, endpoint, "echo", 4, hb, 3, handle_later,
+                                   NULL, NULL, &wb));
+  CHECK_OK(zb_consensus_worker_new(r, endpoint, "fail", 4, hb, 3, handle_fail,
+                                   NULL, NULL, &wf));
+  CHECK_OK(zb_consensus_worker_new(r, endpoint, "never", 5, hb, 3, handle_never,
+                                   NULL, NULL, &wn));
+  const int64_t deadline = zb_now_us() + 10 * 1000 * 1000;
+  while ((worker_count(broker, "echo") < 2 ||
+          worker_count(broker, "fail") < 1 ||
+          worker_count(broker, "never") < 1) &&
+         zb_now_us() < deadline) {
+    CHECK_OK(zb_reactor_run_once(r, 20 * 1000, NULL));
+  }
+  CHECK(worker_count(broker, "echo") == 2);
+
+  zb_consensus_client_t* c;
+  CHECK_OK(zb_consensus_client_new(r, endpoint, &c));
+
+  ping_result ping = {0, 1};
+  CHECK_OK(zb_consensus_client_ping(c, 5 * 1000 * 1000, on_ping, &ping, NULL));
+  CHECK(run_until(r, &ping.calls, 10.0));
+  CHECK(ping.code == ZB_OK);
+
+  /* Round trips: both workers answer, one of them from another thread. */
+  reply_state st;
+  for (int i = 0; i < 20; ++i) {
+    char payload[32];
+    snprintf(payload, sizeof payload, "hello %d", i);
+    CHECK(request(r, c, "echo", payload, 5 * 1000 * 1000, 0, &st));
+    CHECK(st.result == ZB_RESULT_SUCCESS && st.failed_by == ZB_FAILED_BY_NONE);
+    CHECK(st.reason[0] == '\0' && st.attempts == 1);
+    CHECK(st.count == 2);
+    char want_a[48], want_b[48];
+    snprintf(want_a, sizeof want_a, "a:%s", payload);
+    snprintf(want_b, sizeof want_b, "b:%s", payload);
+    CHECK((strcmp(st.frames[0], want_a) == 0 &&
+           strcmp(st.frames[1], want_b) == 0) ||
+          (strcmp(st.frames[0], want_b) == 0 &&
+           strcmp(st.frames[1], want_a) == 0));
+    CHECK(st.freed == 1);
+  }
+
+  /* A worker's failure: its payload as sent, its first frame as reason. */
+  CHECK(request(r, c, "fail", "x", 5 * 1000 * 1000, 0, &st));
+  CHECK(st.result == ZB_RESULT_FAILURE && st.failed_by == ZB_FAILED_BY_WORKER);
+  CHECK(strcmp(st.reason, "bad input") == 0);
+  CHECK(st.count == 2 && strcmp(st.frames[1], "details") == 0);
+
+  /* The broker's failure: no workers for the service. */
+  CHECK(request(r, c, "nobody", "x", 5 * 1000 * 1000, 0, &st));
+  CHECK(st.result == ZB_RESULT_FAILURE && st.failed_by == ZB_FAILED_BY_BROKER);
+  CHECK(strcmp(st.reason, "zb:no-workers") == 0);
+  CHECK(st.count == 2 && strcmp(st.frames[0], "zb:no-workers") == 0);
+
+  /* A timeout after one retry: two attempts. */
+  CHECK(request(r, c, "never", "x", 50 * 1000, 1, &st));
+  CHECK(st.result == ZB_RESULT_TIMEOUT && st.attempts == 2);
+  CHECK(strcmp(st.reason, "timeout") == 0 && st.count == 0);
+
+  /* Bad arguments. */
+  const void* d[1] = {"x"};
+  const size_t z[1] = {1};
+  CHECK(zb_consensus_client_request(c, "echo", 4, 1, d, z, 0, 0, on_reply, &st,
+                                    NULL) == ZB_ERR_INVALID);
+  CHECK(zb_consensus_client_request(c, "echo", 4, 1, NULL, NULL, 1000, 0,
+                                    on_reply, &st, NULL) == ZB_ERR_INVALID);
+
+  /* Destroying a client ends its open requests with "client closed". */
+  reply_state open_st = {0};
+  CHECK_OK(zb_consensus_client_request(c, "never", 5, 1, d, z, 5 * 1000 * 1000,
+                                       0, on_reply, &open_st, free_reply));
+  size_t open = 0;
+  CHECK_OK(zb_consensus_client_open_requests(c, &open));
+  CHECK(open == 1);
+  CHECK_OK(zb_consensus_client_destroy(c));
+  CHECK(open_st.calls == 1 && open_st.freed == 1);
+  CHECK(open_st.result == ZB_RESULT_FAILURE &&
+        open_st.failed_by == ZB_FAILED_BY_CLIENT);
+  CHECK(strcmp(open_st.reason, "zb:client-closed") == 0);
+
+  /* A client destroyed from inside its own callback. */
+  destroy_inside_state ds = {0};
+  CHECK_OK(zb_consensus_client_new(r, endpoint, &ds.client));
+  CHECK_OK(zb_consensus_client_request(ds.client, "nobody", 6, 1, d, z,
+                                       5 * 1000 * 1000, 0, destroy_in_reply,
+                                       &ds, NULL));
+  CHECK(run_until(r, &ds.calls, 10.0));
+  CHECK_OK(zb_reactor_run_once(r, 10 * 1000, NULL)); /* finishes it */
+
+  /* Tokens kept past their requests are safe to answer late. */
+  for (int i = 0; i < g_n_kept; ++i) {
+    if (i % 2 == 0) {
+      CHECK_OK(zb_responder_succeed(g_kept[i], 1, d, z));
+    } else {
+      CHECK_OK(zb_responder_discard(g_kept[i]));
+    }
+  }
+  CHECK(g_n_kept >= 2); /* both attempts of the timed-out request */
+  CHECK_OK(zb_reactor_run_once(r, 10 * 1000, NULL));
+
+  CHECK_OK(zb_consensus_worker_destroy(wf));
+  (void)wa, (void)wb, (void)wn; /* the reactor destroys the rest */
+  CHECK_OK(zb_consensus_broker_destroy(broker));
+  CHECK_OK(zb_reactor_destroy(r));
+}
+
 int main(void) {
   test_errors();
   test_timers();
   test_run_post_stop();
   test_pair_ping_pong();
   test_dealer_router();
+  test_consensus();
   printf("zb_c_test: %d checks passed\n", g_checks);
   return 0;
 }

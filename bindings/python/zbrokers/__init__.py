@@ -16,6 +16,8 @@ library path.
 See docs/bindings.md for the full guide.
 """
 
+from .consensus import (ConsensusBroker, ConsensusClient, ConsensusWorker,
+                        Reply, Result, WorkerError)
 from ._native import (InvalidArgumentError, NotFoundError, StateError,
                       UnreachableError, WouldBlockError, WrongThreadError,
                       ZbError, ZmqError)
@@ -29,4 +31,6 @@ __all__ = [
     "Reactor", "ReactorThread", "Timer", "Socket", "now", "SOCKET_OPTIONS",
     "ZbError", "InvalidArgumentError", "WrongThreadError", "NotFoundError",
     "StateError", "WouldBlockError", "UnreachableError", "ZmqError",
+    "ConsensusClient", "ConsensusWorker", "ConsensusBroker", "Result",
+    "Reply", "WorkerError",
 ]

@@ -43,6 +43,8 @@ ZB_ERR_ZMQ = -7
 ZB_ERR_RANGE = -8
 ZB_ERR_NO_MEMORY = -9
 ZB_ERR_INTERNAL = -10
+ZB_ERR_TIMEOUT = -11
+ZB_ERR_CANCELLED = -12
 
 
 class ZbError(Exception):
@@ -188,6 +190,13 @@ CALLBACK_FN = CFUNCTYPE(None, c_void_p)
 FRAMES_FN = CFUNCTYPE(None, c_void_p, c_size_t, POINTER(c_void_p),
                       POINTER(c_size_t))
 
+STATUS_FN = CFUNCTYPE(None, c_void_p, c_int, c_char_p)
+LOG_FN = CFUNCTYPE(None, c_void_p, c_int, c_char_p)
+CONSENSUS_REPLY_FN = CFUNCTYPE(None, c_void_p, c_int, c_int, c_char_p, c_int,
+                               c_size_t, POINTER(c_void_p), POINTER(c_size_t))
+CONSENSUS_HANDLER_FN = CFUNCTYPE(None, c_void_p, c_void_p, c_size_t,
+                                 POINTER(c_void_p), POINTER(c_size_t))
+
 _p = c_void_p
 _pp = POINTER(c_void_p)
 _frames = (c_size_t, POINTER(c_char_p), POINTER(c_size_t))
@@ -226,6 +235,28 @@ _PROTOTYPES = {
     "zb_socket_last_endpoint": (c_int, (_p, c_char_p, c_size_t)),
     "zb_socket_send": (c_int, (_p,) + _frames),
     "zb_socket_on_readable": (c_int, (_p, FRAMES_FN, _p, FREE_FN)),
+    # Consensus
+    "zb_consensus_client_new": (c_int, (_p, c_char_p, _pp)),
+    "zb_consensus_client_destroy": (c_int, (_p,)),
+    "zb_consensus_client_request": (c_int, (_p, c_char_p, c_size_t) + _frames
+                                    + (c_int64, c_int, CONSENSUS_REPLY_FN,
+                                       _p, FREE_FN)),
+    "zb_consensus_client_ping": (c_int, (_p, c_int64, STATUS_FN, _p,
+                                         FREE_FN)),
+    "zb_consensus_client_open_requests": (c_int, (_p, POINTER(c_size_t))),
+    "zb_consensus_worker_new": (c_int, (_p, c_char_p, c_char_p, c_size_t,
+                                        c_int64, c_int, CONSENSUS_HANDLER_FN,
+                                        _p, FREE_FN, _pp)),
+    "zb_consensus_worker_destroy": (c_int, (_p,)),
+    "zb_responder_succeed": (c_int, (_p,) + _frames),
+    "zb_responder_fail": (c_int, (_p,) + _frames),
+    "zb_responder_discard": (c_int, (_p,)),
+    "zb_consensus_broker_new": (c_int, (_p, c_int64, _pp)),
+    "zb_consensus_broker_destroy": (c_int, (_p,)),
+    "zb_consensus_broker_bind": (c_int, (_p, c_char_p, c_char_p, c_size_t)),
+    "zb_consensus_broker_set_log": (c_int, (_p, LOG_FN, _p, FREE_FN)),
+    "zb_consensus_broker_worker_count": (c_int, (_p, c_char_p, c_size_t,
+                                                 POINTER(c_size_t))),
 }
 
 
@@ -335,3 +366,36 @@ def frames_trampoline(user, count, data, sizes):
 
 def as_user(key: int) -> c_void_p:
     return c_void_p(key)
+
+
+@STATUS_FN
+def status_trampoline(user, code, message):
+    entry = _lookup(user)
+    if entry is not None:
+        entry(code, (message or b"").decode("utf-8", "replace"))
+
+
+@LOG_FN
+def log_trampoline(user, level, line):
+    entry = _lookup(user)
+    if entry is not None:
+        entry(level, (line or b"").decode("utf-8", "replace"))
+
+
+@CONSENSUS_REPLY_FN
+def consensus_reply_trampoline(user, result, failed_by, reason, attempts,
+                               count, data, sizes):
+    entry = _lookup(user)
+    if entry is not None:
+        entry(result, failed_by, (reason or b"").decode("utf-8", "replace"),
+              attempts, frames_out(count, data, sizes))
+
+
+@CONSENSUS_HANDLER_FN
+def consensus_handler_trampoline(user, responder, count, data, sizes):
+    entry = _lookup(user)
+    if entry is None:
+        # Nobody to answer: free the token (the broker hears "unanswered").
+        lib.zb_responder_discard(responder)
+        return
+    entry(responder, frames_out(count, data, sizes))
