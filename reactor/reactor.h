@@ -167,6 +167,7 @@ class Reactor {
   struct Watch;
 
   void check_thread(const char* method) const;
+  absl::StatusOr<int> iterate(Clock::duration max_wait);  // run_once, unchecked
   int fire_due_timers();
   int run_posted();
   int dispatch_socket(Watch& w);
