@@ -128,6 +128,19 @@ const KeySpec* FindKey(std::string_view section, std::string_view key) {
   return nullptr;
 }
 
+// Flags are spelled with dashes; underscores are accepted too
+// (--log_level), and the first zb-broker's consensus flags remain as
+// aliases.
+std::string CanonicalFlag(std::string_view typed) {
+  std::string flag(typed);
+  for (std::size_t i = 2; i < flag.size(); ++i) {
+    if (flag[i] == '_') flag[i] = '-';
+  }
+  if (flag == "--consensus-timeout") return "--request-deadline";
+  if (flag == "--consensus-client-idle") return "--client-expiry";
+  return flag;
+}
+
 const KeySpec* FindFlag(std::string_view flag) {
   for (const KeySpec& k : kKeys) {
     if (k.flag == flag) return &k;
@@ -380,32 +393,42 @@ absl::StatusOr<CommandLine> ParseCommandLine(
       return absl::InvalidArgumentError(
           absl::StrFormat("unexpected argument \"%s\" (see --help)", arg));
     }
-    std::string_view flag = arg;
+    std::string_view typed = arg;
     std::optional<std::string_view> value;
     if (const std::size_t eq = arg.find('='); eq != std::string_view::npos) {
-      flag = arg.substr(0, eq);
+      typed = arg.substr(0, eq);
       value = arg.substr(eq + 1);
     }
+    const std::string flag = CanonicalFlag(typed);
     const KeySpec* spec = FindFlag(flag);
     if (spec == nullptr && flag != "--config") {
       return absl::InvalidArgumentError(
-          absl::StrFormat("unknown flag %s (see --help)", flag));
+          absl::StrFormat("unknown flag %s (see --help)", typed));
     }
     if (!value.has_value()) {
       if (i + 1 >= args.size()) {
         return absl::InvalidArgumentError(
-            absl::StrFormat("%s needs a value (see --help)", flag));
+            absl::StrFormat("%s needs a value (see --help)", typed));
       }
       value = args[++i];
     }
     if (flag == "--config") {
       cli.config_file = std::string(*value);
-    } else if (flag == "--majordomo") {
-      cli.majordomo.emplace_back(*value);
-    } else if (flag == "--consensus") {
-      cli.consensus.emplace_back(*value);
+    } else if (flag == "--majordomo" || flag == "--consensus") {
+      // Repeatable, and a comma-separated list is accepted too (ZeroMQ
+      // endpoints never contain commas).
+      std::vector<std::string>& out =
+          flag == "--majordomo" ? cli.majordomo : cli.consensus;
+      std::string_view rest = *value;
+      while (true) {
+        const std::size_t comma = rest.find(',');
+        out.emplace_back(rest.substr(0, comma));
+        if (comma == std::string_view::npos) break;
+        rest.remove_prefix(comma + 1);
+      }
     } else {
-      cli.overrides.emplace_back(KeyName(*spec), std::string(*value));
+      cli.overrides.push_back(
+          {KeyName(*spec), std::string(typed), std::string(*value)});
     }
   }
   return cli;
@@ -493,17 +516,18 @@ absl::Status ApplyCommandLine(const CommandLine& cli, DaemonConfig& config) {
   if (!s.ok()) return s;
   s = endpoints("--consensus", cli.consensus, config.consensus.endpoints);
   if (!s.ok()) return s;
-  for (const auto& [name, text] : cli.overrides) {
-    const std::size_t dot = name.find('.');
-    const KeySpec* spec = FindKey(name.substr(0, dot), name.substr(dot + 1));
+  for (const CommandLine::Override& o : cli.overrides) {
+    const std::string_view key = o.key;
+    const std::size_t dot = key.find('.');
+    const KeySpec* spec = FindKey(key.substr(0, dot), key.substr(dot + 1));
     if (spec == nullptr) {
       return absl::InternalError(
-          absl::StrFormat("no key for override %s", name));
+          absl::StrFormat("no key for override %s", o.key));
     }
-    absl::StatusOr<Value> v = ParseScalarText(spec->kind, text);
+    absl::StatusOr<Value> v = ParseScalarText(spec->kind, o.value);
     if (!v.ok()) {
       return absl::InvalidArgumentError(
-          absl::StrFormat("%s: %s", spec->flag, v.status().message()));
+          absl::StrFormat("%s: %s", o.flag, v.status().message()));
     }
     spec->apply(config, *std::move(v));
   }

@@ -116,18 +116,27 @@ struct CommandLine {
   bool help = false;
   bool version = false;
   std::optional<std::string> config_file;
-  // Every value of a repeatable flag, in order; when non-empty it replaces
-  // (does not extend) the file's endpoint list for that broker.
+  // Every value of a repeatable flag, in order (a comma-separated value
+  // counts as several); when non-empty it replaces (does not extend) the
+  // file's endpoint list for that broker.
   std::vector<std::string> majordomo;
   std::vector<std::string> consensus;
-  // Other overrides, as "section.key" -> raw text, in command-line order.
-  // They are validated exactly like the file's values.
-  std::vector<std::pair<std::string, std::string>> overrides;
+  // Other overrides in command-line order.  They are validated exactly like
+  // the file's values (by ApplyCommandLine), and errors name `flag` as typed.
+  struct Override {
+    std::string key;    // "section.key"
+    std::string flag;   // as typed, e.g. "--grace"
+    std::string value;  // raw text
+  };
+  std::vector<Override> overrides;
 };
 
 // Parses the arguments after argv[0].  Accepts "--flag value" and
-// "--flag=value".  Unknown flags, missing values and stray positional
-// arguments are errors.  Values are only checked by BuildConfig().
+// "--flag=value"; underscores in flag names work as dashes (--log_level).
+// The first zb-broker's --consensus_timeout and --consensus_client_idle
+// remain as aliases of --request-deadline and --client-expiry.  Unknown flags,
+// missing values and stray positional arguments are errors.  Values are only
+// checked by BuildConfig().
 absl::StatusOr<CommandLine> ParseCommandLine(std::span<const char* const> args);
 
 // Parses TOML text.  `source_name` is used in error messages (the file path).

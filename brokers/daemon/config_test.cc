@@ -234,6 +234,27 @@ TEST(CommandLineTest, ParsesEveryFlagBothWays) {
   EXPECT_EQ(cli->overrides.size(), 3u);
 }
 
+TEST(CommandLineTest, CommaSeparatedEndpointsUnderscoresAndAliases) {
+  absl::StatusOr<CommandLine> cli =
+      Parse({"--consensus", "tcp://*:1,ipc:///tmp/x", "--consensus=tcp://*:2",
+             "--log_level", "debug", "--consensus_timeout=2s",
+             "--consensus_client_idle", "1m"});
+  ASSERT_TRUE(cli.ok()) << cli.status();
+  EXPECT_THAT(cli->consensus,
+              ElementsAre("tcp://*:1", "ipc:///tmp/x", "tcp://*:2"));
+  absl::StatusOr<DaemonConfig> c = BuildConfig(*cli);
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->log_level, LogLevel::kDebug);
+  EXPECT_EQ(c->consensus.request_deadline, milliseconds(2000));
+  EXPECT_EQ(c->consensus.client_expiry, milliseconds(60'000));
+  // An error names the flag as the user typed it.
+  cli = Parse({"--consensus", "tcp://*:1", "--consensus_timeout", "0s"});
+  ASSERT_TRUE(cli.ok());
+  c = BuildConfig(*cli);
+  ASSERT_FALSE(c.ok());
+  EXPECT_THAT(c.status().message(), HasSubstr("--consensus_timeout"));
+}
+
 TEST(CommandLineTest, HelpAndVersion) {
   absl::StatusOr<CommandLine> cli = Parse({"--help"});
   ASSERT_TRUE(cli.ok());

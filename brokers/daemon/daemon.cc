@@ -127,6 +127,20 @@ std::string StatsLine(const std::string& kind, const BrokerSnapshot& now,
       now.services.size(), workers, queued);
 }
 
+// The last line a broker logs: what it did over its whole life.
+std::string TotalsLine(const std::string& kind, const BrokerSnapshot& s) {
+  // A Majordomo reply is always a success (RFC 7 has no failure reply);
+  // the consensus broker counts its successes separately.
+  std::uint64_t success = s.replies;
+  for (const auto& [name, value] : s.events) {
+    if (name == "replies_success") success = value;
+  }
+  return absl::StrFormat(
+      "%s: totals: %d request(s), %d success, %d failure(s), %d timeout(s), "
+      "%d malformed",
+      kind, s.requests, success, s.failures, s.timeouts, s.malformed);
+}
+
 std::string_view WorkerEventText(MajordomoBroker::WorkerEvent::Kind kind) {
   using Kind = MajordomoBroker::WorkerEvent::Kind;
   switch (kind) {
@@ -382,8 +396,10 @@ void Daemon::Impl::OnSignal() {
 void Daemon::Impl::BeginDrain(std::string_view why) {
   if (state != State::kRunning) return;
   state = State::kDraining;
-  log->info("{}: draining (grace {}): no new requests, open ones may finish",
-            why, FormatDuration(config.grace));
+  log->info(
+      "{}: shutting down, draining for up to {}: no new requests, open ones "
+      "may finish",
+      why, FormatDuration(config.grace));
   drains_pending = static_cast<int>(runtimes.size());
   Reactor& ctl = *control_reactor;
   for (const std::unique_ptr<BrokerRuntime>& rt : runtimes) {
@@ -468,11 +484,9 @@ void Daemon::Impl::Teardown() {
     BrokerRuntime* r = rt.get();
     r->thread->invoke([this, r](Reactor&) {
       if (r->snapshot) {
-        BrokerSnapshot last = r->snapshot();
+        const BrokerSnapshot last = r->snapshot();
         r->metrics->Update(last);
-        if (config.stats_interval.count() > 0) {
-          log->info("{}", StatsLine(r->kind, last, r->last_logged));
-        }
+        log->info("{}", TotalsLine(r->kind, last));
       }
       if (r->destroy) r->destroy();
     });
@@ -546,7 +560,7 @@ void Daemon::Shutdown() {
   Impl* d = impl_.get();
   absl::MutexLock lock(&d->control_mu);
   if (d->control == nullptr) return;
-  d->control->reactor().post([d] { d->BeginDrain("shutdown requested"); });
+  d->control->reactor().post([d] { d->BeginDrain("Shutdown()"); });
 }
 
 int Daemon::metrics_port() const { return impl_->metrics.port(); }

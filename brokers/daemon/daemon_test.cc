@@ -191,7 +191,8 @@ TEST(DaemonTest, ServesBothBrokersPublishesMetricsAndDrains) {
   EXPECT_THAT(logged, HasSubstr("consensus: listening on tcp://127.0.0.1:"));
   EXPECT_THAT(logged, HasSubstr("ready:"));
   EXPECT_THAT(logged, HasSubstr("majordomo: stats requests="));
-  EXPECT_THAT(logged, HasSubstr("draining"));
+  EXPECT_THAT(logged, HasSubstr("Shutdown(): shutting down"));
+  EXPECT_THAT(logged, HasSubstr("majordomo: totals: 1 request(s), 1 success"));
   EXPECT_THAT(logged, HasSubstr("stopped"));
 }
 
@@ -205,7 +206,7 @@ TEST(DaemonTest, SigtermDrainsAndStops) {
   EXPECT_EQ((*d)->metrics_port(), 0);
   ASSERT_EQ(kill(getpid(), SIGTERM), 0);
   EXPECT_TRUE(WaitBounded(**d, std::chrono::seconds(15)).ok());
-  EXPECT_THAT(log.text(), HasSubstr("SIGTERM: draining"));
+  EXPECT_THAT(log.text(), HasSubstr("SIGTERM: shutting down"));
 }
 
 TEST(DaemonTest, BusyEndpointIsAnErrorNamingIt) {

@@ -606,7 +606,7 @@ def scenario_drain(exe):
     time.sleep(0.5)  # the request is now with the worker
     t0 = time.monotonic()
     b.signal(signal.SIGTERM)
-    check(b.wait_line(r"SIGTERM: draining", 5), "no drain line")
+    check(b.wait_line(r"SIGTERM: shutting down", 5), "no drain line")
     # A new request during the drain is not served.
     code, out = run_peer("client", ep, "slow", "--requests", 1,
                          "--timeout-ms", 500, "--retries", 0)
