@@ -536,7 +536,10 @@ class MajordomoBroker::Impl {
     dead_.clear();
     for (auto& [id, w] : workers_) {
       if (now_ >= w->expiry) {
-        dead_.push_back(w.get());
+        dead_.push_back(w->identity);
+        // Out of the idle lists first, so that a request redispatched while
+        // the dead are removed never goes to one of them.
+        if (w->idle) Unlink(w.get());
         continue;
       }
       if (!w->sent_since_sweep) {
@@ -547,9 +550,14 @@ class MajordomoBroker::Impl {
       }
       w->sent_since_sweep = false;
     }
-    for (Worker* w : dead_) {
+    for (const std::string& identity : dead_) {
+      // Looked up again: removing one worker can remove another (a failed
+      // redispatch disconnects the worker it was sent to).
+      auto it = workers_.find(identity);
+      if (it == workers_.end()) continue;
       ++stats_.workers_expired;
-      RemoveWorker(w, WorkerEvent::Kind::kExpired, "heartbeat silence");
+      RemoveWorker(it->second.get(), WorkerEvent::Kind::kExpired,
+                   "heartbeat silence");
     }
     // Queues: drop what waited too long (the front is the oldest); forget
     // services that have neither workers nor requests.
@@ -643,7 +651,7 @@ class MajordomoBroker::Impl {
   Frames out_;      // reused for every forwarded message
   Frames control_;  // reused for DISCONNECT / HEARTBEAT
   std::vector<Frames> spare_frames_;
-  std::vector<Worker*> dead_;
+  std::vector<std::string> dead_;  // identities, reused by Sweep()
   std::vector<std::string> unused_services_;
 
   Stats stats_;
