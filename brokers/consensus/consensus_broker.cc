@@ -271,6 +271,12 @@ void ConsensusBroker::OnRequest(std::span<zmq::message_t> frames,
                                 std::span<zmq::message_t> body,
                                 const ccp::Header& h) {
   ++stats_.requests;
+  if (draining_) {
+    ++stats_.refused_draining;
+    FailNow(frames, body, ccp::kReasonShutdown,
+            "the broker is shutting down and takes no new requests");
+    return;
+  }
   const Clock::time_point now = Clock::now();
   const std::string_view identity = View(frames[0]);
   const ccp::SequenceId id = h.sequence;
@@ -321,7 +327,8 @@ void ConsensusBroker::OnRequest(std::span<zmq::message_t> frames,
     return;
   }
   Service* service = sit->second.get();
-  if (open_.contains(id)) {
+  auto [slot_in_open, inserted] = open_.try_emplace(id, nullptr);
+  if (!inserted) {
     // Unreachable under the sequence rules; never let two records share a
     // key.
     ++stats_.rejected_sequence;
@@ -369,7 +376,7 @@ void ConsensusBroker::OnRequest(std::span<zmq::message_t> frames,
     fifo_head_ = r;
   }
   fifo_tail_ = r;
-  open_.emplace(id, r);
+  slot_in_open->second = r;
 
   // Fan out: [worker identity][""][body...] to every worker; the body frames
   // are shared with zmq_msg_copy and moved into the last message.

@@ -93,6 +93,7 @@ class ConsensusBroker {
     std::uint64_t timeouts = 0;           // failures because of the deadline
     std::uint64_t worker_failures = 0;    // failures because a worker failed
     std::uint64_t no_workers = 0;         // failures because of no workers
+    std::uint64_t refused_draining = 0;   // failures because of Drain()
     std::uint64_t malformed = 0;          // unparseable messages dropped
     std::uint64_t rejected_sequence = 0;  // requests breaking sequence rules
     std::uint64_t unroutable = 0;         // sends to a peer that is gone
@@ -121,6 +122,13 @@ class ConsensusBroker {
   // Every bound endpoint as resolved by ZeroMQ (ZMQ_LAST_ENDPOINT), in Bind
   // order.
   const std::vector<std::string>& endpoints() const { return endpoints_; }
+
+  // Stops taking new work: from now on every REQUEST is answered at once with
+  // REPLY_FAILURE "zb:shutdown", while the open requests run to their end
+  // (all answers, a failure, or the deadline).  open_requests() says when
+  // they are done.  Workers stay registered and keep being heartbeated.
+  void Drain() { draining_ = true; }
+  bool draining() const { return draining_; }
 
   const Stats& stats() const { return stats_; }
   // Registered workers per service, services sorted by name.  Allocates; for
@@ -172,6 +180,7 @@ class ConsensusBroker {
   TimerId sweep_timer_ = 0;
   std::vector<std::string> endpoints_;
   Stats stats_;
+  bool draining_ = false;
 
   absl::flat_hash_map<std::string, std::unique_ptr<Service>> services_;
   absl::flat_hash_map<std::string, std::unique_ptr<Worker>> workers_;

@@ -705,6 +705,54 @@ TEST_F(ConsensusBrokerTest, ShutdownAnswersOpenRequestsAndDisconnectsWorkers) {
   thread_.reset();
 }
 
+TEST_F(ConsensusBrokerTest, DrainRefusesNewRequestsAndFinishesOpenOnes) {
+  Start();
+  auto w = NewWorker("svc");
+  Peer client(ctx_, endpoint_);
+  client.Request("svc", {1, 17}, {"open"});
+  auto r = w->Recv();
+  ASSERT_TRUE(r.has_value());
+  OnBroker([](ConsensusBroker& b) {
+    b.Drain();
+    return b.draining();
+  });
+  client.Request("svc", {2, 17}, {"new"});
+  auto refused = client.Recv();
+  ASSERT_TRUE(refused.has_value());
+  EXPECT_EQ(refused->type, MessageType::kReplyFailure);
+  EXPECT_EQ(refused->sequence.sequence, 2u);
+  EXPECT_EQ(refused->payload.at(0), ccp::kReasonShutdown);
+  EXPECT_TRUE(w->Silent(milliseconds(30)));  // never forwarded
+  w->Reply(*r, true, {"done"});
+  auto reply = client.Recv();
+  ASSERT_TRUE(reply.has_value());
+  EXPECT_EQ(reply->type, MessageType::kReplySuccess);
+  EXPECT_EQ(reply->sequence.sequence, 1u);
+  EXPECT_EQ(OnBroker([](ConsensusBroker& b) { return b.open_requests(); }), 0u);
+  EXPECT_EQ(Stats().refused_draining, 1u);
+}
+
+// A worker that answered success and then left still counts: its answer
+// stands, and the request completes once the others answer.
+TEST_F(ConsensusBrokerTest, AnswerOfAWorkerThatLeftStillCounts) {
+  Start();
+  auto w1 = NewWorker("svc");
+  auto w2 = NewWorker("svc");
+  Peer client(ctx_, endpoint_);
+  client.Request("svc", {1, 18});
+  auto r1 = w1->Recv();
+  auto r2 = w2->Recv();
+  ASSERT_TRUE(r1 && r2);
+  w1->Reply(*r1, true, {"w1 said yes"});
+  w1->Disconnect("svc");
+  ASSERT_TRUE(WaitFor([&] { return Workers("svc") == 1; }));
+  w2->Reply(*r2, true, {"w2 said yes"});
+  auto reply = client.Recv();
+  ASSERT_TRUE(reply.has_value());
+  EXPECT_EQ(reply->type, MessageType::kReplySuccess);
+  EXPECT_THAT(reply->payload, ElementsAre("w1 said yes", "w2 said yes"));
+}
+
 TEST_F(ConsensusBrokerTest, BindsSeveralEndpoints) {
   Start();
   const std::string ipc =
