@@ -9,6 +9,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <chrono>
 #include <functional>
 #include <string>
@@ -295,6 +296,7 @@ TEST_P(ConsensusWorkerTest, AnswersOnlyOnce) {
 }
 
 TEST_P(ConsensusWorkerTest, HeartbeatsWhileIdle) {
+  const Clock::time_point start = Clock::now();
   ConsensusWorker worker(
       reactor_, ctx_, broker_.endpoint(), "idle", Echo(),
       {.heartbeat_interval = milliseconds(30), .heartbeat_retries = 100});
@@ -304,10 +306,11 @@ TEST_P(ConsensusWorkerTest, HeartbeatsWhileIdle) {
   }));
   auto beats = broker_.OfType(ccp::MessageType::kHeartbeat);
   for (const auto& b : beats) EXPECT_EQ(b.identity, id);
-  // Never faster than one interval apart (it only beats when quiet).
-  for (std::size_t i = 1; i < beats.size(); ++i) {
-    EXPECT_GE(beats[i].at - beats[i - 1].at, milliseconds(25));
-  }
+  // At most one heartbeat per interval (never one per tick or per loop):
+  // count against the time elapsed since before the worker existed.
+  const auto elapsed = beats.back().at - start;
+  EXPECT_LE(static_cast<double>(beats.size()),
+            elapsed / milliseconds(30) + 1.0);
   EXPECT_EQ(worker.stats().reconnects, 0u);
 }
 
@@ -317,16 +320,26 @@ TEST_P(ConsensusWorkerTest, NoHeartbeatsWhileBusy) {
       {.heartbeat_interval = milliseconds(200), .heartbeat_retries = 5});
   const std::string id = AwaitReady();
   std::uint64_t seq = 0;
+  Clock::time_point last = Clock::now();
+  Clock::duration longest_gap{0};
   TimerId t = reactor_.every(milliseconds(5), [&] {
+    const Clock::time_point now = Clock::now();
+    longest_gap = std::max(longest_gap, now - last);
+    last = now;
     ++seq;
     broker_.SendRequest(id, "busy", {seq, 1}, {"x"});
   });
   RunFor(reactor_, milliseconds(700));
   reactor_.cancel(t);
   EXPECT_GT(worker.stats().replies_success, 20u);
-  // Requests and answers flow every few ms; a heartbeat would only go out
-  // after a stall of a whole interval on this busy thread.
-  EXPECT_LE(worker.stats().heartbeats_sent, 1u);
+  // Requests and answers flow every few ms, so no tick ever finds a whole
+  // quiet interval -- unless this thread itself stalled for half an
+  // interval (an overloaded machine), which the test cannot rule out.
+  if (longest_gap < milliseconds(100)) {
+    EXPECT_EQ(worker.stats().heartbeats_sent, 0u);
+  } else {
+    EXPECT_LE(worker.stats().heartbeats_sent, 3u);
+  }
 }
 
 TEST_P(ConsensusWorkerTest, ReconnectsWithNewIdentityWhenBrokerIsSilent) {
@@ -356,14 +369,24 @@ TEST_P(ConsensusWorkerTest, ReconnectsWithNewIdentityWhenBrokerIsSilent) {
 TEST_P(ConsensusWorkerTest, StaysConnectedWhileBrokerHeartbeats) {
   ConsensusWorker worker(
       reactor_, ctx_, broker_.endpoint(), "svc", Echo(),
-      {.heartbeat_interval = milliseconds(50), .heartbeat_retries = 4});
+      {.heartbeat_interval = milliseconds(100), .heartbeat_retries = 4});
   const std::string id = AwaitReady();
-  TimerId t =
-      reactor_.every(milliseconds(10), [&] { broker_.SendHeartbeat(id); });
-  RunFor(reactor_, milliseconds(500));
+  Clock::time_point last = Clock::now();
+  Clock::duration longest_gap{0};
+  TimerId t = reactor_.every(milliseconds(10), [&] {
+    const Clock::time_point now = Clock::now();
+    longest_gap = std::max(longest_gap, now - last);
+    last = now;
+    broker_.SendHeartbeat(id);
+  });
+  RunFor(reactor_, milliseconds(600));
   reactor_.cancel(t);
-  EXPECT_EQ(broker_.OfType(ccp::MessageType::kReady).size(), 1u);
-  EXPECT_EQ(worker.stats().reconnects, 0u);
+  // Only meaningful when this thread kept up (see NoHeartbeatsWhileBusy).
+  if (longest_gap < milliseconds(200)) {
+    EXPECT_EQ(broker_.OfType(ccp::MessageType::kReady).size(), 1u);
+    EXPECT_EQ(worker.stats().reconnects, 0u);
+  }
+  EXPECT_GT(broker_.OfType(ccp::MessageType::kHeartbeat).size(), 0u);
 }
 
 TEST_P(ConsensusWorkerTest, BrokerDisconnectMakesItRegisterAgain) {

@@ -249,7 +249,10 @@ class VanishingWorker {
     socket_.connect(endpoint);
     Frames ready;
     ready.emplace_back();
-    ccp::AppendReady(ready, service, 50, 2);
+    // Long enough that the broker does not expire it (it never heartbeats)
+    // before the test's request reaches it; once gone, the broker notices
+    // at its next heartbeat (unroutable) or at expiry, within ~0.6 s.
+    ccp::AppendReady(ready, service, 300, 2);
     EXPECT_TRUE(SendFrames(socket_, ready).ok());
   }
   // Waits for a REQUEST (skipping heartbeats), then closes the socket.
