@@ -38,9 +38,12 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/string_view.h"
 #include "brokers/client/consensus_client.h"
+#include "brokers/client/mdp_client.h"
 #include "brokers/consensus/consensus_broker.h"
+#include "brokers/majordomo/majordomo_broker.h"
 #include "brokers/protocol/ccp.h"
 #include "brokers/worker/consensus_worker.h"
+#include "brokers/worker/mdp_worker.h"
 #include "reactor/frames.h"
 #include "reactor/reactor.h"
 
@@ -175,6 +178,15 @@ std::shared_ptr<zmq::context_t> SharedContext() {
   return ctx;
 }
 
+// Whether a reactor's loop still exists, for reply tokens answered on other
+// threads: MdpWorker::Replier posts to the reactor without knowing whether
+// it is gone.  zb_reactor_destroy() clears `alive` under `mu` before it
+// destroys the loop, and a token posts only under `mu` while `alive`.
+struct ReactorLife {
+  std::mutex mu;
+  bool alive = true;
+};
+
 }  // namespace
 
 // ---- Handles ----------------------------------------------------------------
@@ -197,6 +209,10 @@ struct zb_reactor_t {
   absl::flat_hash_set<zb_consensus_client_t*> consensus_clients;
   absl::flat_hash_set<zb_consensus_worker_t*> consensus_workers;
   absl::flat_hash_set<zb_consensus_broker_t*> consensus_brokers;
+  absl::flat_hash_set<zb_mdp_client_t*> mdp_clients;
+  absl::flat_hash_set<zb_mdp_worker_t*> mdp_workers;
+  absl::flat_hash_set<zb_mdp_broker_t*> mdp_brokers;
+  std::shared_ptr<ReactorLife> life = std::make_shared<ReactorLife>();
 };
 
 struct zb_socket_t {
@@ -240,6 +256,34 @@ struct zb_responder_t {
 struct zb_consensus_broker_t {
   zb_reactor_t* reactor = nullptr;
   std::unique_ptr<zb::ConsensusBroker> broker;
+  zb_log_fn log_fn = nullptr;
+  UserRef log_user;
+};
+
+struct zb_mdp_client_t {
+  zb_reactor_t* reactor = nullptr;
+  std::unique_ptr<zb::MdpAsyncClient> client;
+  int in_callback = 0;
+  bool closing = false;
+};
+
+struct zb_mdp_worker_t {
+  zb_reactor_t* reactor = nullptr;
+  std::unique_ptr<zb::MdpWorker> worker;
+  zb_mdp_handler_fn handler = nullptr;
+  UserRef user;
+  int in_callback = 0;
+  bool closing = false;
+};
+
+struct zb_mdp_replier_t {
+  zb::MdpWorker::Replier replier;
+  std::shared_ptr<ReactorLife> life;
+};
+
+struct zb_mdp_broker_t {
+  zb_reactor_t* reactor = nullptr;
+  std::unique_ptr<zb::MajordomoBroker> broker;
   zb_log_fn log_fn = nullptr;
   UserRef log_user;
 };
@@ -393,6 +437,23 @@ void DeleteConsensusBroker(zb_consensus_broker_t* b) {
   delete b;
 }
 
+void DeleteMdpClient(zb_mdp_client_t* c) {
+  c->closing = true;
+  c->client.reset();
+  delete c;
+}
+
+void DeleteMdpWorker(zb_mdp_worker_t* w) {
+  w->closing = true;
+  w->worker.reset();
+  delete w;
+}
+
+void DeleteMdpBroker(zb_mdp_broker_t* b) {
+  b->broker.reset();
+  delete b;
+}
+
 }  // namespace
 
 // ---- Errors -----------------------------------------------------------------
@@ -460,13 +521,28 @@ extern "C" int zb_reactor_destroy(zb_reactor_t* r) {
     for (zb_consensus_client_t* c : std::exchange(r->consensus_clients, {})) {
       DeleteConsensusClient(c);
     }
+    for (zb_mdp_client_t* c : std::exchange(r->mdp_clients, {})) {
+      DeleteMdpClient(c);
+    }
     for (zb_consensus_worker_t* w : std::exchange(r->consensus_workers, {})) {
       DeleteConsensusWorker(w);
+    }
+    for (zb_mdp_worker_t* w : std::exchange(r->mdp_workers, {})) {
+      DeleteMdpWorker(w);
     }
     for (zb_consensus_broker_t* b : std::exchange(r->consensus_brokers, {})) {
       DeleteConsensusBroker(b);
     }
+    for (zb_mdp_broker_t* b : std::exchange(r->mdp_brokers, {})) {
+      DeleteMdpBroker(b);
+    }
     for (zb_socket_t* s : std::exchange(r->sockets, {})) DestroySocket(s);
+    {
+      // From now on reply tokens on other threads drop their answers
+      // instead of posting to a loop that is about to go.
+      std::lock_guard<std::mutex> lock(r->life->mu);
+      r->life->alive = false;
+    }
     r->loop.reset();
     delete r;  // releases this reactor's share of the context last
     return ZB_OK;
@@ -1330,6 +1406,389 @@ extern "C" int zb_consensus_broker_worker_count(zb_consensus_broker_t* b,
     }
     *count = b->broker->worker_count(
         std::string_view(static_cast<const char*>(service), service_size));
+    return ZB_OK;
+  });
+}
+
+// ---- Majordomo
+// -----------------------------------------------------------------
+
+namespace {
+
+int CodeForStatus(const absl::Status& status) {
+  switch (status.code()) {
+    case absl::StatusCode::kOk:
+      return ZB_OK;
+    case absl::StatusCode::kDeadlineExceeded:
+      return ZB_ERR_TIMEOUT;
+    case absl::StatusCode::kCancelled:
+      return ZB_ERR_CANCELLED;
+    case absl::StatusCode::kInvalidArgument:
+      return ZB_ERR_INVALID;
+    case absl::StatusCode::kInternal:
+      return ZB_ERR_ZMQ;
+    default:
+      return ZB_ERR_INTERNAL;
+  }
+}
+
+int CheckMdpClient(const zb_mdp_client_t* c, absl::string_view where) {
+  if (c == nullptr) {
+    return Fail(ZB_ERR_INVALID, absl::StrCat(where, ": client is NULL"));
+  }
+  if (c->closing) {
+    return Fail(ZB_ERR_STATE, absl::StrCat(where, ": client is closed"));
+  }
+  return CheckOwner(c->reactor, where);
+}
+
+int CheckMdpWorker(const zb_mdp_worker_t* w, absl::string_view where) {
+  if (w == nullptr) {
+    return Fail(ZB_ERR_INVALID, absl::StrCat(where, ": worker is NULL"));
+  }
+  if (w->closing) {
+    return Fail(ZB_ERR_STATE, absl::StrCat(where, ": worker is closed"));
+  }
+  return CheckOwner(w->reactor, where);
+}
+
+int CheckMdpBroker(const zb_mdp_broker_t* b, absl::string_view where) {
+  if (b == nullptr) {
+    return Fail(ZB_ERR_INVALID, absl::StrCat(where, ": broker is NULL"));
+  }
+  return CheckOwner(b->reactor, where);
+}
+
+void MdpBrokerLog(zb_mdp_broker_t* b, int level, std::string_view line) {
+  if (b->log_fn != nullptr) {
+    const std::string text(line);
+    b->log_fn(b->log_user.get(), level, text.c_str());
+  } else if (level >= ZB_LOG_WARNING) {
+    std::fprintf(stderr, "zbrokers majordomo broker: %.*s\n",
+                 static_cast<int>(line.size()), line.data());
+  }
+}
+
+}  // namespace
+
+extern "C" int zb_mdp_client_new(zb_reactor_t* r, const char* endpoint,
+                                 int64_t timeout_us, int retries,
+                                 zb_mdp_client_t** out) {
+  constexpr absl::string_view kWhere = "zb_mdp_client_new";
+  return Guard(kWhere, [&]() -> int {
+    if (r == nullptr || endpoint == nullptr || out == nullptr) {
+      return Fail(
+          ZB_ERR_INVALID,
+          absl::StrCat(kWhere, ": reactor, endpoint and out are required"));
+    }
+    if (int rc = CheckOwner(r, kWhere)) return rc;
+    zb::MdpAsyncClient::Options options;
+    if (timeout_us > 0) options.timeout = MillisUp(timeout_us);
+    if (retries > 0) options.retries = retries;
+    auto c = std::make_unique<zb_mdp_client_t>();
+    c->reactor = r;
+    c->client = std::make_unique<zb::MdpAsyncClient>(*r->loop, *r->context,
+                                                     endpoint, options);
+    if (const absl::Status started = c->client->Start(); !started.ok()) {
+      return Fail(ZB_ERR_ZMQ, absl::StrCat(kWhere, "(\"", endpoint,
+                                           "\"): ", started.message()));
+    }
+    *out = c.get();
+    r->mdp_clients.insert(c.release());
+    return ZB_OK;
+  });
+}
+
+extern "C" int zb_mdp_client_destroy(zb_mdp_client_t* c) {
+  return Guard("zb_mdp_client_destroy", [&]() -> int {
+    if (c == nullptr) return ZB_OK;
+    if (int rc = CheckMdpClient(c, "zb_mdp_client_destroy")) return rc;
+    zb_reactor_t* r = c->reactor;
+    if (c->in_callback > 0) {
+      c->closing = true;
+      r->loop->post([r, c] {
+        if (r->mdp_clients.erase(c) > 0) DeleteMdpClient(c);
+      });
+      return ZB_OK;
+    }
+    r->mdp_clients.erase(c);
+    DeleteMdpClient(c);
+    return ZB_OK;
+  });
+}
+
+extern "C" int zb_mdp_client_request(zb_mdp_client_t* c, const void* service,
+                                     size_t service_size, size_t count,
+                                     const void* const* data,
+                                     const size_t* sizes, int64_t timeout_us,
+                                     zb_mdp_reply_fn fn, void* user,
+                                     zb_free_fn free_user) {
+  constexpr absl::string_view kWhere = "zb_mdp_client_request";
+  return Guard(kWhere, [&]() -> int {
+    if (int rc = CheckMdpClient(c, kWhere)) return rc;
+    if (fn == nullptr || (service == nullptr && service_size > 0)) {
+      return Fail(ZB_ERR_INVALID,
+                  absl::StrCat(kWhere, ": callback and service are required"));
+    }
+    zb::Frames body;
+    if (!CopyFrames(kWhere, count, data, sizes, body)) return ZB_ERR_INVALID;
+    std::optional<std::chrono::milliseconds> timeout;
+    if (timeout_us > 0) timeout = MillisUp(timeout_us);
+    // Request() either calls `done` exactly once (later) or refuses and
+    // drops it uncalled.  The user is released after the call, so a refusal
+    // leaves it with the C caller, as zb.h promises.
+    const absl::Status sent = c->client->Request(
+        std::string_view(static_cast<const char*>(service), service_size),
+        std::move(body),
+        [c, fn, user, free_user](absl::StatusOr<zb::Frames> reply) {
+          const int code = CodeForStatus(reply.status());
+          const std::string message(reply.status().message());
+          static const zb::Frames kNone;
+          const zb::Frames& frames = reply.ok() ? *reply : kNone;
+          const FrameArrays arrays(frames);
+          ++c->in_callback;
+          fn(user, code, message.c_str(), frames.size(), arrays.data.data(),
+             arrays.sizes.data());
+          --c->in_callback;
+          if (free_user != nullptr) free_user(user);
+        },
+        timeout);
+    if (!sent.ok()) {
+      return Fail(
+          CodeForStatus(sent) == ZB_ERR_INVALID ? ZB_ERR_INVALID : ZB_ERR_STATE,
+          absl::StrCat(kWhere, ": ", sent.message()));
+    }
+    return ZB_OK;
+  });
+}
+
+extern "C" int zb_mdp_client_outstanding(zb_mdp_client_t* c, size_t* count) {
+  return Guard("zb_mdp_client_outstanding", [&]() -> int {
+    if (int rc = CheckMdpClient(c, "zb_mdp_client_outstanding")) return rc;
+    if (count == nullptr) {
+      return Fail(ZB_ERR_INVALID, "zb_mdp_client_outstanding: count is NULL");
+    }
+    *count = c->client->outstanding();
+    return ZB_OK;
+  });
+}
+
+extern "C" int zb_mdp_worker_new(zb_reactor_t* r, const char* endpoint,
+                                 const void* service, size_t service_size,
+                                 int64_t heartbeat_interval_us,
+                                 int heartbeat_liveness,
+                                 int64_t reconnect_delay_us,
+                                 zb_mdp_handler_fn handler, void* user,
+                                 zb_free_fn free_user, zb_mdp_worker_t** out) {
+  constexpr absl::string_view kWhere = "zb_mdp_worker_new";
+  return Guard(kWhere, [&]() -> int {
+    if (r == nullptr || endpoint == nullptr || handler == nullptr ||
+        out == nullptr || (service == nullptr && service_size > 0)) {
+      return Fail(ZB_ERR_INVALID,
+                  absl::StrCat(kWhere,
+                               ": reactor, endpoint, service, handler and "
+                               "out are required"));
+    }
+    if (int rc = CheckOwner(r, kWhere)) return rc;
+    zb::MdpWorker::Options options;
+    if (heartbeat_interval_us > 0) {
+      options.heartbeat_interval = MillisUp(heartbeat_interval_us);
+    }
+    if (heartbeat_liveness > 0) options.heartbeat_liveness = heartbeat_liveness;
+    if (reconnect_delay_us >= 0) {
+      options.reconnect_delay = MillisUp(reconnect_delay_us);
+    }
+    auto w = std::make_unique<zb_mdp_worker_t>();
+    w->reactor = r;
+    w->handler = handler;
+    zb_mdp_worker_t* wp = w.get();
+    std::shared_ptr<ReactorLife> life = r->life;
+    w->worker = std::make_unique<zb::MdpWorker>(
+        *r->loop, *r->context, endpoint,
+        std::string(static_cast<const char*>(service), service_size),
+        [wp, life](zb::Frames body, zb::MdpWorker::Replier replier) {
+          if (wp->closing) return;
+          auto token = std::make_unique<zb_mdp_replier_t>();
+          token->replier = std::move(replier);
+          token->life = life;
+          const FrameArrays arrays(body);
+          ++wp->in_callback;
+          wp->handler(wp->user.get(), token.release(), body.size(),
+                      arrays.data.data(), arrays.sizes.data());
+          --wp->in_callback;
+        },
+        options);
+    if (const absl::Status started = w->worker->Start(); !started.ok()) {
+      return Fail(ZB_ERR_ZMQ, absl::StrCat(kWhere, "(\"", endpoint,
+                                           "\"): ", started.message()));
+    }
+    w->user = UserRef(user, free_user);
+    *out = w.get();
+    r->mdp_workers.insert(w.release());
+    return ZB_OK;
+  });
+}
+
+extern "C" int zb_mdp_worker_destroy(zb_mdp_worker_t* w) {
+  return Guard("zb_mdp_worker_destroy", [&]() -> int {
+    if (w == nullptr) return ZB_OK;
+    if (int rc = CheckMdpWorker(w, "zb_mdp_worker_destroy")) return rc;
+    zb_reactor_t* r = w->reactor;
+    if (w->in_callback > 0) {
+      w->closing = true;
+      r->loop->post([r, w] {
+        if (r->mdp_workers.erase(w) > 0) DeleteMdpWorker(w);
+      });
+      return ZB_OK;
+    }
+    r->mdp_workers.erase(w);
+    DeleteMdpWorker(w);
+    return ZB_OK;
+  });
+}
+
+extern "C" int zb_mdp_reply(zb_mdp_replier_t* replier, size_t count,
+                            const void* const* data, const size_t* sizes) {
+  constexpr absl::string_view kWhere = "zb_mdp_reply";
+  return Guard(kWhere, [&]() -> int {
+    if (replier == nullptr) {
+      return Fail(ZB_ERR_INVALID, absl::StrCat(kWhere, ": replier is NULL"));
+    }
+    std::unique_ptr<zb_mdp_replier_t> owned(replier);
+    zb::Frames body;
+    if (!CopyFrames(kWhere, count, data, sizes, body)) return ZB_ERR_INVALID;
+    // Held while Reply() may post, so the loop cannot be destroyed under it.
+    std::lock_guard<std::mutex> lock(owned->life->mu);
+    if (owned->life->alive) owned->replier.Reply(std::move(body));
+    return ZB_OK;
+  });
+}
+
+extern "C" int zb_mdp_replier_discard(zb_mdp_replier_t* replier) {
+  return Guard("zb_mdp_replier_discard", [&]() -> int {
+    delete replier;
+    return ZB_OK;
+  });
+}
+
+extern "C" int zb_mdp_broker_new(zb_reactor_t* r, int64_t heartbeat_interval_us,
+                                 int heartbeat_liveness,
+                                 zb_mdp_broker_t** out) {
+  constexpr absl::string_view kWhere = "zb_mdp_broker_new";
+  return Guard(kWhere, [&]() -> int {
+    if (r == nullptr || out == nullptr) {
+      return Fail(ZB_ERR_INVALID,
+                  absl::StrCat(kWhere, ": reactor and out are required"));
+    }
+    if (int rc = CheckOwner(r, kWhere)) return rc;
+    zb::MajordomoBroker::Options options;
+    if (heartbeat_interval_us > 0) {
+      options.heartbeat_interval = MillisUp(heartbeat_interval_us);
+    }
+    if (heartbeat_liveness > 0) options.heartbeat_liveness = heartbeat_liveness;
+    auto b = std::make_unique<zb_mdp_broker_t>();
+    b->reactor = r;
+    b->broker =
+        std::make_unique<zb::MajordomoBroker>(*r->loop, *r->context, options);
+    zb_mdp_broker_t* bp = b.get();
+    b->broker->set_log_hook(
+        [bp](zb::MajordomoBroker::LogLevel level, std::string_view line) {
+          using Level = zb::MajordomoBroker::LogLevel;
+          MdpBrokerLog(bp,
+                       level == Level::kDebug  ? ZB_LOG_DEBUG
+                       : level == Level::kInfo ? ZB_LOG_INFO
+                                               : ZB_LOG_WARNING,
+                       line);
+        });
+    b->broker->set_worker_event_hook(
+        [bp](const zb::MajordomoBroker::WorkerEvent& e) {
+          if (bp->log_fn == nullptr) return;  // joins and leaves are INFO
+          using Kind = zb::MajordomoBroker::WorkerEvent::Kind;
+          const char* what = "joined";
+          switch (e.kind) {
+            case Kind::kJoined:
+              break;
+            case Kind::kLeft:
+              what = "left";
+              break;
+            case Kind::kExpired:
+              what = "expired";
+              break;
+            case Kind::kDisconnected:
+              what = "disconnected";
+              break;
+          }
+          MdpBrokerLog(bp, ZB_LOG_INFO,
+                       std::string("worker ") + what +
+                           " service=" + std::string(e.service) +
+                           (e.reason.empty() ? "" : " reason=") +
+                           std::string(e.reason));
+        });
+    *out = b.get();
+    r->mdp_brokers.insert(b.release());
+    return ZB_OK;
+  });
+}
+
+extern "C" int zb_mdp_broker_destroy(zb_mdp_broker_t* b) {
+  return Guard("zb_mdp_broker_destroy", [&]() -> int {
+    if (b == nullptr) return ZB_OK;
+    if (int rc = CheckMdpBroker(b, "zb_mdp_broker_destroy")) return rc;
+    b->reactor->mdp_brokers.erase(b);
+    DeleteMdpBroker(b);
+    return ZB_OK;
+  });
+}
+
+extern "C" int zb_mdp_broker_bind(zb_mdp_broker_t* b, const char* endpoint,
+                                  char* resolved, size_t capacity) {
+  constexpr absl::string_view kWhere = "zb_mdp_broker_bind";
+  return Guard(kWhere, [&]() -> int {
+    if (int rc = CheckMdpBroker(b, kWhere)) return rc;
+    if (endpoint == nullptr) {
+      return Fail(ZB_ERR_INVALID, absl::StrCat(kWhere, ": endpoint is NULL"));
+    }
+    const absl::Status status = b->broker->Bind(endpoint);
+    if (!status.ok()) {
+      return Fail(ZB_ERR_ZMQ, absl::StrCat(kWhere, ": ", status.message()));
+    }
+    if (resolved != nullptr) {
+      const std::string& ep = b->broker->endpoints().back();
+      if (ep.size() + 1 > capacity) {
+        return Fail(ZB_ERR_RANGE,
+                    absl::StrFormat("%s: the endpoint needs %d bytes", kWhere,
+                                    ep.size() + 1));
+      }
+      std::memcpy(resolved, ep.c_str(), ep.size() + 1);
+    }
+    return ZB_OK;
+  });
+}
+
+extern "C" int zb_mdp_broker_set_log(zb_mdp_broker_t* b, zb_log_fn fn,
+                                     void* user, zb_free_fn free_user) {
+  return Guard("zb_mdp_broker_set_log", [&]() -> int {
+    if (int rc = CheckMdpBroker(b, "zb_mdp_broker_set_log")) return rc;
+    b->log_fn = fn;
+    b->log_user = fn != nullptr ? UserRef(user, free_user) : UserRef();
+    return ZB_OK;
+  });
+}
+
+extern "C" int zb_mdp_broker_worker_count(zb_mdp_broker_t* b,
+                                          const void* service,
+                                          size_t service_size, size_t* count) {
+  constexpr absl::string_view kWhere = "zb_mdp_broker_worker_count";
+  return Guard(kWhere, [&]() -> int {
+    if (int rc = CheckMdpBroker(b, kWhere)) return rc;
+    if (count == nullptr || (service == nullptr && service_size > 0)) {
+      return Fail(ZB_ERR_INVALID,
+                  absl::StrCat(kWhere, ": service and count are required"));
+    }
+    const zb::MajordomoBroker::Stats stats = b->broker->stats();
+    const auto it = stats.services.find(
+        std::string(static_cast<const char*>(service), service_size));
+    *count = it == stats.services.end() ? 0 : it->second.workers;
     return ZB_OK;
   });
 }

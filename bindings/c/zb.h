@@ -46,10 +46,11 @@
  * Threading.  A reactor belongs to the thread that created it, its *owner*.
  * Every function that takes a reactor, a socket or a client/worker/broker
  * handle must be called on the owner thread, except those marked "any
- * thread" (zb_reactor_post, zb_reactor_stop, zb_consensus_reply_*).  A call
- * from another thread fails with ZB_ERR_WRONG_THREAD; it never aborts.  All
- * callbacks run on the owner thread, inside zb_reactor_run()/run_once()/
- * run_for().  To drive a reactor from another thread, post() to it.
+ * thread" (zb_reactor_post, zb_reactor_stop, zb_responder_*, zb_mdp_reply,
+ * zb_mdp_replier_discard).  A call from another thread fails with
+ * ZB_ERR_WRONG_THREAD; it never aborts.  All callbacks run on the owner
+ * thread, inside zb_reactor_run()/run_once()/run_for().  To drive a reactor
+ * from another thread, post() to it.
  *
  * ZeroMQ context.  The library owns the ZeroMQ context: one per process,
  * shared by every reactor (so inproc:// endpoints connect across reactors)
@@ -149,11 +150,11 @@ typedef struct zb_reactor_t zb_reactor_t;
 int zb_reactor_new(zb_reactor_t** out);
 
 /* Destroys the reactor and everything it owns, in this order: clients,
- * workers, brokers, sockets (closed with their ZB_OPT_LINGER, 0 by
- * default), timers and posted tasks that never ran (their free_user is
- * called; their callbacks are not).  Owner thread; fails with ZB_ERR_STATE
- * when called from inside one of the reactor's callbacks.  NULL is a no-op.
- * No other thread may use the handle once this has started. */
+ * workers, brokers (consensus and MDP), sockets (closed with their
+ * ZB_OPT_LINGER, 0 by default), timers and posted tasks that never ran (their
+ * free_user is called; their callbacks are not).  Owner thread; fails with
+ * ZB_ERR_STATE when called from inside one of the reactor's callbacks.  NULL is
+ * a no-op. No other thread may use the handle once this has started. */
 int zb_reactor_destroy(zb_reactor_t* reactor);
 
 /* Runs the loop until zb_reactor_stop().  Owner thread; not re-entrant
@@ -492,6 +493,124 @@ int zb_consensus_broker_set_log(zb_consensus_broker_t* broker, zb_log_fn fn,
 int zb_consensus_broker_worker_count(zb_consensus_broker_t* broker,
                                      const void* service, size_t service_size,
                                      size_t* count);
+
+/* ---- Majordomo (MDP/0.1) clients, workers and brokers ---------------------
+ *
+ * docs/majordomo.md describes them: the standard Majordomo protocol (ZeroMQ
+ * RFC 7, with the MMI extension of RFC 8), so any MDP peer in any language
+ * interoperates.  A request goes to one idle worker of its service.  As
+ * with the consensus objects, they live on a reactor and are used on its
+ * thread (except zb_mdp_reply / zb_mdp_replier_discard); the reactor
+ * destroys those still alive (clients, workers, brokers). */
+
+typedef struct zb_mdp_client_t zb_mdp_client_t;
+
+/* Receives the outcome of an MDP request, exactly once, on the reactor
+ * thread: code ZB_OK with the reply frames; ZB_ERR_TIMEOUT when no reply
+ * came after all retries; ZB_ERR_CANCELLED when the client was destroyed
+ * first; another ZB_ERR_* for other failures.  `message` is "" on success.
+ * Everything is valid only during the call. */
+typedef void (*zb_mdp_reply_fn)(void* user, int code, const char* message,
+                                size_t count, const void* const* data,
+                                const size_t* sizes);
+
+/* Creates an asynchronous MDP client connected to `endpoint`, with the
+ * default per-request timeout `timeout_us` (<= 0: 2.5 s) and number of
+ * resends after a timeout `retries` (< 0: 0).  A timeout makes the client
+ * reopen its socket and resend what is outstanding (see mdp_client.h).
+ * A bad endpoint fails here (ZB_ERR_ZMQ). */
+int zb_mdp_client_new(zb_reactor_t* reactor, const char* endpoint,
+                      int64_t timeout_us, int retries, zb_mdp_client_t** out);
+
+/* Destroys the client; outstanding requests end with ZB_ERR_CANCELLED
+ * (their callbacks run inside this call).  From inside one of its own
+ * callbacks the destruction is finished on the next loop iteration.  NULL
+ * is a no-op. */
+int zb_mdp_client_destroy(zb_mdp_client_t* client);
+
+/* Sends `count` frames (copied; 0 sends one empty frame) to `service`
+ * (e.g. "echo", or "mmi.service" to ask whether a service exists).
+ * `timeout_us` > 0 overrides the client's default for this request.
+ * fn(user, ...) is called exactly once, never inside this call, and
+ * free_user(user) right after.  Replies are matched to requests in order per
+ * service (MDP carries no request id). */
+int zb_mdp_client_request(zb_mdp_client_t* client, const void* service,
+                          size_t service_size, size_t count,
+                          const void* const* data, const size_t* sizes,
+                          int64_t timeout_us, zb_mdp_reply_fn fn, void* user,
+                          zb_free_fn free_user);
+
+/* The number of requests without an outcome yet. */
+int zb_mdp_client_outstanding(zb_mdp_client_t* client, size_t* count);
+
+typedef struct zb_mdp_worker_t zb_mdp_worker_t;
+
+/* A request's reply token, owned by the handler that received it.  Consume
+ * it exactly once with zb_mdp_reply() (any thread, at once or later) or
+ * zb_mdp_replier_discard().  A worker serves one request at a time (RFC 7):
+ * the broker sends it nothing new until it replies.  The token may outlive
+ * its worker and reactor; the reply is then dropped. */
+typedef struct zb_mdp_replier_t zb_mdp_replier_t;
+
+typedef void (*zb_mdp_handler_fn)(void* user, zb_mdp_replier_t* replier,
+                                  size_t count, const void* const* data,
+                                  const size_t* sizes);
+
+/* Creates a worker for `service` connected to an MDP broker at `endpoint`
+ * and sends READY.  It heartbeats every `heartbeat_interval_us` (<= 0:
+ * 2.5 s; must match the broker's), treats the broker as gone after
+ * `heartbeat_liveness` (<= 0: 3) silent intervals, and reconnects after
+ * `reconnect_delay_us` (< 0: 1 s).  handler(user, ...) gets every request;
+ * free_user(user) is called when the worker is destroyed.  A bad endpoint
+ * fails here (ZB_ERR_ZMQ). */
+int zb_mdp_worker_new(zb_reactor_t* reactor, const char* endpoint,
+                      const void* service, size_t service_size,
+                      int64_t heartbeat_interval_us, int heartbeat_liveness,
+                      int64_t reconnect_delay_us, zb_mdp_handler_fn handler,
+                      void* user, zb_free_fn free_user, zb_mdp_worker_t** out);
+
+/* Sends DISCONNECT and destroys the worker.  From inside its own handler
+ * the destruction is finished on the next loop iteration.  NULL is a
+ * no-op. */
+int zb_mdp_worker_destroy(zb_mdp_worker_t* worker);
+
+/* Sends the reply (copied; 0 frames sends one empty frame) and frees the
+ * token.  Any thread. */
+int zb_mdp_reply(zb_mdp_replier_t* replier, size_t count,
+                 const void* const* data, const size_t* sizes);
+
+/* Frees the token without replying.  MDP has no failure reply: the broker
+ * keeps waiting for this worker's answer (and sends it nothing else) until
+ * the worker reconnects, so prefer replying with an error of your own
+ * making.  Any thread.  NULL is a no-op. */
+int zb_mdp_replier_discard(zb_mdp_replier_t* replier);
+
+typedef struct zb_mdp_broker_t zb_mdp_broker_t;
+
+/* Creates an in-process Majordomo broker on the reactor (zb-broker is the
+ * daemon).  Heartbeats every `heartbeat_interval_us` (<= 0: 2.5 s; workers
+ * must use the same), drops workers silent for `heartbeat_liveness` (<= 0:
+ * 3) intervals.  Warnings go to stderr unless zb_mdp_broker_set_log() says
+ * otherwise. */
+int zb_mdp_broker_new(zb_reactor_t* reactor, int64_t heartbeat_interval_us,
+                      int heartbeat_liveness, zb_mdp_broker_t** out);
+
+/* Destroys the broker (it sends nothing; requests in flight are lost).
+ * NULL is a no-op. */
+int zb_mdp_broker_destroy(zb_mdp_broker_t* broker);
+
+/* Binds like zb_consensus_broker_bind(). */
+int zb_mdp_broker_bind(zb_mdp_broker_t* broker, const char* endpoint,
+                       char* resolved, size_t capacity);
+
+/* Sends the broker's log lines (and worker joins/leaves, at ZB_LOG_INFO) to
+ * fn(user, level, line); NULL restores the default. */
+int zb_mdp_broker_set_log(zb_mdp_broker_t* broker, zb_log_fn fn, void* user,
+                          zb_free_fn free_user);
+
+/* The number of workers registered for `service`. */
+int zb_mdp_broker_worker_count(zb_mdp_broker_t* broker, const void* service,
+                               size_t service_size, size_t* count);
 
 #ifdef __cplusplus
 } /* extern "C" */

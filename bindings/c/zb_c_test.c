@@ -676,6 +676,152 @@ static void test_consensus(void) {
   CHECK_OK(zb_reactor_destroy(r));
 }
 
+/* ---- Majordomo
+ * ----------------------------------------------------------------- */
+
+typedef struct {
+  int calls;
+  int code;
+  size_t count;
+  char frames[4][64];
+  int freed;
+} mdp_reply_state;
+
+static void on_mdp_reply(void* user, int code, const char* message,
+                         size_t count, const void* const* data,
+                         const size_t* sizes) {
+  (void)message;
+  mdp_reply_state* st = (mdp_reply_state*)user;
+  st->calls++;
+  st->code = code;
+  st->count = count;
+  for (size_t i = 0; i < count && i < 4; ++i) {
+    const size_t n = sizes[i] < 63 ? sizes[i] : 63;
+    memcpy(st->frames[i], data[i], n);
+    st->frames[i][n] = '\0';
+  }
+}
+
+static void free_mdp_reply(void* user) { ((mdp_reply_state*)user)->freed++; }
+
+typedef struct {
+  zb_mdp_replier_t* replier;
+  char body[64];
+} mdp_job;
+
+static void* mdp_reply_later(void* arg) {
+  mdp_job* job = (mdp_job*)arg;
+  char out[80];
+  const int n = snprintf(out, sizeof out, "echo:%s", job->body);
+  const void* frames[1] = {out};
+  const size_t sizes[1] = {(size_t)n};
+  zb_mdp_reply(job->replier, 1, frames, sizes);
+  free(job);
+  return NULL;
+}
+
+/* Answers every other request from another thread. */
+static void mdp_echo(void* user, zb_mdp_replier_t* replier, size_t count,
+                     const void* const* data, const size_t* sizes) {
+  int* n = (int*)user;
+  CHECK(count == 1 && sizes[0] < 64);
+  if ((*n)++ % 2 == 0) {
+    char out[80];
+    const int len = snprintf(out, sizeof out, "echo:%.*s", (int)sizes[0],
+                             (const char*)data[0]);
+    const void* frames[1] = {out};
+    const size_t out_sizes[1] = {(size_t)len};
+    CHECK_OK(zb_mdp_reply(replier, 1, frames, out_sizes));
+    return;
+  }
+  mdp_job* job = (mdp_job*)calloc(1, sizeof *job);
+  CHECK(job != NULL);
+  job->replier = replier;
+  memcpy(job->body, data[0], sizes[0]);
+  pthread_t th;
+  CHECK(pthread_create(&th, NULL, mdp_reply_later, job) == 0);
+  CHECK(pthread_detach(th) == 0);
+}
+
+static int mdp_request(zb_reactor_t* r, zb_mdp_client_t* c, const char* service,
+                       const char* body, int64_t timeout_us,
+                       mdp_reply_state* st) {
+  memset(st, 0, sizeof *st);
+  const void* data[1] = {body};
+  const size_t sizes[1] = {strlen(body)};
+  CHECK_OK(zb_mdp_client_request(c, service, strlen(service), 1, data, sizes,
+                                 timeout_us, on_mdp_reply, st, free_mdp_reply));
+  return run_until(r, &st->calls, 10.0);
+}
+
+static void test_majordomo(void) {
+  zb_reactor_t* r;
+  CHECK_OK(zb_reactor_new(&r));
+  const int64_t hb = 200 * 1000;
+  zb_mdp_broker_t* broker;
+  CHECK_OK(zb_mdp_broker_new(r, hb, 3, &broker));
+  char endpoint[256];
+  CHECK_OK(zb_mdp_broker_bind(broker, "tcp://127.0.0.1:*", endpoint,
+                              sizeof endpoint));
+  CHECK(zb_mdp_broker_bind(broker, "bogus", NULL, 0) == ZB_ERR_ZMQ);
+
+  zb_mdp_client_t* bad = NULL;
+  CHECK(zb_mdp_client_new(r, "nonsense", 0, 0, &bad) == ZB_ERR_ZMQ);
+  CHECK(strstr(zb_last_error(), "nonsense") != NULL);
+
+  int handled = 0;
+  zb_mdp_worker_t* w;
+  CHECK_OK(zb_mdp_worker_new(r, endpoint, "echo", 4, hb, 3, 50 * 1000, mdp_echo,
+                             &handled, NULL, &w));
+  const int64_t deadline = zb_now_us() + 10 * 1000 * 1000;
+  size_t workers = 0;
+  while (workers == 0 && zb_now_us() < deadline) {
+    CHECK_OK(zb_reactor_run_once(r, 20 * 1000, NULL));
+    CHECK_OK(zb_mdp_broker_worker_count(broker, "echo", 4, &workers));
+  }
+  CHECK(workers == 1);
+
+  zb_mdp_client_t* c;
+  CHECK_OK(zb_mdp_client_new(r, endpoint, 5 * 1000 * 1000, 0, &c));
+  mdp_reply_state st;
+  for (int i = 0; i < 20; ++i) {
+    char body[32];
+    snprintf(body, sizeof body, "req %d", i);
+    CHECK(mdp_request(r, c, "echo", body, 0, &st));
+    CHECK(st.code == ZB_OK && st.count == 1 && st.freed == 1);
+    char want[48];
+    snprintf(want, sizeof want, "echo:%s", body);
+    CHECK(strcmp(st.frames[0], want) == 0);
+  }
+  CHECK(handled == 20);
+
+  /* MMI: the broker itself answers whether a service exists. */
+  CHECK(mdp_request(r, c, "mmi.service", "echo", 0, &st));
+  CHECK(st.code == ZB_OK && strcmp(st.frames[0], "200") == 0);
+  CHECK(mdp_request(r, c, "mmi.service", "nope", 0, &st));
+  CHECK(st.code == ZB_OK && strcmp(st.frames[0], "404") == 0);
+
+  /* No worker: the request waits in the broker; the client times out. */
+  CHECK(mdp_request(r, c, "nobody", "x", 50 * 1000, &st));
+  CHECK(st.code == ZB_ERR_TIMEOUT && st.count == 0 && st.freed == 1);
+
+  /* Destroying the client cancels what is outstanding. */
+  mdp_reply_state open_st = {0};
+  const void* d[1] = {"x"};
+  const size_t z[1] = {1};
+  CHECK_OK(zb_mdp_client_request(c, "nobody", 6, 1, d, z, 0, on_mdp_reply,
+                                 &open_st, free_mdp_reply));
+  size_t outstanding = 0;
+  CHECK_OK(zb_mdp_client_outstanding(c, &outstanding));
+  CHECK(outstanding == 1);
+  CHECK_OK(zb_mdp_client_destroy(c));
+  CHECK(open_st.calls == 1 && open_st.code == ZB_ERR_CANCELLED);
+  CHECK(open_st.freed == 1);
+
+  CHECK_OK(zb_mdp_worker_destroy(w));
+  CHECK_OK(zb_reactor_destroy(r)); /* and the broker with it */
+}
+
 int main(void) {
   test_errors();
   test_timers();
@@ -683,6 +829,7 @@ int main(void) {
   test_pair_ping_pong();
   test_dealer_router();
   test_consensus();
+  test_majordomo();
   printf("zb_c_test: %d checks passed\n", g_checks);
   return 0;
 }

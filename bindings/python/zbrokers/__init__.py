@@ -22,6 +22,8 @@ from ._native import (InvalidArgumentError, NotFoundError, StateError,
                       UnreachableError, WouldBlockError, WrongThreadError,
                       ZbError, ZmqError)
 from ._native import lib as _lib
+from .majordomo import (WORKER_ERROR, MdpBroker, MdpClient, MdpReply,
+                        MdpResult, MdpWorker)
 from .reactor import (SOCKET_OPTIONS, Reactor, ReactorThread, Socket, Timer,
                       now)
 
@@ -33,4 +35,6 @@ __all__ = [
     "StateError", "WouldBlockError", "UnreachableError", "ZmqError",
     "ConsensusClient", "ConsensusWorker", "ConsensusBroker", "Result",
     "Reply", "WorkerError",
+    "MdpClient", "MdpWorker", "MdpBroker", "MdpResult", "MdpReply",
+    "WORKER_ERROR",
 ]

@@ -196,6 +196,10 @@ CONSENSUS_REPLY_FN = CFUNCTYPE(None, c_void_p, c_int, c_int, c_char_p, c_int,
                                c_size_t, POINTER(c_void_p), POINTER(c_size_t))
 CONSENSUS_HANDLER_FN = CFUNCTYPE(None, c_void_p, c_void_p, c_size_t,
                                  POINTER(c_void_p), POINTER(c_size_t))
+MDP_REPLY_FN = CFUNCTYPE(None, c_void_p, c_int, c_char_p, c_size_t,
+                         POINTER(c_void_p), POINTER(c_size_t))
+MDP_HANDLER_FN = CFUNCTYPE(None, c_void_p, c_void_p, c_size_t,
+                           POINTER(c_void_p), POINTER(c_size_t))
 
 _p = c_void_p
 _pp = POINTER(c_void_p)
@@ -257,6 +261,24 @@ _PROTOTYPES = {
     "zb_consensus_broker_set_log": (c_int, (_p, LOG_FN, _p, FREE_FN)),
     "zb_consensus_broker_worker_count": (c_int, (_p, c_char_p, c_size_t,
                                                  POINTER(c_size_t))),
+    # Majordomo
+    "zb_mdp_client_new": (c_int, (_p, c_char_p, c_int64, c_int, _pp)),
+    "zb_mdp_client_destroy": (c_int, (_p,)),
+    "zb_mdp_client_request": (c_int, (_p, c_char_p, c_size_t) + _frames
+                              + (c_int64, MDP_REPLY_FN, _p, FREE_FN)),
+    "zb_mdp_client_outstanding": (c_int, (_p, POINTER(c_size_t))),
+    "zb_mdp_worker_new": (c_int, (_p, c_char_p, c_char_p, c_size_t, c_int64,
+                                  c_int, c_int64, MDP_HANDLER_FN, _p, FREE_FN,
+                                  _pp)),
+    "zb_mdp_worker_destroy": (c_int, (_p,)),
+    "zb_mdp_reply": (c_int, (_p,) + _frames),
+    "zb_mdp_replier_discard": (c_int, (_p,)),
+    "zb_mdp_broker_new": (c_int, (_p, c_int64, c_int, _pp)),
+    "zb_mdp_broker_destroy": (c_int, (_p,)),
+    "zb_mdp_broker_bind": (c_int, (_p, c_char_p, c_char_p, c_size_t)),
+    "zb_mdp_broker_set_log": (c_int, (_p, LOG_FN, _p, FREE_FN)),
+    "zb_mdp_broker_worker_count": (c_int, (_p, c_char_p, c_size_t,
+                                           POINTER(c_size_t))),
 }
 
 
@@ -399,3 +421,20 @@ def consensus_handler_trampoline(user, responder, count, data, sizes):
         lib.zb_responder_discard(responder)
         return
     entry(responder, frames_out(count, data, sizes))
+
+
+@MDP_REPLY_FN
+def mdp_reply_trampoline(user, code, message, count, data, sizes):
+    entry = _lookup(user)
+    if entry is not None:
+        entry(code, (message or b"").decode("utf-8", "replace"),
+              frames_out(count, data, sizes))
+
+
+@MDP_HANDLER_FN
+def mdp_handler_trampoline(user, replier, count, data, sizes):
+    entry = _lookup(user)
+    if entry is None:
+        lib.zb_mdp_replier_discard(replier)
+        return
+    entry(replier, frames_out(count, data, sizes))

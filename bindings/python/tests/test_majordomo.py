@@ -1,0 +1,180 @@
+# Copyright 2026 The zbrokers Authors.
+"""Majordomo round trips through the C++ broker, from Python."""
+
+import threading
+import unittest
+
+import zbrokers
+from zbrokers import _native
+
+WAIT = 10.0
+HEARTBEAT = 0.2
+
+
+class MajordomoTest(unittest.TestCase):
+
+    def setUp(self):
+        self.reactor = zbrokers.Reactor()
+        self.reported = []
+        self.reactor.error_handler = lambda e, where: self.reported.append(
+            (where, e))
+        self.broker = zbrokers.MdpBroker(self.reactor, "tcp://127.0.0.1:*",
+                                         heartbeat=HEARTBEAT)
+        self.endpoint = self.broker.endpoint
+        self.client = zbrokers.MdpClient(self.reactor, self.endpoint,
+                                         timeout=5.0)
+
+    def tearDown(self):
+        self.reactor.close()
+
+    def worker(self, service, handler, **kwargs):
+        return zbrokers.MdpWorker(self.reactor, self.endpoint, service,
+                                  handler, heartbeat=HEARTBEAT,
+                                  reconnect_delay=0.05, **kwargs)
+
+    def wait_workers(self, service, count):
+        self.assertTrue(self.reactor.run_until(
+            lambda: self.broker.worker_count(service) == count, WAIT))
+
+    def request(self, service, frames, timeout=None):
+        results = []
+        self.client.request(service, frames, results.append, timeout=timeout)
+        self.assertTrue(self.reactor.run_until(lambda: results, WAIT))
+        self.assertEqual(len(results), 1)
+        return results[0]
+
+    def test_round_trips(self):
+        self.worker(b"echo", lambda frames: [b"echo:" + f for f in frames])
+        self.wait_workers(b"echo", 1)
+        for i in range(30):
+            body = f"req {i}".encode()
+            result = self.request(b"echo", [body, b""])
+            self.assertTrue(result.ok, result)
+            self.assertEqual(result.frames, [b"echo:" + body, b"echo:"])
+        self.assertEqual(self.client.outstanding, 0)
+
+    def test_many_in_flight_spread_over_workers(self):
+        served = {"a": 0, "b": 0}
+
+        def make(name):
+            def handler(frames):
+                served[name] += 1
+                return frames
+            return handler
+
+        self.worker(b"echo", make("a"))
+        self.worker(b"echo", make("b"))
+        self.wait_workers(b"echo", 2)
+        results = []
+        for i in range(40):
+            self.client.request(b"echo", [str(i).encode()], results.append)
+        self.assertTrue(self.reactor.run_until(lambda: len(results) == 40,
+                                               WAIT))
+        self.assertTrue(all(r.ok for r in results))
+        self.assertEqual(served["a"] + served["b"], 40)
+        self.assertGreater(served["a"], 0)
+        self.assertGreater(served["b"], 0)
+
+    def test_mmi_service(self):
+        self.worker(b"echo", lambda frames: frames)
+        self.wait_workers(b"echo", 1)
+        self.assertEqual(self.request(b"mmi.service", [b"echo"]).frames,
+                         [b"200"])
+        self.assertEqual(self.request("mmi.service", [b"nope"]).frames,
+                         [b"404"])
+
+    def test_handler_exception_answers_an_error(self):
+        def handler(frames):
+            raise RuntimeError("disk full")
+
+        self.worker(b"bad", handler)
+        self.wait_workers(b"bad", 1)
+        result = self.request(b"bad", [b"x"])
+        self.assertTrue(result.ok)  # MDP itself has no failure reply
+        self.assertEqual(result.frames,
+                         [zbrokers.WORKER_ERROR, b"RuntimeError: disk full"])
+        # The worker is free again for the next request.
+        result = self.request(b"bad", [b"y"])
+        self.assertEqual(result.frames[0], zbrokers.WORKER_ERROR)
+
+    def test_deferred_reply_from_another_thread(self):
+        threads = []
+
+        def handler(frames, reply):
+            t = threading.Thread(target=lambda: reply.send(frames[::-1]))
+            threads.append(t)
+            t.start()
+
+        self.worker(b"rev", handler, with_reply=True)
+        self.wait_workers(b"rev", 1)
+        for i in range(10):
+            result = self.request(b"rev", [b"1", str(i).encode()])
+            self.assertEqual(result.frames, [str(i).encode(), b"1"])
+        for t in threads:
+            t.join(WAIT)
+
+    def test_dropped_reply_frees_the_worker(self):
+        self.worker(b"drop", lambda frames, reply: None, with_reply=True)
+        self.wait_workers(b"drop", 1)
+        result = self.request(b"drop", [b"x"])
+        self.assertEqual(result.frames, [zbrokers.WORKER_ERROR, b"unanswered"])
+
+    def test_timeout_without_workers(self):
+        result = self.request(b"nobody", [b"x"], timeout=0.05)
+        self.assertFalse(result.ok)
+        self.assertTrue(result.timed_out)
+        self.assertEqual(result.reason, "timeout")
+        self.assertEqual(result.frames, [])
+
+    def test_close_cancels_outstanding(self):
+        results = []
+        self.client.request(b"nobody", [b"x"], results.append)
+        self.assertEqual(self.client.outstanding, 1)
+        self.client.close()
+        self.assertEqual(len(results), 1)
+        self.assertEqual(results[0].outcome, "cancelled")
+        with self.assertRaises(zbrokers.StateError):
+            self.client.request(b"x", [b"x"], results.append)
+
+    def test_bad_endpoints_and_arguments(self):
+        with self.assertRaises(zbrokers.ZmqError) as cm:
+            zbrokers.MdpClient(self.reactor, "garbage")
+        self.assertIn("garbage", str(cm.exception))
+        with self.assertRaises(zbrokers.ZmqError):
+            zbrokers.MdpWorker(self.reactor, "garbage", b"s", lambda f: f)
+        with self.assertRaises(zbrokers.ZbError):
+            self.client.request(b"", [b"x"], lambda r: None)  # no service
+        with self.assertRaises(zbrokers.InvalidArgumentError):
+            self.client.request(b"s", [b"x"], lambda r: None, timeout=0)
+
+    def test_broker_log_sees_worker_joins(self):
+        lines = []
+        reactor = zbrokers.Reactor()
+        try:
+            broker = zbrokers.MdpBroker(
+                reactor, "tcp://127.0.0.1:*", heartbeat=HEARTBEAT,
+                log=lambda level, line: lines.append((level, line)))
+            zbrokers.MdpWorker(reactor, broker.endpoint, b"logged",
+                               lambda f: f, heartbeat=HEARTBEAT)
+            self.assertTrue(reactor.run_until(lambda: lines, WAIT))
+            self.assertEqual(lines[0][0], "info")
+            self.assertIn("joined", lines[0][1])
+            self.assertIn("logged", lines[0][1])
+        finally:
+            reactor.close()
+
+    def test_everything_is_released_on_close(self):
+        base = len(_native._callbacks)
+        reactor = zbrokers.Reactor()
+        broker = zbrokers.MdpBroker(reactor, "tcp://127.0.0.1:*")
+        zbrokers.MdpWorker(reactor, broker.endpoint, b"s", lambda f: f)
+        client = zbrokers.MdpClient(reactor, broker.endpoint)
+        results = []
+        client.request(b"s", [b"x"], results.append)
+        reactor.close()
+        self.assertEqual([r.outcome for r in results], ["cancelled"])
+        self.assertEqual(len(_native._callbacks), base)
+
+
+if __name__ == "__main__":
+    unittest.main()

@@ -1,0 +1,296 @@
+# Copyright 2026 The zbrokers Authors.
+"""Majordomo (MDP/0.1, ZeroMQ RFC 7) client, worker and broker.
+
+A Majordomo request goes to one idle worker of its service.  The protocol is
+the standard one, so these interoperate with any MDP peer in any language.
+
+    reactor = zbrokers.Reactor()
+    broker = zbrokers.MdpBroker(reactor, "tcp://127.0.0.1:*")
+    zbrokers.MdpWorker(reactor, broker.endpoint, b"echo", lambda f: f)
+    client = zbrokers.MdpClient(reactor, broker.endpoint)
+    client.request(b"echo", [b"hi"], lambda result: print(result.frames))
+
+MDP has no failure reply.  When a worker's handler raises, the worker
+answers [b"zb:worker-error", b"TypeName: message"] so that the client learns
+about it and the worker stays free for the next request; clients that care
+check the first frame.  All three belong to the reactor's thread; only
+MdpReply objects may be used from any thread.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import threading
+import weakref
+from typing import Callable, List, Optional, Sequence, Union
+
+from . import _native as n
+from .consensus import _Child, _seconds_to_us, _success_frames
+from .reactor import Reactor, _Entry
+
+__all__ = ["MdpClient", "MdpWorker", "MdpBroker", "MdpReply", "MdpResult",
+           "WORKER_ERROR"]
+
+# The first frame of the reply a worker sends when its handler raised.
+WORKER_ERROR = b"zb:worker-error"
+
+_LOG_LEVELS = {0: "debug", 1: "info", 2: "warning", 3: "error"}
+
+_OUTCOMES = {n.ZB_OK: "success", n.ZB_ERR_TIMEOUT: "timeout",
+             n.ZB_ERR_CANCELLED: "cancelled"}
+
+
+class MdpResult:
+    """The outcome of one MDP request.
+
+    ok       True when a reply came (whatever it says).
+    frames   The reply frames ([] unless ok).
+    reason   "" when ok, else why: "timeout" (no reply after all retries),
+             "cancelled" (the client was closed first), or an error text.
+    outcome  "success", "timeout", "cancelled" or "failure".
+    """
+
+    __slots__ = ("ok", "frames", "reason", "outcome")
+
+    def __init__(self, code: int, message: str, frames: List[bytes]):
+        self.ok = code == n.ZB_OK
+        self.outcome = _OUTCOMES.get(code, "failure")
+        self.frames = frames
+        if self.ok:
+            self.reason = ""
+        elif self.outcome in ("timeout", "cancelled"):
+            self.reason = self.outcome
+        else:
+            self.reason = message or "failure"
+
+    @property
+    def timed_out(self) -> bool:
+        return self.outcome == "timeout"
+
+    def __repr__(self):
+        if self.ok:
+            return f"<MdpResult ok frames={self.frames!r}>"
+        return f"<MdpResult {self.outcome} reason={self.reason!r}>"
+
+
+class MdpClient(_Child):
+    """An asynchronous Majordomo client: many requests in flight on one
+    socket.  on_reply(MdpResult) runs on the reactor thread exactly once
+    per request, never inside request().
+
+    timeout/retries are the defaults per request: when a request times out
+    the client reopens its socket and resends what is outstanding, up to
+    `retries` times for that request.  Replies are matched to requests in
+    order per service (MDP has no request id).
+    """
+
+    _kind = "majordomo client"
+    _destroy = "zb_mdp_client_destroy"
+
+    def __init__(self, reactor: Reactor, endpoint: str, *,
+                 timeout: float = 2.5, retries: int = 0):
+        ptr = ctypes.c_void_p()
+        n.check(n.lib.zb_mdp_client_new(
+            reactor._handle(), n.encode(endpoint, "endpoint"),
+            _seconds_to_us(timeout, "timeout"), int(retries),
+            ctypes.byref(ptr)))
+        self._init_child(reactor, ptr)
+        self.endpoint = endpoint
+
+    def request(self, service: Union[bytes, str], frames: Sequence[bytes],
+                on_reply: Callable[[MdpResult], None],
+                timeout: Optional[float] = None) -> None:
+        """Sends `frames` to one worker of `service` ("mmi.service" asks
+        the broker whether a service exists: b"200" or b"404")."""
+        svc = n.encode(service, "service")
+        count, data, sizes, _keep = n.frames_in(frames)
+        timeout_us = 0 if timeout is None else _seconds_to_us(timeout,
+                                                              "timeout")
+        if timeout is not None and timeout_us <= 0:
+            raise n.InvalidArgumentError(n.ZB_ERR_INVALID,
+                                         "timeout must be > 0")
+
+        def deliver(code, message, out_frames):
+            on_reply(MdpResult(code, message, out_frames))
+
+        key = n.register(_Entry(self._reactor, deliver, "majordomo reply"))
+        rc = n.lib.zb_mdp_client_request(
+            self._handle(), svc, len(svc), count, data, sizes, timeout_us,
+            n.mdp_reply_trampoline, n.as_user(key), n.free_trampoline)
+        if rc != n.ZB_OK:
+            n.unregister(key)
+            raise n.error_for(rc)
+
+    @property
+    def outstanding(self) -> int:
+        count = ctypes.c_size_t(0)
+        n.check(n.lib.zb_mdp_client_outstanding(self._handle(),
+                                                ctypes.byref(count)))
+        return count.value
+
+
+def _error_frames(exc: BaseException) -> List[bytes]:
+    return [WORKER_ERROR,
+            f"{type(exc).__name__}: {exc}".encode("utf-8", "replace")]
+
+
+class MdpReply:
+    """The reply to one MDP request, for handlers that answer later.
+
+    send() may be called once, from any thread.  A worker serves one request
+    at a time: the broker sends it nothing else until it replied.  An
+    MdpReply dropped without an answer therefore answers
+    [b"zb:worker-error", b"unanswered"] rather than leave the worker stuck.
+    """
+
+    def __init__(self, token: int):
+        self._token = token
+        self._lock = threading.Lock()
+
+    @property
+    def pending(self) -> bool:
+        return self._token is not None
+
+    def send(self, frames: Sequence[bytes] = ()) -> bool:
+        """Sends the reply.  Returns False when already sent."""
+        count, data, sizes, _keep = n.frames_in(_success_frames(frames))
+        with self._lock:
+            token, self._token = self._token, None
+        if token is None:
+            return False
+        n.check(n.lib.zb_mdp_reply(token, count, data, sizes))
+        return True
+
+    def error(self, exc: BaseException) -> bool:
+        """Replies [b"zb:worker-error", b"TypeName: message"]."""
+        return self.send(_error_frames(exc))
+
+    def __del__(self):
+        try:
+            if self._token is not None:
+                self.send([WORKER_ERROR, b"unanswered"])
+        except Exception:
+            pass
+
+
+class MdpWorker(_Child):
+    """Serves one Majordomo service.
+
+    handler(frames) runs on the reactor thread for every request and returns
+    the reply frames (None answers one empty frame).  If it raises, the
+    worker replies [b"zb:worker-error", b"TypeName: message"].  With
+    with_reply=True it is handler(frames, reply) and answers through the
+    MdpReply, at once or later from any thread.
+
+    heartbeat must match the broker's; the worker reconnects after
+    `liveness` silent heartbeats, waiting `reconnect_delay` seconds first.
+    """
+
+    _kind = "majordomo worker"
+    _destroy = "zb_mdp_worker_destroy"
+
+    def __init__(self, reactor: Reactor, endpoint: str,
+                 service: Union[bytes, str], handler: Callable, *,
+                 with_reply: bool = False, heartbeat: float = 2.5,
+                 liveness: int = 3, reconnect_delay: float = 1.0):
+        svc = n.encode(service, "service")
+        self.service = svc
+        self.endpoint = endpoint
+        reactor_ref = weakref.ref(reactor)
+
+        def on_request(token, frames):
+            reply = MdpReply(token)
+            if with_reply:
+                try:
+                    handler(frames, reply)
+                except Exception as e:
+                    if not reply.error(e):
+                        raise  # already answered: a bug worth reporting
+                return
+            try:
+                value = handler(frames)
+            except Exception as e:
+                reply.error(e)
+                return
+            try:
+                reply.send(_success_frames(value))
+            except TypeError as e:
+                reply.error(e)
+                r = reactor_ref()
+                if r is not None:
+                    r._report(e, "majordomo handler")
+
+        key = n.register(_Entry(reactor, on_request, "majordomo handler"))
+        ptr = ctypes.c_void_p()
+        rc = n.lib.zb_mdp_worker_new(
+            reactor._handle(), n.encode(endpoint, "endpoint"), svc, len(svc),
+            _seconds_to_us(heartbeat, "heartbeat"), int(liveness),
+            _seconds_to_us(reconnect_delay, "reconnect_delay"),
+            n.mdp_handler_trampoline, n.as_user(key), n.free_trampoline,
+            ctypes.byref(ptr))
+        if rc != n.ZB_OK:
+            n.unregister(key)
+            raise n.error_for(rc)
+        self._init_child(reactor, ptr)
+
+
+class MdpBroker(_Child):
+    """An in-process Majordomo broker (RFC 7 + MMI) on a reactor.
+
+    heartbeat: the heartbeat interval workers must use; liveness: silent
+    intervals before a worker is dropped.  log(level, line), when given,
+    gets log lines and worker joins/leaves; by default warnings go to
+    stderr.
+    """
+
+    _kind = "majordomo broker"
+    _destroy = "zb_mdp_broker_destroy"
+
+    def __init__(self, reactor: Reactor, endpoint: Optional[str] = None, *,
+                 heartbeat: float = 2.5, liveness: int = 3,
+                 log: Optional[Callable[[str, str], None]] = None):
+        ptr = ctypes.c_void_p()
+        n.check(n.lib.zb_mdp_broker_new(
+            reactor._handle(), _seconds_to_us(heartbeat, "heartbeat"),
+            int(liveness), ctypes.byref(ptr)))
+        self._init_child(reactor, ptr)
+        self.endpoints: List[str] = []
+        if log is not None:
+            key = n.register(_Entry(
+                reactor, lambda level, line: log(
+                    _LOG_LEVELS.get(level, "error"), line), "broker log"))
+            rc = n.lib.zb_mdp_broker_set_log(
+                ptr, n.log_trampoline, n.as_user(key), n.free_trampoline)
+            if rc != n.ZB_OK:
+                n.unregister(key)
+                self.close()
+                raise n.error_for(rc)
+        if endpoint is not None:
+            try:
+                self.bind(endpoint)
+            except BaseException:
+                self.close()
+                raise
+
+    def bind(self, endpoint: str) -> str:
+        """Binds another endpoint; returns it resolved (actual port)."""
+        buf = ctypes.create_string_buffer(1024)
+        n.check(n.lib.zb_mdp_broker_bind(
+            self._handle(), n.encode(endpoint, "endpoint"), buf, len(buf)))
+        resolved = buf.value.decode("utf-8")
+        self.endpoints.append(resolved)
+        return resolved
+
+    @property
+    def endpoint(self) -> str:
+        """The first bound endpoint."""
+        if not self.endpoints:
+            raise n.StateError(n.ZB_ERR_STATE, "the broker is not bound")
+        return self.endpoints[0]
+
+    def worker_count(self, service: Union[bytes, str]) -> int:
+        svc = n.encode(service, "service")
+        count = ctypes.c_size_t(0)
+        n.check(n.lib.zb_mdp_broker_worker_count(
+            self._handle(), svc, len(svc), ctypes.byref(count)))
+        return count.value
