@@ -24,12 +24,15 @@
 // medians over alternating repetitions; test/bench/ratio.py runs that.
 
 #include <benchmark/benchmark.h>
+#include <pthread.h>
 #include <sys/eventfd.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <future>
 #include <memory>
 #include <string>
 #include <thread>
@@ -130,9 +133,13 @@ BENCHMARK(BM_Wakeup_Reactor)->UseManualTime()->Iterations(3000);
 void BM_Wakeup_HandWritten(benchmark::State& state) {
   EventFd wake, quit;
   std::atomic<std::int64_t> ran_at{0};
+  // Started the way ReactorThread starts (see BM_PingPong_HandWritten).
+  std::promise<void> ready;
+  std::future<void> started = ready.get_future();
   std::thread loop([&] {
     zmq_pollitem_t items[2] = {{nullptr, quit.fd(), ZMQ_POLLIN, 0},
                                {nullptr, wake.fd(), ZMQ_POLLIN, 0}};
+    ready.set_value();
     for (;;) {
       if (zmq_poll(items, 2, -1) < 0) continue;
       if (items[0].revents) return;
@@ -143,6 +150,7 @@ void BM_Wakeup_HandWritten(benchmark::State& state) {
       }
     }
   });
+  started.wait();
   for (auto _ : state) {
     std::this_thread::sleep_for(kIdleGap);
     ran_at.store(0, std::memory_order_relaxed);
@@ -211,8 +219,24 @@ std::string BindAddress(int transport, int instance) {
                         : std::string("tcp://127.0.0.1:*");
 }
 
-// The measuring side: one message out, wait for it to come back.
-void PingPong(benchmark::State& state, const std::string& endpoint) {
+// CPU time consumed so far by the thread whose CPU clock is `clock`.
+std::int64_t ThreadCpuNs(clockid_t clock) {
+  timespec ts;
+  clock_gettime(clock, &ts);
+  return std::int64_t{ts.tv_sec} * 1'000'000'000 + ts.tv_nsec;
+}
+
+clockid_t MyCpuClock() {
+  clockid_t clock;
+  pthread_getcpuclockid(pthread_self(), &clock);
+  return clock;
+}
+
+// The measuring side: one message out, wait for it to come back.  Also
+// reports echo_cpu_ns: CPU time the echo thread spent per round trip, which
+// (unlike wall time) hardly depends on what else the machine is running.
+void PingPong(benchmark::State& state, const std::string& endpoint,
+              clockid_t echo_clock) {
   zmq::socket_t dealer(Context(), zmq::socket_type::dealer);
   dealer.set(zmq::sockopt::linger, 0);
   dealer.connect(endpoint);
@@ -222,6 +246,7 @@ void PingPong(benchmark::State& state, const std::string& endpoint) {
     dealer.send(zmq::str_buffer("warm"), zmq::send_flags::none);
     (void)dealer.recv(reply);
   }
+  const std::int64_t echo_cpu_start = ThreadCpuNs(echo_clock);
   for (auto _ : state) {
     dealer.send(zmq::str_buffer("ping"), zmq::send_flags::none);
     if (!dealer.recv(reply)) {
@@ -229,6 +254,9 @@ void PingPong(benchmark::State& state, const std::string& endpoint) {
       break;
     }
   }
+  state.counters["echo_cpu_ns"] = benchmark::Counter(
+      static_cast<double>(ThreadCpuNs(echo_clock) - echo_cpu_start),
+      benchmark::Counter::kAvgIterations);
   if (reply.to_string_view() != "ping") state.SkipWithError("bad echo");
 }
 
@@ -253,7 +281,8 @@ void BM_PingPong_Reactor(benchmark::State& state) {
     if (!st.ok()) std::abort();
     return s;
   });
-  PingPong(state, endpoint);
+  PingPong(state, endpoint,
+           thread.invoke([](Reactor&) { return MyCpuClock(); }));
   thread.invoke([&](Reactor& r) {
     (void)r.remove(*router);
     router.reset();
@@ -264,13 +293,17 @@ void BM_PingPong_Reactor(benchmark::State& state) {
 void BM_PingPong_HandWritten(benchmark::State& state) {
   const int transport = static_cast<int>(state.range(0));
   EventFd quit;
-  std::string endpoint;
-  std::atomic<bool> ready{false};
+  // Started like ReactorThread starts its thread (the caller blocks on a
+  // future until the loop is ready), so the scheduler sees the same pattern
+  // and places the two threads the same way in both variants.
+  std::promise<std::string> ready;
+  std::future<std::string> endpoint = ready.get_future();
   std::int64_t send_errors = 0;
   std::thread loop([&] {
+    std::string bound;
     zmq::socket_t router =
-        BindRouter(BindAddress(transport, NextInstance()), &endpoint);
-    ready.store(true, std::memory_order_release);
+        BindRouter(BindAddress(transport, NextInstance()), &bound);
+    ready.set_value(bound);
     HandWrittenEcho echo(router);
     zmq_pollitem_t items[2] = {{nullptr, quit.fd(), ZMQ_POLLIN, 0},
                                {router.handle(), -1, ZMQ_POLLIN, 0}};
@@ -281,8 +314,10 @@ void BM_PingPong_HandWritten(benchmark::State& state) {
     }
     send_errors = echo.send_errors();
   });
-  while (!ready.load(std::memory_order_acquire)) std::this_thread::yield();
-  PingPong(state, endpoint);
+  const std::string bound = endpoint.get();
+  clockid_t echo_clock;
+  pthread_getcpuclockid(loop.native_handle(), &echo_clock);
+  PingPong(state, bound, echo_clock);
   quit.Signal();
   loop.join();
   if (send_errors) state.SkipWithError("echo send failed");
