@@ -38,8 +38,9 @@
 // heartbeat_interval * heartbeat_liveness is dropped (and its request, if
 // any, redispatched).  The broker sends a HEARTBEAT to every worker each
 // interval in which it sent it nothing else.  A valid but unexpected command
-// (a second READY, a REPLY from an idle worker, any command from an unknown
-// peer other than DISCONNECT, an "mmi.*" READY, ...) is answered with
+// (a second READY, a REPLY from an idle worker or for another client, a
+// REQUEST from a worker, a REPLY or HEARTBEAT from a peer that is not a
+// registered worker, a READY for an "mmi.*" service) is answered with
 // DISCONNECT and the peer is forgotten.  A malformed message is dropped and
 // counted (and logged, rate-limited); when it comes from a registered worker
 // that worker is treated as invalid: it is disconnected as above.
