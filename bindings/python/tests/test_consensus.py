@@ -270,6 +270,22 @@ class ConsensusTest(unittest.TestCase):
             self.assertEqual(result.frames, [b"from thread"])
             self.assertNotEqual(handled_on[0], threading.get_ident())
 
+    def test_callbacks_run_by_close_may_use_the_reactor(self):
+        reactor = zbrokers.Reactor()
+        client = zbrokers.ConsensusClient(reactor, "tcp://127.0.0.1:1")
+        seen = []
+
+        def on_reply(result):
+            seen.append(result.reason)
+            reactor.stop()  # allowed (and harmless) while closing
+            reactor.post(seen.append, "never runs")
+            with self.assertRaises(zbrokers.StateError):
+                reactor.after(1, lambda: None)  # the reactor is going
+
+        client.request(b"svc", [b"x"], on_reply)
+        reactor.close()
+        self.assertEqual(seen, ["zb:client-closed"])
+
     def test_everything_is_released_on_close(self):
         base = len(_native._callbacks)
         reactor = zbrokers.Reactor()

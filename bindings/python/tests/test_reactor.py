@@ -3,7 +3,6 @@
 
 import contextlib
 import io
-import sys
 import threading
 import time
 import unittest

@@ -21,7 +21,6 @@ import ctypes.util
 import glob
 import itertools
 import os
-import threading
 from ctypes import (CFUNCTYPE, POINTER, c_char_p, c_int, c_int64, c_size_t,
                     c_uint64, c_void_p)
 
@@ -30,7 +29,7 @@ __all__ = [
     "WouldBlockError", "UnreachableError", "ZmqError",
 ]
 
-# ---- Errors ------------------------------------------------------------------
+# ---- Errors -----------------------------------------------------------------
 
 ZB_OK = 0
 ZB_ERR_INVALID = -1
@@ -113,7 +112,7 @@ def check(code: int) -> None:
         raise error_for(code)
 
 
-# ---- Finding the library -----------------------------------------------------
+# ---- Finding the library ----------------------------------------------------
 
 _LIB_NAMES = ("libzbrokers.so", "libzbrokers.so.0")
 
@@ -183,7 +182,7 @@ def _load() -> ctypes.CDLL:
 
 lib = _load()
 
-# ---- Prototypes --------------------------------------------------------------
+# ---- Prototypes -------------------------------------------------------------
 
 FREE_FN = CFUNCTYPE(None, c_void_p)
 CALLBACK_FN = CFUNCTYPE(None, c_void_p)
@@ -300,7 +299,7 @@ def has(name: str) -> bool:
     return hasattr(lib, name)
 
 
-# ---- Frames ------------------------------------------------------------------
+# ---- Frames -----------------------------------------------------------------
 
 
 def to_bytes(value, what: str = "frame") -> bytes:
@@ -340,17 +339,17 @@ def encode(text, what: str) -> bytes:
     raise TypeError(f"{what} must be str or bytes, not {type(text).__name__}")
 
 
-# ---- Callback registry -------------------------------------------------------
+# ---- Callback registry ------------------------------------------------------
 
 _callbacks: dict = {}
+# next() on itertools.count is atomic under the GIL, so keys are unique
+# across threads without a lock (post() is called from any thread).
 _keys = itertools.count(1)
-_keys_lock = threading.Lock()
 
 
 def register(fn) -> int:
     """Keeps `fn` alive under a new key until C releases the key."""
-    with _keys_lock:
-        key = next(_keys)
+    key = next(_keys)
     _callbacks[key] = fn
     return key
 
@@ -386,8 +385,9 @@ def frames_trampoline(user, count, data, sizes):
         entry(frames_out(count, data, sizes))
 
 
-def as_user(key: int) -> c_void_p:
-    return c_void_p(key)
+def as_user(key: int) -> int:
+    # ctypes converts a Python int for a c_void_p parameter itself.
+    return key
 
 
 @STATUS_FN

@@ -129,8 +129,9 @@ class Reactor:
         n.check(n.lib.zb_reactor_new(ctypes.byref(ptr)))
         self._ptr = ptr
         # Guards _ptr against post()/stop() from other threads racing with
-        # close().
-        self._lock = threading.Lock()
+        # close().  Re-entrant: close() runs callbacks (e.g. "client closed"
+        # results) that may call post() or stop() on this thread.
+        self._lock = threading.RLock()
         self._thread = threading.get_ident()
         self._interrupted: Optional[BaseException] = None
         self._children = weakref.WeakSet()  # sockets, clients, workers, ...
