@@ -100,11 +100,12 @@ absl::StatusOr<Options> ParseOptions(const std::vector<std::string>& args) {
       name = arg.substr(0, eq);
       inline_value = arg.substr(eq + 1);
     }
-    if (name == "--baseline") {
+    if (name == "--baseline" || name == "--raw-only") {
       if (inline_value) {
-        return Bad("--baseline takes no value (write just --baseline)");
+        return Bad(
+            absl::StrFormat("%s takes no value (write just %s)", name, name));
       }
-      o.baseline = true;
+      (name == "--baseline" ? o.baseline : o.raw_only) = true;
       continue;
     }
     // Every other option takes a value, inline or as the next argument.
@@ -234,6 +235,11 @@ absl::StatusOr<Options> ParseOptions(const std::vector<std::string>& args) {
         "--transport inproc cannot cross processes; use tcp or ipc with "
         "--placement processes");
   }
+  if (o.raw_only && (o.baseline || !o.broker.empty())) {
+    return Bad(
+        "--raw-only runs the raw program alone: it excludes --baseline "
+        "and --broker");
+  }
   if (o.grow == Grow::kWorkers && (workers_given || max_clients_given)) {
     return Bad(
         "--workers and --max-clients apply to --grow clients; with --grow "
@@ -294,6 +300,7 @@ Usage: zb-latency [options]
                        the same fan-out (test/latency/raw_consensus.cc),
                        interleaved step by step, and print zbrokers/raw
                        ratios per step and for the fit
+  --raw-only           run only the raw libzmq program (to profile it alone)
   -h, --help           this text
 
 Output: one line per step (system, workers, clients, round trips, average,

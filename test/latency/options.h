@@ -62,6 +62,9 @@ struct Options {
   std::string json_path;
   std::string svg_path;
   bool baseline = false;
+  // --raw-only: run only the raw libzmq program (for profiling it alone);
+  // its steps then take the place of zbrokers' in every output.
+  bool raw_only = false;
   // Per-request deadline: a round trip that takes longer counts as a
   // failure.
   int timeout_ms = 5000;

@@ -60,6 +60,13 @@ TEST(OptionsTest, BothValueForms) {
   EXPECT_EQ(o->EffectiveWarmup(), 50);
 }
 
+TEST(OptionsTest, RawOnly) {
+  absl::StatusOr<Options> o = Parse({"--raw-only"});
+  ASSERT_TRUE(o.ok()) << o.status();
+  EXPECT_TRUE(o->raw_only);
+  EXPECT_FALSE(o->baseline);
+}
+
 TEST(OptionsTest, GrowClients) {
   absl::StatusOr<Options> o =
       Parse({"--grow", "clients", "--workers", "3", "--max-clients", "2"});
@@ -104,6 +111,7 @@ TEST(OptionsTest, BadOptionsHaveClearMessages) {
   EXPECT_THAT(ErrorOf({"--csv="}), HasSubstr("needs a file name"));
   EXPECT_THAT(ErrorOf({"stray"}), HasSubstr("unexpected argument"));
   EXPECT_THAT(ErrorOf({"--baseline=yes"}), HasSubstr("takes no value"));
+  EXPECT_THAT(ErrorOf({"--raw-only", "--baseline"}), HasSubstr("excludes"));
   EXPECT_THAT(ErrorOf({"--placement", "processes", "--transport", "inproc"}),
               HasSubstr("cannot cross processes"));
   EXPECT_THAT(ErrorOf({"--workers", "2"}), HasSubstr("--grow clients"));

@@ -164,10 +164,9 @@ std::string ToSvg(const Report& r) {
       "<rect width=\"100%%\" height=\"100%%\" fill=\"white\"/>\n",
       kWidth, kHeight, kWidth, kHeight);
   const std::string title = absl::StrFormat(
-      "zbrokers consensus round-trip latency (%s, %s, %d round trips per "
-      "step)",
-      TransportName(r.options.transport), PlacementName(r.options.placement),
-      r.options.rounds_per_step);
+      "%s consensus round-trip latency (%s, %s, %d round trips per step)",
+      zb.name, TransportName(r.options.transport),
+      PlacementName(r.options.placement), r.options.rounds_per_step);
   absl::StrAppendFormat(&out,
                         "<text x=\"%g\" y=\"30\" font-size=\"16\" "
                         "text-anchor=\"middle\">%s</text>\n",
@@ -252,8 +251,8 @@ std::string ToSvg(const Report& r) {
 
   // Legend.
   int row = 0;
-  Legend(&out, row++, kZbColor, "", false, "zbrokers average");
-  Legend(&out, row++, kBandColor, "", true, "zbrokers p50 to p99");
+  Legend(&out, row++, kZbColor, "", false, zb.name + " average");
+  Legend(&out, row++, kBandColor, "", true, zb.name + " p50 to p99");
   if (zb.fit.valid) {
     Legend(&out, row++, kZbColor, "6 4", false,
            absl::StrFormat("fit %.1f + %.2f x (r\xC2\xB2 %.3f)",

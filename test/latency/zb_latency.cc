@@ -150,7 +150,9 @@ int Run(const Options& o) {
   const std::string service =
       absl::StrFormat("zb-latency.%d.%08x", ::getpid(), std::random_device{}());
   std::vector<System> systems;
-  systems.push_back({Impl::kZbrokers, nullptr, &report.zbrokers});
+  if (o.raw_only) report.zbrokers.name = "raw";
+  systems.push_back(
+      {o.raw_only ? Impl::kRaw : Impl::kZbrokers, nullptr, &report.zbrokers});
   if (o.baseline) systems.push_back({Impl::kRaw, nullptr, &*report.raw});
   for (System& sys : systems) {
     DeployConfig cfg;
@@ -282,7 +284,7 @@ int Run(const Options& o) {
       failures += r.failures;
       sys->series->steps.push_back(r);
     }
-    PrintStep("zbrokers", report.zbrokers.steps.back());
+    PrintStep(report.zbrokers.name, report.zbrokers.steps.back());
     if (report.raw) {
       PrintStep("raw", report.raw->steps.back());
       PrintRatio(report.zbrokers.steps.back(), report.raw->steps.back());
