@@ -7,7 +7,6 @@
 #include <array>
 #include <fstream>
 #include <sstream>
-#include <variant>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/numbers.h"
@@ -40,8 +39,16 @@ enum class Kind {
   kAddress,           // "host:port" or "" (off)
 };
 
-using Value = std::variant<milliseconds, std::int64_t, std::string,
-                           std::vector<std::string>, LogLevel>;
+// A parsed value; the key's Kind says which field is set.  (A plain struct
+// rather than a std::variant: GCC 12 with ASan reports false
+// maybe-uninitialized warnings when a variant of strings is moved around.)
+struct Value {
+  milliseconds duration{0};
+  std::int64_t integer = 0;
+  std::string text;
+  std::vector<std::string> list;
+  LogLevel level = LogLevel::kInfo;
+};
 
 struct KeySpec {
   std::string_view section;
@@ -53,68 +60,53 @@ struct KeySpec {
   void (*apply)(DaemonConfig&, Value&&);
 };
 
-template <typename T>
-T&& Take(Value& v) {
-  return std::get<T>(std::move(v));
-}
-
 // The schema: every key the file may hold.  Adding a key here makes it
 // accepted in the file and, with a flag name, on the command line.
 const std::array<KeySpec, 14> kKeys = {{
     {"daemon", "log_level", Kind::kLogLevel, "--log-level",
-     [](DaemonConfig& c, Value&& v) { c.log_level = Take<LogLevel>(v); }},
+     [](DaemonConfig& c, Value&& v) { c.log_level = v.level; }},
     {"daemon", "stats_interval", Kind::kDuration, "--stats-interval",
-     [](DaemonConfig& c, Value&& v) {
-       c.stats_interval = Take<milliseconds>(v);
-     }},
+     [](DaemonConfig& c, Value&& v) { c.stats_interval = v.duration; }},
     {"daemon", "metrics", Kind::kAddress, "--metrics",
-     [](DaemonConfig& c, Value&& v) {
-       c.metrics_address = Take<std::string>(v);
-     }},
+     [](DaemonConfig& c, Value&& v) { c.metrics_address = std::move(v.text); }},
     {"daemon", "grace", Kind::kDuration, "--grace",
-     [](DaemonConfig& c, Value&& v) { c.grace = Take<milliseconds>(v); }},
+     [](DaemonConfig& c, Value&& v) { c.grace = v.duration; }},
     {"majordomo", "endpoints", Kind::kEndpoints, "--majordomo",
      [](DaemonConfig& c, Value&& v) {
-       c.majordomo.endpoints = Take<std::vector<std::string>>(v);
+       c.majordomo.endpoints = std::move(v.list);
      }},
     {"majordomo", "heartbeat_interval", Kind::kPositiveDuration,
      "--heartbeat-interval",
      [](DaemonConfig& c, Value&& v) {
-       c.majordomo.heartbeat_interval = Take<milliseconds>(v);
+       c.majordomo.heartbeat_interval = v.duration;
      }},
     {"majordomo", "heartbeat_liveness", Kind::kPositiveInt,
      "--heartbeat-liveness",
      [](DaemonConfig& c, Value&& v) {
-       c.majordomo.heartbeat_liveness = Take<std::int64_t>(v);
+       c.majordomo.heartbeat_liveness = v.integer;
      }},
     {"majordomo", "queue_limit", Kind::kNonNegativeInt, "--queue-limit",
-     [](DaemonConfig& c, Value&& v) {
-       c.majordomo.queue_limit = Take<std::int64_t>(v);
-     }},
+     [](DaemonConfig& c, Value&& v) { c.majordomo.queue_limit = v.integer; }},
     {"majordomo", "queue_expiry", Kind::kDuration, "--queue-expiry",
-     [](DaemonConfig& c, Value&& v) {
-       c.majordomo.queue_expiry = Take<milliseconds>(v);
-     }},
+     [](DaemonConfig& c, Value&& v) { c.majordomo.queue_expiry = v.duration; }},
     {"majordomo", "max_redispatch", Kind::kNonNegativeInt, "--max-redispatch",
      [](DaemonConfig& c, Value&& v) {
-       c.majordomo.max_redispatch = Take<std::int64_t>(v);
+       c.majordomo.max_redispatch = v.integer;
      }},
     {"majordomo", "max_services", Kind::kNonNegativeInt, "",
-     [](DaemonConfig& c, Value&& v) {
-       c.majordomo.max_services = Take<std::int64_t>(v);
-     }},
+     [](DaemonConfig& c, Value&& v) { c.majordomo.max_services = v.integer; }},
     {"consensus", "endpoints", Kind::kEndpoints, "--consensus",
      [](DaemonConfig& c, Value&& v) {
-       c.consensus.endpoints = Take<std::vector<std::string>>(v);
+       c.consensus.endpoints = std::move(v.list);
      }},
     {"consensus", "request_deadline", Kind::kPositiveDuration,
      "--request-deadline",
      [](DaemonConfig& c, Value&& v) {
-       c.consensus.request_deadline = Take<milliseconds>(v);
+       c.consensus.request_deadline = v.duration;
      }},
     {"consensus", "client_expiry", Kind::kPositiveDuration, "--client-expiry",
      [](DaemonConfig& c, Value&& v) {
-       c.consensus.client_expiry = Take<milliseconds>(v);
+       c.consensus.client_expiry = v.duration;
      }},
 }};
 
@@ -196,7 +188,9 @@ absl::StatusOr<Value> ParseScalarText(Kind kind, std::string_view text) {
         return absl::InvalidArgumentError(absl::StrFormat(
             "expected a duration of at least 1ms, got \"%s\"", text));
       }
-      return Value(*d);
+      Value v;
+      v.duration = *d;
+      return v;
     }
     case Kind::kPositiveInt:
     case Kind::kNonNegativeInt: {
@@ -206,22 +200,30 @@ absl::StatusOr<Value> ParseScalarText(Kind kind, std::string_view text) {
         return absl::InvalidArgumentError(absl::StrFormat(
             "expected an integer >= %d, got \"%s\"", min, text));
       }
-      return Value(n);
+      Value v;
+      v.integer = n;
+      return v;
     }
     case Kind::kLogLevel: {
       absl::StatusOr<LogLevel> level = ParseLogLevel(text);
       if (!level.ok()) return level.status();
-      return Value(*level);
+      Value v;
+      v.level = *level;
+      return v;
     }
     case Kind::kAddress: {
       absl::Status s = CheckAddress(text);
       if (!s.ok()) return s;
-      return Value(std::string(text));
+      Value v;
+      v.text = std::string(text);
+      return v;
     }
     case Kind::kEndpoints: {
       absl::Status s = CheckEndpoint(text);
       if (!s.ok()) return s;
-      return Value(std::vector<std::string>{std::string(text)});
+      Value v;
+      v.list.emplace_back(text);
+      return v;
     }
   }
   return absl::InternalError("unhandled key kind");
@@ -280,7 +282,9 @@ absl::StatusOr<Value> ParseNode(const KeySpec& spec, const toml::node& node,
         if (!st.ok()) return error(el, std::string(st.message()));
         endpoints.push_back(s->get());
       }
-      return Value(std::move(endpoints));
+      Value v;
+      v.list = std::move(endpoints);
+      return v;
     }
     case Kind::kPositiveInt:
     case Kind::kNonNegativeInt: {
@@ -294,7 +298,9 @@ absl::StatusOr<Value> ParseNode(const KeySpec& spec, const toml::node& node,
         return error(node, absl::StrFormat("expected an integer >= %d, got %d",
                                            min, i->get()));
       }
-      return Value(i->get());
+      Value v;
+      v.integer = i->get();
+      return v;
     }
     case Kind::kDuration:
     case Kind::kPositiveDuration:
