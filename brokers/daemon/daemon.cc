@@ -70,7 +70,7 @@ BrokerSnapshot SnapshotOf(const MajordomoBroker& broker) {
   return out;
 }
 
-BrokerSnapshot SnapshotOf(const ConsensusBroker& broker, bool draining) {
+BrokerSnapshot SnapshotOf(const ConsensusBroker& broker) {
   const ConsensusBroker::Stats& s = broker.stats();
   BrokerSnapshot out;
   out.requests = s.requests;
@@ -86,6 +86,7 @@ BrokerSnapshot SnapshotOf(const ConsensusBroker& broker, bool draining) {
       {"replies_failure", s.replies_failure},
       {"worker_failures", s.worker_failures},
       {"no_workers", s.no_workers},
+      {"refused_draining", s.refused_draining},
       {"rejected_sequence", s.rejected_sequence},
       {"unroutable", s.unroutable},
       {"dropped_replies", s.dropped_replies},
@@ -100,7 +101,7 @@ BrokerSnapshot SnapshotOf(const ConsensusBroker& broker, bool draining) {
     out.services.push_back({std::move(name), workers, 0});
   }
   out.open_requests = broker.open_requests();
-  out.draining = draining;
+  out.draining = broker.draining();
   return out;
 }
 
@@ -175,7 +176,6 @@ struct BrokerRuntime {
   BrokerMetrics* metrics = nullptr;
   // Reactor-thread state.
   BrokerSnapshot last_logged;
-  bool draining = false;
   // Set once on the reactor thread, used there only.
   std::function<BrokerSnapshot()> snapshot;
   std::function<void()> destroy;
@@ -342,7 +342,7 @@ absl::Status Daemon::Impl::StartConsensus() {
             absl::StrFormat("consensus: cannot bind %s: %s", ep, st.message()));
       }
     }
-    r->snapshot = [this, r] { return SnapshotOf(*consensus, r->draining); };
+    r->snapshot = [this] { return SnapshotOf(*consensus); };
     InstallTimers(*r, reactor);
     return absl::OkStatus();
   });
@@ -410,7 +410,6 @@ void Daemon::Impl::BeginDrain(std::string_view why) {
     const milliseconds grace = config.grace;
     if (r->kind == "majordomo") {
       r->thread->reactor().post([this, r, grace, drained] {
-        r->draining = true;
         absl::Status s = majordomo->Drain(grace, drained);
         if (!s.ok()) {
           log->warn("majordomo: drain: {}", s.ToString());
@@ -418,11 +417,12 @@ void Daemon::Impl::BeginDrain(std::string_view why) {
         }
       });
     } else {
-      // The consensus broker has no drain mode: it keeps serving while its
-      // open requests finish; whatever is still open at the end of the grace
-      // period is failed ("zb:shutdown") when it is destroyed.
+      // The consensus broker refuses new requests at once (REPLY_FAILURE
+      // "zb:shutdown") and reports nothing when done: poll its open
+      // requests.  What is still open at the end of the grace period is
+      // failed with "zb:shutdown" when the broker is destroyed.
       r->thread->reactor().post([this, r, grace, drained] {
-        r->draining = true;
+        consensus->Drain();
         Reactor& reactor = r->thread->reactor();
         const Reactor::Clock::time_point deadline =
             Reactor::Clock::now() + grace;

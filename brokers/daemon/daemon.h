@@ -23,13 +23,12 @@
 // (metrics.h); every stats_interval it also logs one "stats" line.  Nothing
 // reads broker state from another thread.
 //
-// Drain.  On the first SIGTERM/SIGINT (or Shutdown()): the Majordomo broker
-// stops accepting new requests and lets queued and in-flight ones finish;
-// the consensus broker lets its open requests finish; after at most `grace`
-// every worker is sent DISCONNECT, requests still open are failed
-// (consensus: REPLY_FAILURE "zb:shutdown"; Majordomo: dropped, RFC 7 has no
-// error reply) and Wait() returns OK.  A second signal during the drain
-// stops at once.
+// Drain.  On the first SIGTERM/SIGINT (or Shutdown()) both brokers stop
+// taking new requests (Majordomo drops them, RFC 7 has no error reply; the
+// consensus broker answers REPLY_FAILURE "zb:shutdown") and let queued and
+// in-flight ones finish.  When none is left, or after at most `grace`, every
+// worker is sent DISCONNECT, requests still open are failed the same way,
+// and Wait() returns OK.  A second signal during the drain stops at once.
 //
 // Signals.  signalfd only sees signals that are blocked in every thread, so
 // BlockShutdownSignals() must run before any thread exists (first thing in

@@ -20,7 +20,8 @@ Scenarios (each bounded, each cleans up every process it starts):
              reconnect, a retrying client loses nothing
   flood      thousands of malformed messages while a client is served
   drain      SIGTERM with a request open: it finishes, workers get
-             DISCONNECT, new requests are refused, exit code 0
+             DISCONNECT, new requests are refused (Majordomo: dropped;
+             consensus: REPLY_FAILURE zb:shutdown), exit code 0
 
 Every process is started with PR_SET_PDEATHSIG so that it dies with this
 script even if the script itself is killed; all are killed and reaped at
@@ -599,6 +600,7 @@ def scenario_drain(exe):
     b = Broker(exe, ["--majordomo", "tcp://127.0.0.1:*", "--grace", "10s",
                      "--consensus", "tcp://127.0.0.1:*"]).start()
     ep = b.endpoint("majordomo")
+    ccp_ep = b.endpoint("consensus")
     w = peer("worker", ep, "slow", "--delay-ms", 1500, name="slow-worker")
     wait_worker_ready(ep, "slow")
     client = peer("client", ep, "slow", "--requests", 1, "--timeout-ms",
@@ -607,10 +609,25 @@ def scenario_drain(exe):
     t0 = time.monotonic()
     b.signal(signal.SIGTERM)
     check(b.wait_line(r"SIGTERM: shutting down", 5), "no drain line")
-    # A new request during the drain is not served.
+    # A new request during the drain is not served: Majordomo drops it (RFC 7
+    # has no error reply), the consensus broker fails it at once.
     code, out = run_peer("client", ep, "slow", "--requests", 1,
                          "--timeout-ms", 500, "--retries", 0)
     check(code != 0 and "lost=1" in out, "served during drain: " + out)
+    ctx = zmq.Context()
+    d = ctx.socket(zmq.DEALER)
+    d.linger = 0
+    d.connect(ccp_ep)
+    seq = (0).to_bytes(4, "big") + (1).to_bytes(4, "big") + \
+        (7).to_bytes(4, "big")
+    d.send_multipart([b"", b"CCp100", b"\x03", b"svc", seq, b"x"])
+    check(d.poll(5000), "no consensus answer during the drain")
+    reply = d.recv_multipart()
+    d.close()
+    ctx.term()
+    check(len(reply) >= 6 and reply[2] == b"\x05" and
+          reply[5] == b"zb:shutdown",
+          f"consensus request during the drain: {reply!r}")
     code = b.wait(15)
     took = time.monotonic() - t0
     check(code == 0, f"exit code {code} after SIGTERM:\n" + b.describe())
