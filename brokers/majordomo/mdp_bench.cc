@@ -5,11 +5,13 @@
 // client, least-recently-used worker, the same MDP frames), in the same run.
 //
 // Both sides are driven by the same raw-socket peers (blocking DEALER
-// clients and echo workers, one thread each), over tcp loopback, so the only
+// clients and echo workers, one thread each), over tcp loopback (or ipc or
+// inproc with --transport), so the only
 // difference is the thing in the middle.  Rounds alternate broker / proxy;
 // the medians over rounds are printed, with broker/proxy ratios.
 //
 //   mdp_bench [--rounds 5] [--rt 3000] [--sync 1000] [--async 3000]
+//             [--transport tcp|ipc|inproc] [--only rt|sync|async]
 //
 //   round trip: 1 client, 1 worker, one request at a time (median per trip)
 //   sync:       10 clients, 2 workers, one request at a time per client
@@ -18,6 +20,8 @@
 // It also counts the C++ heap allocations (operator new) made on the broker's
 // thread during the timed part of each broker run, per request.  libzmq's own
 // buffers (malloc, for frames over 33 bytes) are not included.
+
+#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
@@ -61,6 +65,23 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 using namespace std::chrono_literals;
+
+// "tcp" (default), "ipc" or "inproc" (--transport).  With inproc every
+// socket shares one context, since inproc endpoints live in a context.
+std::string g_transport = "tcp";
+int g_endpoint_seq = 0;
+
+std::string NewEndpoint() {
+  ++g_endpoint_seq;
+  if (g_transport == "ipc") {
+    return "ipc:///tmp/zb-mdp-bench-" + std::to_string(getpid()) + "-" +
+           std::to_string(g_endpoint_seq);
+  }
+  if (g_transport == "inproc") {
+    return "inproc://zb-mdp-bench-" + std::to_string(g_endpoint_seq);
+  }
+  return "tcp://127.0.0.1:*";
+}
 
 constexpr int kClients = 10;
 constexpr int kWorkers = 2;
@@ -142,7 +163,7 @@ class Proxy {
     for (auto* s : {&front_, &back_}) {
       s->set(zmq::sockopt::linger, 0);
       s->set(zmq::sockopt::router_mandatory, 1);
-      s->bind("tcp://127.0.0.1:*");
+      s->bind(NewEndpoint());
     }
     front_endpoint_ = front_.get(zmq::sockopt::last_endpoint);
     back_endpoint_ = back_.get(zmq::sockopt::last_endpoint);
@@ -235,8 +256,12 @@ enum class Middle { kBroker, kProxy };
 enum class Mode { kRoundTrip, kSync, kAsync };
 
 Result Measure(Middle middle, Mode mode, int n) {
-  zmq::context_t middle_ctx(1);
-  zmq::context_t peer_ctx(1);
+  const int first_endpoint = g_endpoint_seq + 1;
+  zmq::context_t middle_ctx_storage(1);
+  zmq::context_t peer_ctx_storage(1);
+  zmq::context_t& middle_ctx = middle_ctx_storage;
+  zmq::context_t& peer_ctx =
+      g_transport == "inproc" ? middle_ctx_storage : peer_ctx_storage;
   std::unique_ptr<ReactorThread> broker_thread;
   std::unique_ptr<MajordomoBroker> broker;
   std::unique_ptr<Proxy> proxy;
@@ -246,7 +271,7 @@ Result Measure(Middle middle, Mode mode, int n) {
     broker_thread->invoke([&](Reactor& r) {
       broker = std::make_unique<MajordomoBroker>(r, middle_ctx,
                                                  MajordomoBroker::Options{});
-      if (!broker->Bind("tcp://127.0.0.1:*").ok()) std::abort();
+      if (!broker->Bind(NewEndpoint()).ok()) std::abort();
       client_ep = worker_ep = broker->endpoints()[0];
     });
   } else {
@@ -301,6 +326,14 @@ Result Measure(Middle middle, Mode mode, int n) {
   if (broker_thread) broker_thread->invoke([&](Reactor&) { broker.reset(); });
   broker_thread.reset();
   proxy.reset();
+  if (g_transport == "ipc") {
+    // The socket files of this run (libzmq leaves them behind).
+    for (int i = first_endpoint; i <= g_endpoint_seq; ++i) {
+      ::unlink(("/tmp/zb-mdp-bench-" + std::to_string(getpid()) + "-" +
+                std::to_string(i))
+                   .c_str());
+    }
+  }
   return result;
 }
 
@@ -324,6 +357,14 @@ int main(int argc, char** argv) {
   using zb::Middle;
   using zb::Mode;
   const int rounds = zb::IntFlag(argc, argv, "--rounds", 5);
+  for (int i = 1; i + 1 < argc; ++i) {
+    if (std::strcmp(argv[i], "--transport") == 0) zb::g_transport = argv[i + 1];
+  }
+  if (zb::g_transport != "tcp" && zb::g_transport != "ipc" &&
+      zb::g_transport != "inproc") {
+    std::fprintf(stderr, "--transport must be tcp, ipc or inproc\n");
+    return 2;
+  }
   const int rt_n = zb::IntFlag(argc, argv, "--rt", 3000);
   const int sync_n = zb::IntFlag(argc, argv, "--sync", 1000);
   const int async_n = zb::IntFlag(argc, argv, "--async", 3000);
@@ -355,8 +396,21 @@ int main(int argc, char** argv) {
        {},
        {}},
   };
+  // --only rt|sync|async runs one scenario.
+  const char* only = nullptr;
+  for (int i = 1; i + 1 < argc; ++i) {
+    if (std::strcmp(argv[i], "--only") == 0) only = argv[i + 1];
+  }
+  auto selected = [&](const Row& row) {
+    if (only == nullptr) return true;
+    const char* key = row.mode == Mode::kRoundTrip ? "rt"
+                      : row.mode == Mode::kSync    ? "sync"
+                                                   : "async";
+    return std::strcmp(only, key) == 0;
+  };
   for (int r = 0; r < rounds; ++r) {
     for (Row& row : rows) {
+      if (!selected(row)) continue;
       // Alternate which side goes first, so drift hits both equally.
       if (r % 2 == 0) {
         row.broker.push_back(
@@ -372,8 +426,10 @@ int main(int argc, char** argv) {
       std::fflush(stdout);
     }
   }
-  std::printf("\nmedians over %d rounds (tcp loopback):\n", rounds);
+  std::printf("\nmedians over %d rounds (%s):\n", rounds,
+              zb::g_transport.c_str());
   for (const Row& row : rows) {
+    if (!selected(row)) continue;
     const double b = zb::Median(row.broker), p = zb::Median(row.proxy);
     // Each round measures both sides back to back, so the per-round ratio
     // cancels slow drifts in machine load better than the ratio of medians.
