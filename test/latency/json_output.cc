@@ -69,9 +69,8 @@ std::string StepsJson(const Series& s) {
   return out;
 }
 
-std::string FitJson(const Series& s, Grow grow) {
+std::string FitJson(const LinearFit& f, Grow grow) {
   const double nan = std::nan("");
-  const LinearFit& f = s.fit;
   return absl::StrFormat(
       "{\"x\": %s, \"intercept_us\": %s, \"slope_us_per_worker\": %s, "
       "\"r2\": %s}",
@@ -98,14 +97,18 @@ std::string ToJson(const Report& r) {
       o.payload_bytes, o.timeout_ms, Quote(r.broker),
       o.baseline ? "true" : "false", o.raw_only ? "true" : "false");
   absl::StrAppendFormat(&out, "  \"steps\": %s,\n", StepsJson(r.zbrokers));
-  absl::StrAppendFormat(&out, "  \"fit\": %s", FitJson(r.zbrokers, grow));
+  absl::StrAppendFormat(&out, "  \"fit\": %s,\n  \"fit_p50\": %s",
+                        FitJson(r.zbrokers.fit, grow),
+                        FitJson(r.zbrokers.fit_p50, grow));
   if (r.raw) {
     const Series& raw = *r.raw;
     // The baseline's steps print one level deeper; the indentation is only
     // cosmetic.
     absl::StrAppendFormat(&out,
-                          ",\n  \"baseline\": {\"steps\": %s,\n  \"fit\": %s}",
-                          StepsJson(raw), FitJson(raw, grow));
+                          ",\n  \"baseline\": {\"steps\": %s,\n  \"fit\": "
+                          "%s,\n  \"fit_p50\": %s}",
+                          StepsJson(raw), FitJson(raw.fit, grow),
+                          FitJson(raw.fit_p50, grow));
     out += ",\n  \"ratio\": {\"steps\": [";
     bool first = true;
     for (const StepResult& s : r.zbrokers.steps) {
@@ -128,13 +131,17 @@ std::string ToJson(const Report& r) {
             ? Ratio(r.zbrokers.steps.front().latency.avg_us,
                     raw.steps.front().latency.avg_us)
             : nan;
+    const bool fits50 = r.zbrokers.fit_p50.valid && raw.fit_p50.valid;
     absl::StrAppendFormat(
         &out,
-        "%s],\n    \"slope\": %s, \"intercept\": %s, \"first_step_avg\": %s}",
+        "%s],\n    \"slope\": %s, \"intercept\": %s, \"first_step_avg\": %s, "
+        "\"slope_p50\": %s}",
         first ? "" : "\n  ",
         Number(fits ? Ratio(r.zbrokers.fit.slope, raw.fit.slope) : nan),
         Number(fits ? Ratio(r.zbrokers.fit.intercept, raw.fit.intercept) : nan),
-        Number(first_ratio));
+        Number(first_ratio),
+        Number(fits50 ? Ratio(r.zbrokers.fit_p50.slope, raw.fit_p50.slope)
+                      : nan));
   }
   out += "\n}\n";
   return out;

@@ -12,11 +12,14 @@
 //                "throughput_rps": 22119.0, "cpu_us_per_rt": 80.1}, ...],
 //     "fit": {"x": "workers", "intercept_us": 30.1,
 //             "slope_us_per_worker": 14.9, "r2": 0.998},
+//     "fit_p50": {...the same keys, fitted through the medians...},
 //     // only with --baseline:
-//     "baseline": {"steps": [...same keys...], "fit": {...same keys...}},
+//     "baseline": {"steps": [...same keys...], "fit": {...same keys...},
+//                  "fit_p50": {...}},
 //     "ratio": {"steps": [{"workers": 1, "clients": 1, "avg": 1.08,
 //                          "p50": 1.07, "p99": 1.10}, ...],
-//               "slope": 1.04, "intercept": 1.09, "first_step_avg": 1.08}
+//               "slope": 1.04, "intercept": 1.09, "first_step_avg": 1.08,
+//               "slope_p50": 1.03}
 //   }
 //
 // "fit" is fitted against workers (--grow workers) or clients (--grow

@@ -43,6 +43,7 @@ TEST(JsonOutputTest, KeysToolsRead) {
         "\"p99_us\": 60", "\"max_us\": 140", "\"elapsed_s\": 0.012",
         "\"failures\": 0", "\"fit\"", "\"intercept_us\": 30",
         "\"slope_us_per_worker\": 10", "\"r2\": 1", "\"transport\": \"tcp\"",
+        "\"fit_p50\": {\"x\": \"workers\", \"intercept_us\": 29,",
         "\"rounds_per_step\": 300", "\"broker\": \"embedded\""}) {
     EXPECT_THAT(j, HasSubstr(key));
   }
@@ -60,6 +61,7 @@ TEST(JsonOutputTest, BaselineAndRatios) {
   EXPECT_THAT(j, HasSubstr("\"slope\": 1.25"));
   EXPECT_THAT(j, HasSubstr("\"intercept\": 1.2,"));
   EXPECT_THAT(j, HasSubstr("\"first_step_avg\": 1.21212"));
+  EXPECT_THAT(j, HasSubstr("\"slope_p50\": 1.25}"));
 }
 
 TEST(JsonOutputTest, MissingValuesAreNull) {

@@ -7,13 +7,15 @@
 namespace zb::latency {
 
 void Series::Refit(Grow grow) {
-  std::vector<double> x, y;
+  std::vector<double> x, y, y50;
   for (const StepResult& s : steps) {
     if (s.latency.count == 0) continue;  // nothing measured: no point
     x.push_back(s.X(grow));
     y.push_back(s.latency.avg_us);
+    y50.push_back(s.latency.p50_us);
   }
   fit = FitLine(x, y);
+  fit_p50 = FitLine(x, y50);
 }
 
 double Ratio(double a, double b) {

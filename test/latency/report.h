@@ -54,6 +54,9 @@ struct Series {
   std::vector<StepResult> steps;
   // avg_us ~= intercept + slope * X.
   LinearFit fit;
+  // p50_us ~= intercept + slope * X: the same line through the medians,
+  // which a busy machine's scheduling outliers move much less.
+  LinearFit fit_p50;
 
   void Refit(Grow grow);
 };
@@ -62,7 +65,7 @@ struct Report {
   Options options;
   // "embedded" or the --broker endpoint.
   std::string broker;
-  Series zbrokers{"zbrokers", {}, {}};
+  Series zbrokers{"zbrokers", {}, {}, {}};
   // Present with --baseline: the hand-written libzmq program.
   std::optional<Series> raw;
 };

@@ -130,6 +130,8 @@ void PrintFit(const Series& s, Grow grow) {
       "added %s: %.2f us\n",
       (s.name + ":").c_str(), s.fit.intercept, s.fit.slope, x, s.fit.r2, x,
       s.fit.slope);
+  std::printf("    (medians: p50 = %.2f us + %.2f us x %ss, r^2 = %.4f)\n",
+              s.fit_p50.intercept, s.fit_p50.slope, x, s.fit_p50.r2);
 }
 
 int Run(const Options& o) {
@@ -142,7 +144,7 @@ int Run(const Options& o) {
 
   Report report;
   report.options = o;
-  if (o.baseline) report.raw = Series{"raw", {}, {}};
+  if (o.baseline) report.raw = Series{"raw", {}, {}, {}};
   report.broker = o.broker.empty() ? "embedded" : o.broker;
 
   // A service name of our own, so that a shared --broker has no other
@@ -314,6 +316,15 @@ int Run(const Options& o) {
         R(Ratio(zb.steps.front().latency.avg_us,
                 raw.steps.front().latency.avg_us))
             .c_str());
+    std::printf("    (medians: cost per added %s %s, first step p50 %s)\n",
+                o.grow == Grow::kWorkers ? "worker" : "client",
+                R(zb.fit_p50.valid && raw.fit_p50.valid
+                      ? Ratio(zb.fit_p50.slope, raw.fit_p50.slope)
+                      : nan)
+                    .c_str(),
+                R(Ratio(zb.steps.front().latency.p50_us,
+                        raw.steps.front().latency.p50_us))
+                    .c_str());
   }
   if (failures > 0) {
     std::fprintf(stderr, "zb-latency: %lld round trip(s) failed\n",
