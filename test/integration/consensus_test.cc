@@ -20,6 +20,7 @@
 #include <cstdlib>
 #include <functional>
 #include <memory>
+#include <new>
 #include <string>
 #include <thread>
 #include <vector>
@@ -34,6 +35,41 @@
 #include "reactor/frames.h"
 #include "reactor/reactor.h"
 #include "reactor/reactor_thread.h"
+
+// Counts operator new calls per thread, so a test can check that the
+// request/reply path of the client (test thread) and of the workers (their
+// reactor thread) allocates nothing in steady state.  libzmq allocates with
+// malloc on its own threads and is not counted.  Not under AddressSanitizer,
+// which needs its own operator new.
+namespace {
+thread_local std::uint64_t t_allocations = 0;
+}  // namespace
+
+#if defined(__SANITIZE_ADDRESS__)
+constexpr bool kCountingAllocations = false;
+#else
+constexpr bool kCountingAllocations = true;
+// noinline: GCC would otherwise see free() of an operator new pointer at
+// every inlined delete and warn (-Wmismatched-new-delete).
+[[gnu::noinline]] void* operator new(std::size_t n) {
+  ++t_allocations;
+  if (void* p = std::malloc(n == 0 ? 1 : n)) return p;
+  throw std::bad_alloc();
+}
+[[gnu::noinline]] void* operator new[](std::size_t n) {
+  ++t_allocations;
+  if (void* p = std::malloc(n == 0 ? 1 : n)) return p;
+  throw std::bad_alloc();
+}
+[[gnu::noinline]] void operator delete(void* p) noexcept { std::free(p); }
+[[gnu::noinline]] void operator delete[](void* p) noexcept { std::free(p); }
+[[gnu::noinline]] void operator delete(void* p, std::size_t) noexcept {
+  std::free(p);
+}
+[[gnu::noinline]] void operator delete[](void* p, std::size_t) noexcept {
+  std::free(p);
+}
+#endif
 
 namespace zb {
 namespace {
@@ -430,6 +466,59 @@ TEST_P(ConsensusIntegrationTest, ReplayedClientIdFromAnotherSocketIsRejected) {
   ASSERT_TRUE(r.ok()) << r.reason;
   EXPECT_EQ(client.stats().reopens, 0u);
   EXPECT_EQ(cluster.BrokerStats().replies_success, 2u);
+}
+
+TEST_P(ConsensusIntegrationTest, NoAllocationPerRoundTripInSteadyState) {
+  if (!kCountingAllocations) {
+    GTEST_SKIP() << "allocation counting is off under AddressSanitizer";
+  }
+  Cluster cluster(GetParam());
+  cluster.AddWorker("svc", Echo());
+  cluster.AddWorker("svc", Echo());
+  Reactor reactor;
+  ConsensusClient client(reactor, cluster.ctx(), cluster.endpoint());
+  // The caller keeps one frame vector and passes it as a span; the callback
+  // captures one pointer (fits absl::AnyInvocable's inline storage).
+  Frames payload(1);
+  struct State {
+    int done = 0;
+    int ok = 0;
+  } state;
+  auto round_trip = [&] {
+    payload[0] = zmq::message_t("ping", 4);
+    const int before = state.done;
+    client.request("svc", std::span(payload), {}, [s = &state](Result&& r) {
+      ++s->done;
+      if (r.ok() && r.payload.size() == 2) ++s->ok;
+    });
+    while (state.done == before) {
+      ASSERT_TRUE(reactor.run_once(milliseconds(1000)).ok());
+    }
+  };
+  auto worker_allocations = [&] {
+    return cluster.OnWorkers([](auto&) { return t_allocations; });
+  };
+  for (int i = 0; i < 300; ++i) round_trip();  // warm-up: pools, capacities
+
+  // (Reading the worker thread's counter allocates on this thread, so it
+  // stays outside the client's measurement.)
+  const std::uint64_t workers_before = worker_allocations();
+  const std::uint64_t client_before = t_allocations;
+  constexpr int kRounds = 2000;
+  for (int i = 0; i < kRounds; ++i) round_trip();
+  const std::uint64_t client_allocations = t_allocations - client_before;
+  const std::uint64_t workers_after = worker_allocations();
+  EXPECT_EQ(state.ok, 300 + kRounds);
+  EXPECT_EQ(client_allocations, 0u)
+      << "client thread, " << kRounds << " round trips";
+  EXPECT_EQ(workers_after - workers_before, 0u)
+      << "worker thread (2 workers), " << kRounds << " round trips";
+
+  // The counter itself works.
+  const std::uint64_t probe = t_allocations;
+  auto* p = new std::string(100, 'x');
+  delete p;
+  EXPECT_GT(t_allocations, probe);
 }
 
 INSTANTIATE_TEST_SUITE_P(Transports, ConsensusIntegrationTest,
