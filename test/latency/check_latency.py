@@ -2,7 +2,7 @@
 # Copyright 2026 The zbrokers Authors.
 """Runs zb-latency briefly and checks what it prints and writes.
 
-Usage: check_latency.py ZB_LATENCY CASE
+Usage: check_latency.py ZB_LATENCY CASE [ZB_BROKER]
 
 CASE is one of:
   tcp        3 steps x 300 round trips over tcp
@@ -12,6 +12,8 @@ CASE is one of:
   baseline   --baseline (zbrokers and raw, ratios)
   processes  --placement processes (broker, workers, client as processes)
   options    bad options exit 2 with a message; --help exits 0
+  broker     --broker ENDPOINT against a zb-broker process (path ZB_BROKER)
+             started on an ephemeral port, with --baseline
 
 For the measuring cases it checks: exit code 0; one line per step and
 system with the right workers/clients/round trips and failures 0; the fit
@@ -24,6 +26,8 @@ import csv
 import glob
 import json
 import os
+import re
+import signal
 import subprocess
 import sys
 import tempfile
@@ -194,8 +198,36 @@ def check_options(exe):
         check(flag in r.stdout, f"--help does not mention {flag}")
 
 
+def check_external_broker(exe, broker_exe, tmp):
+    """Runs zb-latency --broker against a zb-broker child process."""
+    broker = subprocess.Popen(
+        [broker_exe, "--consensus", "tcp://127.0.0.1:*"],
+        stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE, text=True)
+    try:
+        endpoint = None
+        for line in broker.stderr:  # the daemon logs to stderr
+            m = re.search(r"consensus: listening on (\S+)", line)
+            if m:
+                endpoint = m.group(1)
+                break
+        check(endpoint is not None, "zb-broker did not report its endpoint")
+        check_measured(exe, ["--max-workers", "2", "--broker", endpoint,
+                             "--baseline"], [(1, 1), (2, 1)], "workers",
+                       True, tmp)
+    finally:
+        broker.send_signal(signal.SIGTERM)
+        try:
+            broker.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            broker.kill()
+            broker.wait()
+    check(broker.returncode == 0,
+          f"zb-broker exit code {broker.returncode} after SIGTERM")
+
+
 def main():
-    if len(sys.argv) != 3:
+    if len(sys.argv) not in (3, 4):
         print(__doc__, file=sys.stderr)
         return 2
     exe, case = os.path.abspath(sys.argv[1]), sys.argv[2]
@@ -228,6 +260,8 @@ def main():
                                [(1, 1), (2, 1)], "workers", True, tmp)
             elif case == "options":
                 check_options(exe)
+            elif case == "broker" and len(sys.argv) == 4:
+                check_external_broker(exe, os.path.abspath(sys.argv[3]), tmp)
             else:
                 print(f"unknown case {case!r}", file=sys.stderr)
                 return 2
