@@ -30,11 +30,14 @@ def main() -> int:
     ap.add_argument("--filter", default=".")
     ap.add_argument("--pair", nargs=2, default=["_Reactor", "_HandWritten"],
                     metavar=("SUBJECT", "BASELINE"))
-    ap.add_argument("--metric", default="real_time",
-                    help="real_time, cpu_time or a counter (e.g. echo_cpu_ns)")
+    ap.add_argument("--metric", action="append",
+                    help="real_time (default), cpu_time or a counter such as "
+                    "echo_cpu_ns; may be repeated")
     args = ap.parse_args()
+    metrics = args.metric or ["real_time"]
 
-    samples = defaultdict(list)  # benchmark name -> [ns per iteration]
+    # (metric, benchmark name) -> [value per repetition]
+    samples = defaultdict(list)
     for run in range(args.runs):
         out = subprocess.run(
             [args.binary, f"--benchmark_filter={args.filter}",
@@ -46,30 +49,33 @@ def main() -> int:
         for b in json.loads(out)["benchmarks"]:
             if b.get("run_type") != "iteration" or b.get("error_occurred"):
                 continue
-            if args.metric not in b:
-                continue
-            scale = 1
-            if args.metric in ("real_time", "cpu_time"):
-                scale = {"ns": 1, "us": 1e3, "ms": 1e6, "s": 1e9}[b["time_unit"]]
-            samples[b["run_name"]].append(b[args.metric] * scale)
+            for metric in metrics:
+                if metric not in b:
+                    continue
+                scale = 1
+                if metric in ("real_time", "cpu_time"):
+                    scale = {"ns": 1, "us": 1e3, "ms": 1e6,
+                             "s": 1e9}[b["time_unit"]]
+                samples[(metric, b["run_name"])].append(b[metric] * scale)
         print(f"run {run + 1}/{args.runs} done", file=sys.stderr)
 
     subject, baseline = args.pair
-    print(f"{'benchmark':<44} {'median':>12} {'n':>4}  ({args.metric})")
-    for name in sorted(samples):
-        print(f"{name:<44} {statistics.median(samples[name]):>12.1f} "
-              f"{len(samples[name]):>4}")
-    print()
-    print(f"ratio {subject} / {baseline} ({args.metric}, medians):")
-    for name in sorted(samples):
-        if subject not in name:
-            continue
-        other = name.replace(subject, baseline)
-        if other not in samples:
-            continue
-        a = statistics.median(samples[name])
-        b = statistics.median(samples[other])
-        print(f"  {name:<42} {a / b:6.3f}")
+    for metric in metrics:
+        names = sorted(n for (m, n) in samples if m == metric)
+        print(f"{'benchmark':<48} {'median':>12} {'n':>4}  ({metric})")
+        for name in names:
+            values = samples[(metric, name)]
+            print(f"{name:<48} {statistics.median(values):>12.1f} "
+                  f"{len(values):>4}")
+        print(f"ratio {subject} / {baseline} ({metric}, medians):")
+        for name in names:
+            other = name.replace(subject, baseline)
+            if subject not in name or (metric, other) not in samples:
+                continue
+            a = statistics.median(samples[(metric, name)])
+            b = statistics.median(samples[(metric, other)])
+            print(f"  {name:<46} {a / b:6.3f}")
+        print()
     return 0
 
 
