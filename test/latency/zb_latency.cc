@@ -76,6 +76,9 @@ class OutputFile {
   std::FILE* f_ = nullptr;
 };
 
+// With --baseline, round trips per chunk of a step (see Run()).
+constexpr std::int64_t kBaselineChunk = 1000;
+
 struct System {
   Impl impl;
   std::unique_ptr<Deployment> deployment;
@@ -223,68 +226,99 @@ int Run(const Options& o) {
   }
   for (std::size_t i = 0; i < sizes.size(); ++i) {
     const int n = sizes[i];
-    // Alternate which system goes first, so that neither always runs right
-    // after the other's warm-up (or always first on a cold machine).
-    std::vector<System*> order;
-    for (System& sys : systems) order.push_back(&sys);
-    if (i % 2 == 1) std::reverse(order.begin(), order.end());
-    for (System* sys : order) {
-      Deployment& d = *sys->deployment;
-      StepPlan plan;
-      if (o.grow == Grow::kWorkers) {
+    if (o.grow == Grow::kWorkers) {
+      for (System& sys : systems) {
+        Deployment& d = *sys.deployment;
         if (absl::Status st = d.AddWorkers(n - d.workers()); !st.ok()) {
           std::fprintf(stderr, "zb-latency: cannot add workers: %s\n",
                        std::string(st.message()).c_str());
           write_outputs();
           return 1;
         }
-        plan.clients = 1;
-      } else {
-        plan.clients = n;
       }
-      plan.expected_workers = d.workers();
-      plan.round_trips = o.rounds_per_step;
-      plan.warmup = warmup;
-      ProgressFn progress;
-      if (tty) {
-        progress = [&, name = std::string(ImplName(sys->impl))](
-                       std::int64_t done, std::int64_t total) {
-          std::printf("\r  %s: %d workers, %d clients: %lld/%lld round trips",
-                      name.c_str(), plan.expected_workers, plan.clients,
-                      static_cast<long long>(done),
-                      static_cast<long long>(total));
+    }
+    const int clients = o.grow == Grow::kWorkers ? 1 : n;
+    // With --baseline the step is measured in chunks, alternating between
+    // the systems in ABBA order, so that both see the same machine
+    // conditions (on a shared VM they change from second to second).
+    const std::int64_t chunks =
+        systems.size() > 1
+            ? std::max<std::int64_t>(
+                  1, (o.rounds_per_step + kBaselineChunk - 1) / kBaselineChunk)
+            : 1;
+    std::vector<StepSamples> acc(systems.size());
+    for (std::int64_t c = 0; c < chunks; ++c) {
+      std::vector<std::size_t> order;
+      for (std::size_t k = 0; k < systems.size(); ++k) order.push_back(k);
+      if ((i + static_cast<std::size_t>(c)) % 2 == 1) {
+        std::reverse(order.begin(), order.end());
+      }
+      for (std::size_t k : order) {
+        System& sys = systems[k];
+        StepSamples& total = acc[k];
+        StepPlan plan;
+        plan.clients = clients;
+        plan.expected_workers = sys.deployment->workers();
+        plan.round_trips =
+            o.rounds_per_step / chunks + (c < o.rounds_per_step % chunks);
+        // Every chunk starts fresh clients (new connections); after the
+        // step's first chunk a short warm-up is enough.
+        plan.warmup = c == 0 ? warmup : std::min<std::int64_t>(warmup, 50);
+        ProgressFn progress;
+        if (tty) {
+          progress = [&, name = std::string(ImplName(sys.impl)),
+                      before = total.round_trips](std::int64_t done,
+                                                  std::int64_t) {
+            std::printf("\r  %s: %d workers, %d clients: %lld/%lld round trips",
+                        name.c_str(), plan.expected_workers, plan.clients,
+                        static_cast<long long>(before + done),
+                        static_cast<long long>(o.rounds_per_step));
+            std::fflush(stdout);
+          };
+        }
+        absl::StatusOr<StepSamples> samples =
+            sys.deployment->RunStep(plan, progress);
+        if (tty) {
+          std::printf("\r\033[K");
           std::fflush(stdout);
-        };
+        }
+        if (!samples.ok()) {
+          std::fprintf(
+              stderr, "zb-latency: %s step with %d workers failed: %s\n",
+              std::string(ImplName(sys.impl)).c_str(), plan.expected_workers,
+              std::string(samples.status().message()).c_str());
+          write_outputs();
+          return 1;
+        }
+        total.latencies_ns.insert(total.latencies_ns.end(),
+                                  samples->latencies_ns.begin(),
+                                  samples->latencies_ns.end());
+        total.round_trips += samples->round_trips;
+        total.failures += samples->failures;
+        total.elapsed_ns += samples->elapsed_ns;
+        total.cpu_ns = samples->cpu_ns < 0 || total.cpu_ns < 0
+                           ? -1
+                           : total.cpu_ns + samples->cpu_ns;
       }
-      absl::StatusOr<StepSamples> samples = d.RunStep(plan, progress);
-      if (tty) {
-        std::printf("\r\033[K");
-        std::fflush(stdout);
-      }
-      if (!samples.ok()) {
-        std::fprintf(stderr, "zb-latency: %s step with %d workers failed: %s\n",
-                     std::string(ImplName(sys->impl)).c_str(),
-                     plan.expected_workers,
-                     std::string(samples.status().message()).c_str());
-        write_outputs();
-        return 1;
-      }
+    }
+    for (std::size_t k = 0; k < systems.size(); ++k) {
+      StepSamples& samples = acc[k];
       StepResult r;
-      r.workers = plan.expected_workers;
-      r.clients = plan.clients;
-      r.round_trips = samples->round_trips;
-      r.failures = samples->failures;
-      r.latency = Summarize(samples->latencies_ns);
-      r.elapsed_s = static_cast<double>(samples->elapsed_ns) / 1e9;
+      r.workers = systems[k].deployment->workers();
+      r.clients = clients;
+      r.round_trips = samples.round_trips;
+      r.failures = samples.failures;
+      r.latency = Summarize(samples.latencies_ns);
+      r.elapsed_s = static_cast<double>(samples.elapsed_ns) / 1e9;
       r.throughput_rps =
           r.elapsed_s > 0 ? static_cast<double>(r.latency.count) / r.elapsed_s
                           : 0;
-      r.cpu_us_per_rt = samples->cpu_ns >= 0 && r.round_trips > 0
-                            ? static_cast<double>(samples->cpu_ns) / 1e3 /
+      r.cpu_us_per_rt = samples.cpu_ns >= 0 && r.round_trips > 0
+                            ? static_cast<double>(samples.cpu_ns) / 1e3 /
                                   static_cast<double>(r.round_trips)
                             : -1;
       failures += r.failures;
-      sys->series->steps.push_back(r);
+      systems[k].series->steps.push_back(r);
     }
     PrintStep(report.zbrokers.name, report.zbrokers.steps.back());
     if (report.raw) {
