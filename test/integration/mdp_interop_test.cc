@@ -129,7 +129,8 @@ class MdpInteropTest : public ::testing::Test {
   void SetUp() override {
     MajordomoBroker::Options o;
     o.heartbeat_interval = 100ms;
-    o.heartbeat_liveness = 3;
+    o.heartbeat_liveness = 5;  // Python peers can be starved under load
+    o.max_redispatch = 3;
     broker_thread_.invoke([&](Reactor& r) {
       broker_ = std::make_unique<MajordomoBroker>(r, ctx_, o);
       ASSERT_TRUE(broker_->Bind("tcp://127.0.0.1:*").ok());
@@ -229,8 +230,13 @@ TEST_F(MdpInteropTest, PythonWorkerCrashWhileBusyLosesNothing) {
   EXPECT_EQ(crasher->Wait(), 3) << crasher->Output();
   const auto s =
       broker_thread_.invoke([&](Reactor&) { return broker_->stats(); });
-  EXPECT_EQ(s.redispatched, 1u);
-  EXPECT_EQ(s.workers_expired, 1u);
+  // At least the crashed worker's request went to another worker.  (On a
+  // heavily loaded machine a starved Python worker can also miss its
+  // heartbeats and be expired and redispatched once more; that loses
+  // nothing either, so the counts are lower bounds.)
+  EXPECT_GE(s.redispatched, 1u);
+  EXPECT_GE(s.workers_expired, 1u);
+  EXPECT_EQ(s.failures, 0u);
 }
 
 TEST_F(MdpInteropTest, RawMalformedGetsNoAnswerButUnexpectedGetsDisconnect) {

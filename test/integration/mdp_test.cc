@@ -45,7 +45,7 @@ bool WaitFor(const std::function<bool()>& pred,
 MajordomoBroker::Options FastBroker() {
   MajordomoBroker::Options o;
   o.heartbeat_interval = 50ms;
-  o.heartbeat_liveness = 3;
+  o.heartbeat_liveness = 5;  // tolerant of a loaded machine
   o.queue_expiry = 5000ms;
   return o;
 }
@@ -53,7 +53,7 @@ MajordomoBroker::Options FastBroker() {
 MdpWorker::Options FastWorker() {
   MdpWorker::Options o;
   o.heartbeat_interval = 50ms;
-  o.heartbeat_liveness = 3;
+  o.heartbeat_liveness = 5;  // tolerant of a loaded machine
   o.reconnect_delay = 20ms;
   return o;
 }
