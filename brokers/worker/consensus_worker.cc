@@ -235,8 +235,24 @@ void ConsensusWorker::send_answer(ccp::MessageType type,
     return;
   }
   out_.clear();
-  out_.emplace_back();
-  ccp::AppendHeader(out_, type, service_, sequence);
+  if (!current_envelope_.empty() && sequence == current_sequence_) {
+    // Answered while its handler runs: send the request's own delimiter,
+    // tag, service and sequence frames back (moved, not rebuilt) with a new
+    // type frame.  The received type frame is not written to: it may share
+    // its buffer with another message.
+    const char type_byte = static_cast<char>(type);
+    for (std::size_t i = 0; i < current_envelope_.size(); ++i) {
+      if (i == 1 + ccp::kTypeIndex) {
+        out_.emplace_back(&type_byte, 1);
+      } else {
+        out_.push_back(std::move(current_envelope_[i]));
+      }
+    }
+    current_envelope_ = {};  // used up
+  } else {
+    out_.emplace_back();
+    ccp::AppendHeader(out_, type, service_, sequence);
+  }
   zmq::message_t empty;
   if (!send(payload.empty() ? std::span(&empty, 1) : payload)) return;
   if (type == ccp::MessageType::kReplySuccess) {
@@ -269,6 +285,14 @@ void ConsensusWorker::on_message(std::span<zmq::message_t> frames) {
         return;
       }
       ++stats_.requests;
+      // Offer the received header frames to an answer given during the call;
+      // the guard withdraws them however the handler returns.
+      struct Withdraw {
+        std::span<zmq::message_t>& envelope;
+        ~Withdraw() { envelope = {}; }
+      } withdraw{current_envelope_};
+      current_envelope_ = frames.first(1 + ccp::kPayloadIndex);
+      current_sequence_ = h->sequence;
       handler_(body->subspan(h->payload_index),
                Responder(link_, h->sequence, connection_));
       return;

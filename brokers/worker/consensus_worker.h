@@ -217,6 +217,11 @@ class ConsensusWorker {
   bool heard_since_tick_ = false;
   Clock::time_point last_heard_;
   Frames out_;  // header frames of the message being sent; reused
+  // While the handler runs: the request's received [""][tag][type][service]
+  // [sequence] frames, so that an answer given during the call reuses them
+  // instead of building new ones (the raw-libzmq way).  Empty otherwise.
+  std::span<zmq::message_t> current_envelope_;
+  ccp::SequenceId current_sequence_;
   absl::Status status_;
   Stats stats_;
 };
