@@ -278,7 +278,7 @@ void MdpAsyncClient::Finish(std::uint64_t id, absl::StatusOr<Frames> result) {
     }
   }
   if (p.timer != 0) reactor_.cancel(p.timer);
-  p.done(std::move(result));
+  if (p.done) p.done(std::move(result));
 }
 
 }  // namespace zb

@@ -35,6 +35,7 @@ class MdpWorker::Core : public std::enable_shared_from_this<Core> {
       return absl::InvalidArgumentError(
           "MdpWorker: \"mmi.*\" services are reserved for the broker");
     }
+    if (!handler_) return absl::InvalidArgumentError("MdpWorker: no handler");
     if (started_) return absl::FailedPreconditionError("already started");
     started_ = true;
     absl::Status s = Connect();
