@@ -176,6 +176,9 @@ struct BrokerRuntime {
   BrokerMetrics* metrics = nullptr;
   // Reactor-thread state.
   BrokerSnapshot last_logged;
+  // Every timer that calls into the broker; cancelled before the broker is
+  // destroyed (the reactor keeps running until its thread is stopped).
+  std::vector<TimerId> timers;
   // Set once on the reactor thread, used there only.
   std::function<BrokerSnapshot()> snapshot;
   std::function<void()> destroy;
@@ -197,6 +200,9 @@ struct Daemon::Impl {
   void OnBrokerDrained(const std::string& kind);
   void Finish(std::string_view why);
 
+  // Posts `task` to the control thread unless it is gone.  Any thread.
+  void PostToControl(Reactor::Task task);
+
   // Caller-thread side: stops everything, in order.  Idempotent.
   void Teardown();
 
@@ -213,11 +219,11 @@ struct Daemon::Impl {
   std::vector<std::unique_ptr<BrokerRuntime>> runtimes;
 
   // Control thread: signals and drain coordination.  The pointer itself is
-  // guarded by control_mu so that Shutdown() from any thread never races
-  // with Teardown().
+  // guarded by control_mu so that posts from other threads (Shutdown(), a
+  // broker reporting it is drained) never race with Teardown().
   absl::Mutex control_mu;
   std::unique_ptr<ReactorThread> control;
-  // control->reactor(), fixed at start; read on the control thread.
+  // control->reactor(), fixed at start; used on the control thread only.
   Reactor* control_reactor = nullptr;
   int signal_fd = -1;
   enum class State { kRunning, kDraining, kStopped };
@@ -350,14 +356,15 @@ absl::Status Daemon::Impl::StartConsensus() {
 
 void Daemon::Impl::InstallTimers(BrokerRuntime& rt, Reactor& reactor) {
   BrokerRuntime* r = &rt;
-  reactor.every(kMetricsRefresh, [r] { r->metrics->Update(r->snapshot()); });
+  r->timers.push_back(reactor.every(
+      kMetricsRefresh, [r] { r->metrics->Update(r->snapshot()); }));
   if (config.stats_interval.count() > 0) {
     spdlog::logger* lg = log.get();
-    reactor.every(config.stats_interval, [r, lg] {
+    r->timers.push_back(reactor.every(config.stats_interval, [r, lg] {
       BrokerSnapshot now = r->snapshot();
       lg->info("{}", StatsLine(r->kind, now, r->last_logged));
       r->last_logged = std::move(now);
-    });
+    }));
   }
 }
 
@@ -401,11 +408,12 @@ void Daemon::Impl::BeginDrain(std::string_view why) {
       "may finish",
       why, FormatDuration(config.grace));
   drains_pending = static_cast<int>(runtimes.size());
-  Reactor& ctl = *control_reactor;
   for (const std::unique_ptr<BrokerRuntime>& rt : runtimes) {
     BrokerRuntime* r = rt.get();
-    auto drained = [this, &ctl, r] {
-      ctl.post([this, r] { OnBrokerDrained(r->kind); });
+    // Runs on the broker's thread, possibly after a forced stop has already
+    // taken the control thread down.
+    auto drained = [this, r] {
+      PostToControl([this, r] { OnBrokerDrained(r->kind); });
     };
     const milliseconds grace = config.grace;
     if (r->kind == "majordomo") {
@@ -439,12 +447,13 @@ void Daemon::Impl::BeginDrain(std::string_view why) {
           drained();
         } else {
           *check = reactor.every(kDrainPoll, std::move(poll));
+          r->timers.push_back(*check);
         }
       });
     }
   }
-  ctl.after(config.grace + kDrainSlack,
-            [this] { Finish("drain did not finish in time"); });
+  control_reactor->after(config.grace + kDrainSlack,
+                         [this] { Finish("drain did not finish in time"); });
 }
 
 void Daemon::Impl::OnBrokerDrained(const std::string& kind) {
@@ -458,6 +467,11 @@ void Daemon::Impl::Finish(std::string_view why) {
   state = State::kStopped;
   log->info("stopping ({})", why);
   done.Notify();
+}
+
+void Daemon::Impl::PostToControl(Reactor::Task task) {
+  absl::MutexLock lock(&control_mu);
+  if (control != nullptr) control->reactor().post(std::move(task));
 }
 
 void Daemon::Impl::Teardown() {
@@ -482,7 +496,9 @@ void Daemon::Impl::Teardown() {
   // Final counters, then the brokers themselves, each on its own thread.
   for (const std::unique_ptr<BrokerRuntime>& rt : runtimes) {
     BrokerRuntime* r = rt.get();
-    r->thread->invoke([this, r](Reactor&) {
+    r->thread->invoke([this, r](Reactor& reactor) {
+      for (TimerId id : r->timers) reactor.cancel(id);
+      r->timers.clear();
       if (r->snapshot) {
         const BrokerSnapshot last = r->snapshot();
         r->metrics->Update(last);
@@ -558,9 +574,7 @@ absl::Status Daemon::Wait() {
 
 void Daemon::Shutdown() {
   Impl* d = impl_.get();
-  absl::MutexLock lock(&d->control_mu);
-  if (d->control == nullptr) return;
-  d->control->reactor().post([d] { d->BeginDrain("Shutdown()"); });
+  d->PostToControl([d] { d->BeginDrain("Shutdown()"); });
 }
 
 int Daemon::metrics_port() const { return impl_->metrics.port(); }
