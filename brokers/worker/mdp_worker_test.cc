@@ -54,7 +54,7 @@ class MdpWorkerTest : public ::testing::Test {
   static MdpWorker::Options Fast() {
     MdpWorker::Options o;
     o.heartbeat_interval = 30ms;
-    o.heartbeat_liveness = 3;
+    o.heartbeat_liveness = 10;  // 300 ms: tolerant of a loaded machine
     o.reconnect_delay = 10ms;
     return o;
   }
