@@ -363,7 +363,13 @@ absl::StatusOr<int> Reactor::iterate(Clock::duration max_wait) {
       if (revents == 0) continue;
       Watch& w = *poll_owners_[i];
       if (w.removed) continue;
-      if (revents & ZMQ_POLLIN) {
+      // zmq_poll reports a raw fd's hang-up or error as ZMQ_POLLERR alone.
+      // Nobody would ever be told, and the next poll would return at once
+      // again: the loop would spin.  Hand it to the readable handler (or
+      // the writable one of a write-only registration), whose read() or
+      // write() then sees the EOF or the error.
+      const bool fd_error = (revents & ZMQ_POLLERR) && w.socket == nullptr;
+      if ((revents & ZMQ_POLLIN) || (fd_error && w.on_readable)) {
         if (w.socket) {
           handled += dispatch_socket(w);
         } else if (w.on_readable) {
@@ -375,7 +381,9 @@ absl::StatusOr<int> Reactor::iterate(Clock::duration max_wait) {
           }
         }
       }
-      if ((revents & ZMQ_POLLOUT) && !w.removed && w.on_writable) {
+      const bool writable = (revents & ZMQ_POLLOUT) ||
+                            (fd_error && !w.on_readable && w.on_writable);
+      if (writable && !w.removed && w.on_writable) {
         ++handled;
         try {
           w.on_writable();

@@ -114,6 +114,10 @@ class Reactor {
   absl::Status add(zmq::socket_t& socket, MessageHandler on_message,
                    ReadyHandler on_writable = nullptr);
   // Watches a raw file descriptor (level-triggered).  At least one handler.
+  // A hang-up or error on the fd (POLLHUP/POLLERR) is delivered to
+  // `on_readable` (to `on_writable` when there is no readable handler), so
+  // that its read() or write() sees the EOF or the error; the handler should
+  // then remove the fd, or it is called again on every iteration.
   absl::Status add_fd(int fd, ReadyHandler on_readable,
                       ReadyHandler on_writable = nullptr);
   // Stops watching.  Safe inside any handler, including the socket's own: a

@@ -505,6 +505,50 @@ TEST_F(ReactorTest, RawFileDescriptorsBecomeReadable) {
   ::close(efd);
 }
 
+TEST_F(ReactorTest, HangUpOfARawFdReachesTheReadableHandler) {
+  // The write end closes with nothing written: poll reports only POLLHUP.
+  // The handler must be told (and see EOF), not the loop spin silently.
+  int fds[2];
+  ASSERT_EQ(::pipe(fds), 0);
+  ::close(fds[1]);
+  int calls = 0;
+  bool saw_eof = false;
+  ASSERT_TRUE(reactor_
+                  .add_fd(fds[0],
+                          [&] {
+                            ++calls;
+                            char c;
+                            saw_eof = ::read(fds[0], &c, 1) == 0;
+                            EXPECT_TRUE(reactor_.remove_fd(fds[0]).ok());
+                          })
+                  .ok());
+  ASSERT_TRUE(RunUntil(reactor_, [&] { return calls > 0; }));
+  EXPECT_TRUE(saw_eof);
+  for (int i = 0; i < 3; ++i) {
+    ASSERT_TRUE(reactor_.run_once(milliseconds(1)).ok());
+  }
+  EXPECT_EQ(calls, 1);
+  ::close(fds[0]);
+}
+
+TEST_F(ReactorTest, HangUpOfAWriteOnlyFdReachesTheWritableHandler) {
+  // The read end closes: poll reports POLLERR on the write end.
+  int fds[2];
+  ASSERT_EQ(::pipe(fds), 0);
+  ::close(fds[0]);
+  int calls = 0;
+  ASSERT_TRUE(reactor_
+                  .add_fd(fds[1], nullptr,
+                          [&] {
+                            ++calls;
+                            EXPECT_TRUE(reactor_.remove_fd(fds[1]).ok());
+                          })
+                  .ok());
+  ASSERT_TRUE(RunUntil(reactor_, [&] { return calls > 0; }));
+  EXPECT_EQ(calls, 1);
+  ::close(fds[1]);
+}
+
 TEST_F(ReactorTest, WritableHandlerIsCalled) {
   SocketPair p(ctx_, "writable");
   int writable = 0;
