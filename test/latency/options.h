@@ -35,7 +35,7 @@ std::string_view PlacementName(Placement p);
 // The default --max-workers: chosen so that a default run (tcp, threads,
 // 10,000 round trips per step, no baseline) takes about three minutes on a
 // 2-core machine.  See docs/latency.md for the measurement behind it.
-inline constexpr int kDefaultMaxWorkers = 20;
+inline constexpr int kDefaultMaxWorkers = 16;
 
 struct Options {
   // Measured round trips per step (all clients together).
