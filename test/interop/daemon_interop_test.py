@@ -412,9 +412,12 @@ def scenario_traffic(exe):
 
     # Metrics: names, types, and counters that moved with the traffic.
     want = n
+    # Each broker publishes once a second, independently: wait for both.
     samples, types = scrape_until(
         port, lambda sm: (sample(sm, "zb_replies_total", broker="majordomo")
-                          or 0) >= want)
+                          or 0) >= want and
+        (sample(sm, "zb_events_total", broker="consensus", event="pings")
+         or 0) >= 1)
     for fam, typ in [("zb_requests_total", "counter"),
                      ("zb_replies_total", "counter"),
                      ("zb_failures_total", "counter"),
