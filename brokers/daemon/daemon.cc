@@ -128,6 +128,17 @@ std::string StatsLine(const std::string& kind, const BrokerSnapshot& now,
       now.services.size(), workers, queued);
 }
 
+// "KIND: cannot bind EP: why", without repeating what the broker's own
+// message already says.
+std::string BindError(std::string_view kind, const std::string& ep,
+                      const absl::Status& st) {
+  const std::string_view msg(st.message().data(), st.message().size());
+  if (msg.find(ep) != std::string_view::npos) {
+    return absl::StrFormat("%s: %s", kind, msg);
+  }
+  return absl::StrFormat("%s: cannot bind %s: %s", kind, ep, msg);
+}
+
 // The last line a broker logs: what it did over its whole life.
 std::string TotalsLine(const std::string& kind, const BrokerSnapshot& s) {
   // A Majordomo reply is always a success (RFC 7 has no failure reply);
@@ -231,6 +242,7 @@ struct Daemon::Impl {
   int drains_pending = 0;         // control thread only
 
   absl::Notification done;
+  bool ready = false;  // Start() succeeded
   bool torn_down = false;
 };
 
@@ -297,9 +309,7 @@ absl::Status Daemon::Impl::StartMajordomo() {
     });
     for (const std::string& ep : config.majordomo.endpoints) {
       if (absl::Status st = b.Bind(ep); !st.ok()) {
-        return absl::Status(
-            st.code(),
-            absl::StrFormat("majordomo: cannot bind %s: %s", ep, st.message()));
+        return absl::Status(st.code(), BindError("majordomo", ep, st));
       }
     }
     r->snapshot = [this] { return SnapshotOf(*majordomo); };
@@ -343,9 +353,7 @@ absl::Status Daemon::Impl::StartConsensus() {
     r->destroy = [this] { consensus.reset(); };
     for (const std::string& ep : config.consensus.endpoints) {
       if (absl::Status st = consensus->Bind(ep); !st.ok()) {
-        return absl::Status(
-            st.code(),
-            absl::StrFormat("consensus: cannot bind %s: %s", ep, st.message()));
+        return absl::Status(st.code(), BindError("consensus", ep, st));
       }
     }
     r->snapshot = [this] { return SnapshotOf(*consensus); };
@@ -499,7 +507,7 @@ void Daemon::Impl::Teardown() {
     r->thread->invoke([this, r](Reactor& reactor) {
       for (TimerId id : r->timers) reactor.cancel(id);
       r->timers.clear();
-      if (r->snapshot) {
+      if (r->snapshot && ready) {
         const BrokerSnapshot last = r->snapshot();
         r->metrics->Update(last);
         log->info("{}", TotalsLine(r->kind, last));
@@ -533,6 +541,7 @@ absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Start(
   }
   if (absl::Status s = impl->StartControl(); !s.ok()) return s;
 
+  impl->ready = true;
   std::unique_ptr<Daemon> daemon(new Daemon(std::move(impl)));
   Impl& d = *daemon->impl_;
   if (d.majordomo != nullptr) {
