@@ -211,6 +211,12 @@ struct Daemon::Impl {
   void OnBrokerDrained(const std::string& kind);
   void Finish(std::string_view why);
 
+  // Stops and joins `thread`; keeps the first error its reactor reported.
+  void StopThread(ReactorThread& thread) {
+    thread.stop();
+    if (absl::Status s = thread.join(); !s.ok() && result.ok()) result = s;
+  }
+
   // Posts `task` to the control thread unless it is gone.  Any thread.
   void PostToControl(Reactor::Task task);
 
@@ -242,7 +248,8 @@ struct Daemon::Impl {
   int drains_pending = 0;         // control thread only
 
   absl::Notification done;
-  bool ready = false;  // Start() succeeded
+  bool ready = false;   // Start() succeeded
+  absl::Status result;  // the first reactor error, set by Teardown()
   bool torn_down = false;
 };
 
@@ -495,6 +502,7 @@ void Daemon::Impl::Teardown() {
     ctl->invoke([this](Reactor& reactor) {
       if (signal_fd >= 0) reactor.remove_fd(signal_fd).IgnoreError();
     });
+    StopThread(*ctl);
     ctl.reset();
   }
   if (signal_fd >= 0) {
@@ -514,6 +522,7 @@ void Daemon::Impl::Teardown() {
       }
       if (r->destroy) r->destroy();
     });
+    StopThread(*r->thread);
     r->thread.reset();
   }
 }
@@ -577,6 +586,10 @@ absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Start(
 absl::Status Daemon::Wait() {
   impl_->done.WaitForNotification();
   impl_->Teardown();
+  if (!impl_->result.ok()) {
+    impl_->log->error("stopped after an error: {}", impl_->result.ToString());
+    return impl_->result;
+  }
   impl_->log->info("stopped");
   return absl::OkStatus();
 }
