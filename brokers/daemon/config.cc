@@ -177,6 +177,8 @@ absl::Status CheckAddress(std::string_view addr) {
 }
 
 std::int64_t MinInt(Kind kind) { return kind == Kind::kPositiveInt ? 1 : 0; }
+// The brokers take these as int or size_t; keep every value an int.
+constexpr std::int64_t kMaxInt = 2147483647;
 
 absl::StatusOr<Value> ParseScalarText(Kind kind, std::string_view text) {
   switch (kind) {
@@ -196,9 +198,10 @@ absl::StatusOr<Value> ParseScalarText(Kind kind, std::string_view text) {
     case Kind::kNonNegativeInt: {
       const std::int64_t min = MinInt(kind);
       std::int64_t n = 0;
-      if (!absl::SimpleAtoi(Absl(text), &n) || n < min) {
-        return absl::InvalidArgumentError(absl::StrFormat(
-            "expected an integer >= %d, got \"%s\"", min, text));
+      if (!absl::SimpleAtoi(Absl(text), &n) || n < min || n > kMaxInt) {
+        return absl::InvalidArgumentError(
+            absl::StrFormat("expected an integer from %d to %d, got \"%s\"",
+                            min, kMaxInt, text));
       }
       Value v;
       v.integer = n;
@@ -291,12 +294,14 @@ absl::StatusOr<Value> ParseNode(const KeySpec& spec, const toml::node& node,
       const std::int64_t min = MinInt(spec.kind);
       const toml::value<std::int64_t>* i = node.as_integer();
       if (i == nullptr) {
-        return error(node, absl::StrFormat("expected an integer >= %d, got %s",
-                                           min, TypeName(node)));
+        return error(
+            node, absl::StrFormat("expected an integer from %d to %d, got %s",
+                                  min, kMaxInt, TypeName(node)));
       }
-      if (i->get() < min) {
-        return error(node, absl::StrFormat("expected an integer >= %d, got %d",
-                                           min, i->get()));
+      if (i->get() < min || i->get() > kMaxInt) {
+        return error(
+            node, absl::StrFormat("expected an integer from %d to %d, got %d",
+                                  min, kMaxInt, i->get()));
       }
       Value v;
       v.integer = i->get();

@@ -38,7 +38,8 @@
 //
 // Every error is an InvalidArgument status whose message names the flag or
 // the key, and for a file also "path:line:column", e.g.
-//   "zb.toml:7:1: majordomo.queue_limit: expected an integer >= 1, got 0".
+//   "zb.toml:7:1: majordomo.heartbeat_liveness: expected an integer from 1
+//   to 2147483647, got 0".
 //
 // Thread-safety: these are plain values and pure functions.
 

@@ -214,6 +214,8 @@ INSTANTIATE_TEST_SUITE_P(
                  "majordomo.max_redispatch", "t.toml:2:"},
         BadValue{"[majordomo]\nmax_services = -3\n", "majordomo.max_services",
                  "t.toml:2:"},
+        BadValue{"[majordomo]\nheartbeat_liveness = 4294967296\n",
+                 "majordomo.heartbeat_liveness", "t.toml:2:"},
         BadValue{"[consensus]\nendpoints = [\"tcp:/x\"]\n",
                  "consensus.endpoints", "t.toml:2:"},
         BadValue{"[consensus]\nrequest_deadline = \"0ms\"\n",
