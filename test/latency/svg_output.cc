@@ -139,18 +139,25 @@ std::string ToSvg(const Report& r) {
 
   // Axis ranges: x from 0 to the largest step, y from 0 to the largest p99
   // (the band's top) or average.
-  double x_hi = 1, y_hi = 1;
+  double x_hi = 1, y_lines = 1, y_band = 0;
   double x_lo = 1e300;
   auto extend = [&](const Series& s) {
     for (const StepResult& st : s.steps) {
       x_hi = std::max(x_hi, static_cast<double>(st.X(grow)));
       x_lo = std::min(x_lo, static_cast<double>(st.X(grow)));
-      y_hi = std::max({y_hi, st.latency.p99_us, st.latency.avg_us});
+      y_lines = std::max({y_lines, st.latency.avg_us, st.latency.p50_us});
+      y_band = std::max(y_band, st.latency.p99_us);
     }
   };
   extend(zb);
   if (raw) extend(*raw);
   if (x_lo > x_hi) x_lo = 1;
+  // The y axis shows the whole band unless its p99 top is far above the
+  // lines (a busy machine's p99 can be 10x the average): then the band is
+  // clipped at 3x the highest line, so that the lines stay readable, and
+  // the legend says so.
+  const bool clipped = y_band > 3 * y_lines;
+  const double y_hi = clipped ? 3 * y_lines : std::max(y_lines, y_band);
   const std::vector<double> xt = NiceTicks(x_hi, 10);
   const std::vector<double> yt = NiceTicks(y_hi * 1.05, 8);
   const Scale sc{xt.back(), yt.back()};
@@ -215,6 +222,12 @@ std::string ToSvg(const Report& r) {
       "transform=\"rotate(-90 22 %g)\">round-trip latency (\xC2\xB5s)</text>\n",
       kTop + kPlotH / 2, kTop + kPlotH / 2);
 
+  // Everything drawn from data stays inside the plot area.
+  absl::StrAppendFormat(&out,
+                        "<clipPath id=\"plot\"><rect x=\"%g\" y=\"%g\" "
+                        "width=\"%g\" height=\"%g\"/></clipPath>\n"
+                        "<g clip-path=\"url(#plot)\">\n",
+                        kLeft, kTop, kPlotW, kPlotH);
   // p50-p99 band: along p99 forwards, back along p50.
   if (!zb.steps.empty()) {
     out += absl::StrFormat(
@@ -248,11 +261,13 @@ std::string ToSvg(const Report& r) {
   };
   if (raw) series_line(*raw, kRawColor);
   series_line(zb, kZbColor);
+  out += "</g>\n";
 
   // Legend.
   int row = 0;
   Legend(&out, row++, kZbColor, "", false, zb.name + " average");
-  Legend(&out, row++, kBandColor, "", true, zb.name + " p50 to p99");
+  Legend(&out, row++, kBandColor, "", true,
+         zb.name + (clipped ? " p50 to p99 (clipped)" : " p50 to p99"));
   if (zb.fit.valid) {
     Legend(&out, row++, kZbColor, "6 4", false,
            absl::StrFormat("fit %.1f + %.2f x (r\xC2\xB2 %.3f)",

@@ -54,6 +54,18 @@ TEST(SvgOutputTest, BaselineIsDrawn) {
   EXPECT_THAT(svg, HasSubstr("raw libzmq average"));
 }
 
+TEST(SvgOutputTest, FarP99IsClippedAndSaid) {
+  Report r = SampleReport(false);
+  EXPECT_THAT(ToSvg(r), Not(HasSubstr("(clipped)")));
+  r.zbrokers.steps[1].latency.p99_us = 10000;  // 200x the average
+  const std::string svg = ToSvg(r);
+  EXPECT_THAT(svg, HasSubstr("p50 to p99 (clipped)"));
+  EXPECT_THAT(svg, HasSubstr("clip-path=\"url(#plot)\""));
+  // The y axis ends near 3x the highest line (60 us), not at 10,000.
+  EXPECT_THAT(svg, Not(HasSubstr(">10000</text>")));
+  EXPECT_THAT(svg, HasSubstr(">150</text>"));
+}
+
 TEST(SvgOutputTest, GrowClientsLabelsTheAxis) {
   Report r = SampleReport(false);
   r.options.grow = Grow::kClients;
