@@ -56,9 +56,15 @@ void* CountedAlloc(std::size_t n) {
 }
 }  // namespace
 
-// The default operator delete calls free(), which matches.
+// The matching deletes are defined here too: with only operator new
+// replaced, GCC's -O3 inlining sees malloc paired with the library's sized
+// delete and (rightly, for -Werror) rejects the mismatch.
 void* operator new(std::size_t n) { return CountedAlloc(n); }
 void* operator new[](std::size_t n) { return CountedAlloc(n); }
+void operator delete(void* p) noexcept { std::free(p); }
+void operator delete[](void* p) noexcept { std::free(p); }
+void operator delete(void* p, std::size_t) noexcept { std::free(p); }
+void operator delete[](void* p, std::size_t) noexcept { std::free(p); }
 
 namespace zb {
 namespace {
