@@ -2,6 +2,7 @@
 
 #include "reactor/reactor.h"
 
+#include <poll.h>
 #include <sys/eventfd.h>
 #include <unistd.h>
 
@@ -20,7 +21,8 @@ namespace zb {
 // One registered socket or file descriptor.
 struct Reactor::Watch {
   zmq::socket_t* socket = nullptr;  // null for a raw fd
-  int fd = -1;
+  void* handle = nullptr;           // socket->handle(), cached
+  int fd = -1;  // the raw fd, or the socket's ZMQ_FD (its mailbox signal)
   MessageHandler on_message;
   ReadyHandler on_readable;  // raw fd only
   ReadyHandler on_writable;
@@ -124,8 +126,19 @@ absl::Status Reactor::add(zmq::socket_t& socket, MessageHandler on_message,
       return absl::AlreadyExistsError("add: socket is already registered");
     }
   }
+  // The socket's ZMQ_FD stays the same for its whole life, so it is read
+  // once here rather than on every poll as zmq_poll() does.  Thread-safe
+  // socket types (CLIENT, SERVER, ...) have no ZMQ_FD and cannot be watched.
+  int zmq_fd = -1;
+  std::size_t fd_size = sizeof zmq_fd;
+  if (zmq_getsockopt(socket.handle(), ZMQ_FD, &zmq_fd, &fd_size) != 0) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "add: the socket has no ZMQ_FD (%s)", zmq_strerror(errno)));
+  }
   auto w = std::make_unique<Watch>();
   w->socket = &socket;
+  w->handle = socket.handle();
+  w->fd = zmq_fd;
   w->on_message = std::move(on_message);
   w->on_writable = std::move(on_writable);
   watches_.push_back(std::move(w));
@@ -184,22 +197,30 @@ void Reactor::rebuild_poll_items() {
   // Removed watches are only destroyed here, between rounds, so a handler
   // that removes its own socket is never destroyed while it runs.
   std::erase_if(watches_, [](const auto& w) { return w->removed; });
-  poll_items_.clear();
+  pollfds_.clear();
   poll_owners_.clear();
-  poll_items_.push_back(zmq_pollitem_t{nullptr, wake_fd_, ZMQ_POLLIN, 0});
+  has_raw_fds_ = false;
+  pollfds_.push_back(pollfd{wake_fd_, POLLIN, 0});
   for (auto& w : watches_) {
     short events = 0;
-    if (w->on_message || w->on_readable) events |= ZMQ_POLLIN;
-    if (w->on_writable) events |= ZMQ_POLLOUT;
-    poll_items_.push_back(zmq_pollitem_t{
-        w->socket ? w->socket->handle() : nullptr, w->fd, events, 0});
+    if (w->socket) {
+      // A socket's ZMQ_FD only ever signals "look at ZMQ_EVENTS", for
+      // reading and writing alike.
+      events = POLLIN;
+    } else {
+      if (w->on_readable) events |= POLLIN;
+      if (w->on_writable) events |= POLLOUT;
+      has_raw_fds_ = true;
+    }
+    pollfds_.push_back(pollfd{w->fd, events, 0});
     poll_owners_.push_back(w.get());
   }
+  ready_.assign(poll_owners_.size(), 0);
   poll_items_dirty_ = false;
 }
 
 int Reactor::dispatch_socket(Watch& w) {
-  void* socket = w.socket->handle();
+  void* socket = w.handle;
   int handled = 0;
   while (handled < options_.batch_cap && !w.removed) {
     // Receive one multipart message into the reused frame buffer.
@@ -273,6 +294,7 @@ void Reactor::post(Task task) {
   // Only the first task of a batch needs to wake the loop: the loop takes the
   // whole queue at once after it has consumed the wake-up.
   if (was_empty) {
+    wake_pending_.store(true, std::memory_order_release);
     const std::uint64_t one = 1;
     [[maybe_unused]] ssize_t n = ::write(wake_fd_, &one, sizeof one);
   }
@@ -280,6 +302,7 @@ void Reactor::post(Task task) {
 
 void Reactor::stop() {
   stop_requested_.store(true, std::memory_order_release);
+  wake_pending_.store(true, std::memory_order_release);
   const std::uint64_t one = 1;
   [[maybe_unused]] ssize_t n = ::write(wake_fd_, &one, sizeof one);
 }
@@ -287,6 +310,7 @@ void Reactor::stop() {
 int Reactor::run_posted() {
   // Consume the wake-up first, then take the queue: a post() racing with us
   // either lands in this batch or writes a fresh wake-up.
+  wake_pending_.store(false, std::memory_order_relaxed);
   std::uint64_t count;
   [[maybe_unused]] ssize_t n = ::read(wake_fd_, &count, sizeof count);
   {
@@ -313,8 +337,49 @@ absl::StatusOr<int> Reactor::run_once(Clock::duration max_wait) {
   return iterate(max_wait);
 }
 
+// ZMQ_EVENTS of a socket, masked with what its watch wants, as ZMQ_POLL*
+// bits; -1 (errno set) when the socket failed, e.g. ETERM.
+static int SocketEvents(void* handle, bool wants_out) {
+  std::uint32_t events = 0;
+  std::size_t size = sizeof events;
+  if (zmq_getsockopt(handle, ZMQ_EVENTS, &events, &size) != 0) return -1;
+  return static_cast<int>(events &
+                          (wants_out ? ZMQ_POLLIN | ZMQ_POLLOUT : ZMQ_POLLIN));
+}
+
 absl::StatusOr<int> Reactor::iterate(Clock::duration max_wait) {
   if (poll_items_dirty_) rebuild_poll_items();
+
+  // The reactor polls the sockets' ZMQ_FDs itself instead of calling
+  // zmq_poll(), which on every call reads each socket's ZMQ_FD again, makes
+  // a first poll() with a zero timeout, and checks ZMQ_EVENTS both before
+  // and after sleeping.  Here:
+  //   1. ZMQ_EVENTS of every socket, once: a ZMQ_FD only signals new
+  //      commands, so messages that are already queued (or a command that a
+  //      send consumed) would never wake a poll() on it.
+  //   2. poll() on the eventfd, the raw fds and the ZMQ_FDs; with a zero
+  //      timeout when a socket is already ready, and not at all when a
+  //      socket is ready and there is no raw fd (the eventfd is then
+  //      checked through wake_pending_, without a syscall).
+  //   3. A socket whose ZMQ_FD fired is drained at once: the receive
+  //      processes the socket's commands itself (one with a writable
+  //      handler checks ZMQ_EVENTS again, for POLLOUT).
+  const std::size_t n = poll_owners_.size();
+  int ready = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    const Watch& w = *poll_owners_[i];
+    if (w.socket == nullptr) {
+      ready_[i] = 0;
+      continue;
+    }
+    const int ev = SocketEvents(w.handle, static_cast<bool>(w.on_writable));
+    if (ev < 0) {
+      return absl::InternalError(
+          absl::StrFormat("polling a socket failed: %s", zmq_strerror(errno)));
+    }
+    ready_[i] = static_cast<short>(ev);
+    if (ev != 0) ++ready;
+  }
 
   // Sleep until the earliest timer, but never past max_wait (-1: forever).
   std::int64_t wait_ns =
@@ -324,7 +389,9 @@ absl::StatusOr<int> Reactor::iterate(Clock::duration max_wait) {
                 0,
                 std::chrono::duration_cast<std::chrono::nanoseconds>(max_wait)
                     .count());
-  if (!timers_.empty()) {
+  if (ready > 0) {
+    wait_ns = 0;
+  } else if (!timers_.empty()) {
     const Clock::time_point now = Clock::now();
     const Clock::time_point next = timers_.next_deadline();
     const std::int64_t until_timer =
@@ -335,61 +402,84 @@ absl::StatusOr<int> Reactor::iterate(Clock::duration max_wait) {
     if (wait_ns < 0 || until_timer < wait_ns) wait_ns = until_timer;
   }
   // Round up: waking before a deadline would only spin.
-  const long timeout_ms =  // NOLINT(runtime/int): zmq_poll takes a long
+  const int timeout_ms =
       wait_ns < 0 ? -1
-                  : static_cast<long>(  // NOLINT(runtime/int)
-                        std::min<std::int64_t>(
-                            (wait_ns + kNanosPerMilli - 1) / kNanosPerMilli,
-                            std::numeric_limits<int>::max()));
+                  : static_cast<int>(std::min<std::int64_t>(
+                        (wait_ns + kNanosPerMilli - 1) / kNanosPerMilli,
+                        std::numeric_limits<int>::max()));
 
-  const int rc = zmq_poll(poll_items_.data(),
-                          static_cast<int>(poll_items_.size()), timeout_ms);
-  if (rc < 0) {
-    const int err = errno;
-    if (err != EINTR) {
-      return absl::InternalError(
-          absl::StrFormat("zmq_poll failed: %s", zmq_strerror(err)));
+  bool woken = false;  // the eventfd (post/stop) wants attention
+  bool polled = false;
+  if (ready > 0 && !has_raw_fds_) {
+    woken = wake_pending_.load(std::memory_order_acquire);
+  } else {
+    const int rc = ::poll(pollfds_.data(), pollfds_.size(), timeout_ms);
+    if (rc < 0) {
+      const int err = errno;
+      if (err != EINTR) {
+        return absl::InternalError(
+            absl::StrFormat("poll failed: %s", std::strerror(err)));
+      }
+    } else if (rc > 0) {
+      polled = true;
+      woken = pollfds_[0].revents != 0;
     }
   }
 
   int handled = 0;
-  if (rc > 0) {
-    if (poll_items_[0].revents & ZMQ_POLLIN) handled += run_posted();
-    // Handlers may add or remove watches; poll_owners_ is only rebuilt at the
-    // start of the next round, and `removed` guards every call.
-    const std::size_t n = poll_owners_.size();
-    for (std::size_t i = 0; i < n; ++i) {
-      const short revents = poll_items_[i + 1].revents;
-      if (revents == 0) continue;
-      Watch& w = *poll_owners_[i];
-      if (w.removed) continue;
-      // zmq_poll reports a raw fd's hang-up or error as ZMQ_POLLERR alone.
-      // Nobody would ever be told, and the next poll would return at once
-      // again: the loop would spin.  Hand it to the readable handler (or
-      // the writable one of a write-only registration), whose read() or
-      // write() then sees the EOF or the error.
-      const bool fd_error = (revents & ZMQ_POLLERR) && w.socket == nullptr;
-      if ((revents & ZMQ_POLLIN) || (fd_error && w.on_readable)) {
-        if (w.socket) {
-          handled += dispatch_socket(w);
-        } else if (w.on_readable) {
-          ++handled;
-          try {
-            w.on_readable();
-          } catch (...) {
-            report(std::current_exception(), "fd");
-          }
+  if (woken) handled += run_posted();
+  // Handlers may add or remove watches; poll_owners_ is only rebuilt at the
+  // start of the next round, and `removed` guards every call.
+  for (std::size_t i = 0; i < n; ++i) {
+    Watch& w = *poll_owners_[i];
+    if (w.removed) continue;
+    const short fired = polled ? pollfds_[i + 1].revents : 0;
+    if (w.socket) {
+      int revents = ready_[i];
+      if (fired != 0 && revents == 0) {
+        if (w.on_writable) {
+          revents = SocketEvents(w.handle, true);
+          if (revents < 0) revents = ZMQ_POLLIN;  // the receive reports it
+        } else {
+          revents = ZMQ_POLLIN;
         }
       }
-      const bool writable = (revents & ZMQ_POLLOUT) ||
-                            (fd_error && !w.on_readable && w.on_writable);
-      if (writable && !w.removed && w.on_writable) {
+      if (revents & ZMQ_POLLIN) handled += dispatch_socket(w);
+      if ((revents & ZMQ_POLLOUT) && !w.removed && w.on_writable) {
         ++handled;
         try {
           w.on_writable();
         } catch (...) {
-          report(std::current_exception(), w.socket ? "socket" : "fd");
+          report(std::current_exception(), "socket");
         }
+      }
+      continue;
+    }
+    if (fired == 0) continue;
+    // A raw fd's hang-up or error (POLLHUP/POLLERR/POLLNVAL) goes to the
+    // readable handler (or the writable one of a write-only registration),
+    // whose read() or write() then sees the EOF or the error.  Nobody would
+    // ever be told otherwise, and the next poll would return at once again:
+    // the loop would spin.
+    const bool fd_error = (fired & (POLLERR | POLLHUP | POLLNVAL)) != 0;
+    if ((fired & POLLIN) || (fd_error && w.on_readable)) {
+      if (w.on_readable) {
+        ++handled;
+        try {
+          w.on_readable();
+        } catch (...) {
+          report(std::current_exception(), "fd");
+        }
+      }
+    }
+    const bool writable =
+        (fired & POLLOUT) || (fd_error && !w.on_readable && w.on_writable);
+    if (writable && !w.removed && w.on_writable) {
+      ++handled;
+      try {
+        w.on_writable();
+      } catch (...) {
+        report(std::current_exception(), "fd");
       }
     }
   }

@@ -53,6 +53,8 @@
 #ifndef ZB_REACTOR_REACTOR_H_
 #define ZB_REACTOR_REACTOR_H_
 
+#include <poll.h>
+
 #include <atomic>
 #include <chrono>
 #include <cstdint>
@@ -110,7 +112,9 @@ class Reactor {
 
   // Watches `socket`.  `on_message` is called for every multipart message;
   // `on_writable`, when given, whenever the socket can take a message.
-  // Fails with AlreadyExists when the socket is already registered.
+  // Fails with AlreadyExists when the socket is already registered, and with
+  // InvalidArgument for thread-safe socket types (ZMQ_CLIENT, ZMQ_SERVER,
+  // ...), which have no ZMQ_FD to poll.
   absl::Status add(zmq::socket_t& socket, MessageHandler on_message,
                    ReadyHandler on_writable = nullptr);
   // Watches a raw file descriptor (level-triggered).  At least one handler.
@@ -184,8 +188,10 @@ class Reactor {
   // Registered sockets/fds.  unique_ptr keeps each Watch at a stable address
   // while handlers run and may add or remove others.
   std::vector<std::unique_ptr<Watch>> watches_;
-  std::vector<zmq_pollitem_t> poll_items_;  // [0] is the wake-up eventfd
-  std::vector<Watch*> poll_owners_;         // parallel to poll_items_[1..]
+  std::vector<pollfd> pollfds_;      // [0] is the wake-up eventfd
+  std::vector<Watch*> poll_owners_;  // parallel to pollfds_[1..]
+  std::vector<short> ready_;  // per poll_owners_: ZMQ_EVENTS before polling
+  bool has_raw_fds_ = false;
   bool poll_items_dirty_ = true;
   // Frames of the message being handed to a handler; reused for every message.
   std::vector<zmq::message_t> frames_;
@@ -198,6 +204,10 @@ class Reactor {
   std::vector<Task> posted_;  // guarded by post_mu_
   std::vector<Task> running_posted_;
   std::atomic<bool> stop_requested_{false};
+  // Set by post() and stop() before they signal wake_fd_, cleared when the
+  // loop consumes the signal: lets an iteration with ready sockets skip the
+  // poll() that would only check the eventfd.
+  std::atomic<bool> wake_pending_{false};
 
   ErrorHandler error_handler_;
 };
