@@ -2,6 +2,7 @@
 
 #include "brokers/majordomo/majordomo_broker.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <deque>
 #include <utility>
@@ -56,6 +57,14 @@ class MajordomoBroker::Impl {
     }
     if (options_.heartbeat_liveness < 1) options_.heartbeat_liveness = 1;
     if (options_.max_redispatch < 0) options_.max_redispatch = 0;
+    if (options_.worker_prefetch < 1 ||
+        options_.worker_prefetch > kMaxWorkerPrefetch) {
+      invalid_ = absl::InvalidArgumentError(
+          absl::StrFormat("worker_prefetch must be between 1 and %d, not %d",
+                          kMaxWorkerPrefetch, options_.worker_prefetch));
+      options_.worker_prefetch =
+          std::clamp(options_.worker_prefetch, 1, kMaxWorkerPrefetch);
+    }
     worker_lifetime_ =
         options_.heartbeat_interval * options_.heartbeat_liveness;
     absl::Status s = reactor_.add(
@@ -72,6 +81,7 @@ class MajordomoBroker::Impl {
   }
 
   absl::StatusOr<std::string> Bind(const std::string& endpoint) {
+    if (!invalid_.ok()) return invalid_;
     try {
       router_.bind(endpoint);
     } catch (const zmq::error_t& e) {
@@ -124,21 +134,34 @@ class MajordomoBroker::Impl {
     int failures = 0;  // how many workers failed while serving it
   };
 
+  // A request sent to a worker and not answered yet: [client identity, body
+  // copies...].  The body frames are zmq_msg_copy()s (shared buffers), kept
+  // to redispatch it.
+  struct Outstanding {
+    Frames frames;
+    Clock::time_point arrived;
+    int failures = 0;
+  };
+
   struct Worker {
     std::string identity;
     Service* service = nullptr;
-    // Idle list (least recently used first).
+    // Idle list: workers that can take a request (fewer than
+    // worker_prefetch outstanding), least recently dispatched to first.
     Worker* prev = nullptr;
     Worker* next = nullptr;
     bool idle = false;
-    // The request being served: [client identity, body copies...].  The body
-    // frames are zmq_msg_copy()s (shared buffers), kept to redispatch it.
-    bool busy = false;
-    Frames inflight;
-    Clock::time_point inflight_arrived;
-    int inflight_failures = 0;
+    // Outstanding requests, oldest first: a ring of worker_prefetch slots,
+    // allocated at READY.  A slot keeps its Frames' capacity when it is
+    // freed, so dispatching does not allocate once warmed up.
+    std::vector<Outstanding> ring;
+    std::size_t head = 0;      // index of the oldest outstanding request
+    std::size_t count = 0;     // outstanding requests
     Clock::time_point expiry;  // last heard from + lifetime
     bool sent_since_sweep = false;
+
+    Outstanding& at(std::size_t i) { return ring[(head + i) % ring.size()]; }
+    bool has_credit() const { return count < ring.size(); }
   };
 
   struct Service {
@@ -228,9 +251,12 @@ class MajordomoBroker::Impl {
       return;
     }
     if (service->idle_head != nullptr) {
-      // The hot path: straight to the least recently used idle worker.
+      // The hot path: straight to the least recently used worker with
+      // credit; it goes to the back of the order if it has credit left.
       Worker* w = PopIdle(service);
-      Dispatch(w, identity, m.body, now_, 0);
+      if (Dispatch(w, identity, m.body, now_, 0) && w->has_credit()) {
+        PushIdle(w);
+      }
       return;
     }
     if (options_.max_queue_per_service != 0 &&
@@ -280,17 +306,26 @@ class MajordomoBroker::Impl {
           RegisterWorker(View(identity), m.service);
         }
         return;
-      case mdp::Command::kReply:
+      case mdp::Command::kReply: {
         if (w == nullptr) {
           SendDisconnect(View(identity));  // e.g. after a broker restart
-        } else if (!w->busy) {
+          return;
+        }
+        if (w->count == 0) {
           DisconnectWorker(w, "REPLY without a request");
-        } else if (View(*m.address) != View(w->inflight[0])) {
+          return;
+        }
+        // The oldest outstanding request of the client the REPLY names.
+        const std::string_view client = View(*m.address);
+        std::size_t i = 0;
+        while (i < w->count && View(w->at(i).frames[0]) != client) ++i;
+        if (i == w->count) {
           DisconnectWorker(w, "REPLY for another client");
         } else {
-          OnReply(w, m);
+          OnReply(w, i, m);
         }
         return;
+      }
       case mdp::Command::kHeartbeat:
         if (w == nullptr) SendDisconnect(View(identity));
         return;
@@ -310,20 +345,24 @@ class MajordomoBroker::Impl {
     }
   }
 
-  void OnReply(Worker* w, mdp::WorkerMessage& m) {
+  // The REPLY settles w's i-th outstanding request.
+  void OnReply(Worker* w, std::size_t i, mdp::WorkerMessage& m) {
     out_.clear();
     out_.push_back(std::move(*m.address));
     mdp::AppendClientReply(w->service->name, m.body, &out_);
     if (Send()) {
       ++stats_.replies;
       if (latency_hook_) {
-        latency_hook_(w->service->name, now_ - w->inflight_arrived);
+        latency_hook_(w->service->name, now_ - w->at(i).arrived);
       }
     }
-    w->busy = false;
+    w->at(i).frames.clear();  // releases the shared request buffers
+    // Close the gap: the freed slot moves to the end of the ring (swaps,
+    // so every slot keeps a Frames buffer and nothing is freed).
+    for (; i + 1 < w->count; ++i) std::swap(w->at(i), w->at(i + 1));
+    --w->count;
     --busy_total_;
-    w->inflight.clear();  // releases the shared request buffers
-    WorkerReady(w);
+    if (!w->idle) WorkerReady(w);
     if (draining_) MaybeFinishDrain();
   }
 
@@ -342,6 +381,7 @@ class MajordomoBroker::Impl {
     Worker* w = owned.get();
     w->identity = std::string(identity);
     w->service = service;
+    w->ring.resize(static_cast<std::size_t>(options_.worker_prefetch));
     w->expiry = now_ + worker_lifetime_;
     workers_.emplace(w->identity, std::move(owned));
     ++service->workers;
@@ -353,10 +393,12 @@ class MajordomoBroker::Impl {
     WorkerReady(w);
   }
 
-  // `w` can take a request: give it the oldest queued one, or make it idle.
+  // `w` (not in the idle list) has credit: give it the oldest queued
+  // requests while it has credit, then make it idle if it still has some.
+  // May remove `w` (when a send fails).
   void WorkerReady(Worker* w) {
     Service* s = w->service;
-    while (!s->queue.empty()) {
+    while (!s->queue.empty() && w->has_credit()) {
       Request r = std::move(s->queue.front());
       s->queue.pop_front();
       --queued_total_;
@@ -364,10 +406,9 @@ class MajordomoBroker::Impl {
         RecycleFrames(std::move(r.frames));
         continue;
       }
-      DispatchQueued(w, std::move(r));
-      return;
+      if (!DispatchQueued(w, std::move(r))) return;  // w is gone
     }
-    PushIdle(w);
+    if (w->has_credit()) PushIdle(w);
   }
 
   bool Expired(const Request& r) {
@@ -380,41 +421,47 @@ class MajordomoBroker::Impl {
   }
 
   // Sends a request that arrived just now (frames still in the reactor's
-  // buffer) to `w`.
-  void Dispatch(Worker* w, zmq::message_t& client,
+  // buffer) to `w`, which must have credit and not be in the idle list.
+  // Returns false when the send failed and `w` was removed.
+  bool Dispatch(Worker* w, zmq::message_t& client,
                 std::span<zmq::message_t> body, Clock::time_point arrived,
                 int failures) {
-    w->inflight.clear();
-    w->inflight.emplace_back().copy(client);
+    Outstanding& o = w->at(w->count);
+    o.frames.clear();
+    o.frames.emplace_back().copy(client);
     if (options_.max_redispatch > 0) {
-      for (auto& f : body) w->inflight.emplace_back().copy(f);
+      for (auto& f : body) o.frames.emplace_back().copy(f);
     }
     out_.clear();
     out_.push_back(Frame(w->identity));
     mdp::AppendRequest(std::move(client), body, &out_);
-    SendToWorker(w, arrived, failures);
+    return SendToWorker(w, arrived, failures);
   }
 
-  // Sends a queued request to `w`; its frames become w's inflight copy.
-  void DispatchQueued(Worker* w, Request r) {
-    RecycleFrames(std::move(w->inflight));
-    w->inflight = std::move(r.frames);
+  // Sends a queued request to `w` (as Dispatch); its frames become w's
+  // outstanding copy.
+  bool DispatchQueued(Worker* w, Request r) {
+    Outstanding& o = w->at(w->count);
+    RecycleFrames(std::move(o.frames));
+    o.frames = std::move(r.frames);
     out_.clear();
     out_.push_back(Frame(w->identity));
     zmq::message_t client;
-    client.copy(w->inflight[0]);
+    client.copy(o.frames[0]);
     mdp::AppendRequest(std::move(client), {}, &out_);
-    for (std::size_t i = 1; i < w->inflight.size(); ++i) {
-      out_.emplace_back().copy(w->inflight[i]);
+    for (std::size_t i = 1; i < o.frames.size(); ++i) {
+      out_.emplace_back().copy(o.frames[i]);
     }
-    SendToWorker(w, r.arrived, r.failures);
+    return SendToWorker(w, r.arrived, r.failures);
   }
 
-  void SendToWorker(Worker* w, Clock::time_point arrived, int failures) {
-    w->busy = true;
+  // Sends out_ to `w`; the request was put in w's next free slot.
+  bool SendToWorker(Worker* w, Clock::time_point arrived, int failures) {
+    Outstanding& o = w->at(w->count);
+    ++w->count;
     ++busy_total_;
-    w->inflight_arrived = arrived;
-    w->inflight_failures = failures;
+    o.arrived = arrived;
+    o.failures = failures;
     w->sent_since_sweep = true;
     absl::Status s = SendFrames(router_, out_);
     if (!s.ok()) {
@@ -422,9 +469,11 @@ class MajordomoBroker::Impl {
       // serve this request; that is not the request's fault, so it goes
       // back to the queue without counting as a failure.
       ++stats_.unroutable;
-      --w->inflight_failures;
+      --o.failures;
       DisconnectWorker(w, absl::StrFormat("cannot send: %s", s.message()));
+      return false;
     }
+    return true;
   }
 
   void PushIdle(Worker* w) {
@@ -471,37 +520,54 @@ class MajordomoBroker::Impl {
     RemoveWorker(w, WorkerEvent::Kind::kDisconnected, reason);
   }
 
-  // Forgets `w`; its request, if any, goes back to the front of the queue.
+  // Forgets `w`; each of its outstanding requests goes back to the front of
+  // the queue (in the order they were sent) or is counted as a failure.
+  // Forgets the service too when it is left with no worker and no queued
+  // request.
   void RemoveWorker(Worker* w, WorkerEvent::Kind kind,
                     std::string_view reason) {
     Service* s = w->service;
+    ++removing_;
     if (worker_hook_) {
       worker_hook_(WorkerEvent{kind, w->identity, s->name, reason});
     }
     if (w->idle) Unlink(w);
     --s->workers;
     bool requeued = false;
-    if (w->busy) {
+    // Newest first, each to the front: the queue then starts with the
+    // oldest.
+    for (std::size_t i = w->count; i-- > 0;) {
+      Outstanding& o = w->at(i);
       --busy_total_;
-      const int failures = w->inflight_failures + 1;
+      const int failures = o.failures + 1;
       if (drained_) {
         ++stats_.expired;  // the drain's grace period ran out
-      } else if (failures > options_.max_redispatch || w->inflight.size() < 2) {
+      } else if (failures > options_.max_redispatch || o.frames.size() < 2) {
         ++stats_.failures;
       } else {
         ++stats_.redispatched;
         Request& r = s->queue.emplace_front();
-        r.frames = std::move(w->inflight);
-        r.arrived = w->inflight_arrived;
+        r.frames = std::move(o.frames);
+        r.arrived = o.arrived;
         r.failures = failures;
         ++queued_total_;
         requeued = true;
       }
     }
+    w->count = 0;
+    for (Outstanding& o : w->ring) RecycleFrames(std::move(o.frames));
     std::string key = std::move(w->identity);
     workers_.erase(key);  // destroys *w
-    if (requeued && s->idle_head != nullptr) {
+    // Workers with credit take the requeued requests.  A failed send in
+    // there removes that worker too (nested; it cannot forget `s`, see
+    // below).
+    while (requeued && s->idle_head != nullptr && !s->queue.empty()) {
       WorkerReady(PopIdle(s));
+    }
+    // Only the outermost removal may forget the service: callers further up
+    // (this loop) still use `s`.
+    if (--removing_ == 0 && !drained_ && s->workers == 0 && s->queue.empty()) {
+      services_.erase(services_.find(s->name));  // destroys *s
     }
     if (draining_) MaybeFinishDrain();
   }
@@ -645,7 +711,9 @@ class MajordomoBroker::Impl {
   absl::flat_hash_map<std::string, std::unique_ptr<Service>> services_;
   absl::flat_hash_map<std::string, std::unique_ptr<Worker>> workers_;
   std::size_t queued_total_ = 0;
-  std::size_t busy_total_ = 0;
+  std::size_t busy_total_ = 0;  // requests outstanding at workers
+  int removing_ = 0;            // RemoveWorker nesting depth
+  absl::Status invalid_;        // invalid Options, reported by Bind()
 
   Clock::time_point now_;
   Frames out_;      // reused for every forwarded message

@@ -24,7 +24,8 @@
 //     dropped_queue_full;
 //   - the request waited in the queue longer than Options::queue_expiry:
 //     expired;
-//   - its worker died, disconnected or was expired while serving it: the
+//   - its worker died, disconnected or was expired while serving it (with
+//     prefetch: every request outstanding at that worker): the
 //     request goes back to the FRONT of its service queue and is dispatched
 //     again (workers are idempotent per RFC 7), at most
 //     Options::max_redispatch times (redispatched); after that it is dropped
@@ -33,12 +34,30 @@
 //   - the client is gone when the reply comes (ZMQ_ROUTER_MANDATORY reports
 //     it): unroutable.
 //
+// Prefetch (Options::worker_prefetch = N > 1, an opt-in extension of RFC 7).
+// The broker keeps up to N requests outstanding at each worker instead of
+// one; the extra ones wait in the worker's socket until it has replied to the
+// previous ones, so any sequential RFC 7 worker copes (zb::MdpWorker hands
+// each request to its handler as it arrives; see mdp_worker.h).  This hides
+// the broker->worker->broker round trip, which otherwise bounds a worker's
+// throughput.  Dispatch rule: a request goes to the worker with free credit
+// (fewer than N outstanding) that has waited longest since it was last given
+// a request; after a dispatch a worker with credit left goes to the back of
+// that order, so requests spread over all workers (one each) before any
+// worker gets a second one.  A REPLY settles the oldest outstanding request
+// of that worker with the same client address (the REPLY carries it); a
+// REPLY matching none of them is unexpected (DISCONNECT, as below).  Costs:
+// a request can wait behind a slow one on the same worker (head-of-line
+// blocking) even when another worker is idle, and when a worker fails all
+// of its up to N requests are redispatched (or counted as failures) under
+// the rule below, each with its own failure count.
+//
 // Workers.  Every worker, idle or busy, must send something (a HEARTBEAT if
 // nothing else) at least every heartbeat_interval; one that stays silent for
 // heartbeat_interval * heartbeat_liveness is dropped (and its request, if
 // any, redispatched).  The broker sends a HEARTBEAT to every worker each
 // interval in which it sent it nothing else.  A valid but unexpected command
-// (a second READY, a REPLY from an idle worker or for another client, a
+// (a second READY, a REPLY matching no request outstanding at that worker, a
 // REQUEST from a worker, a REPLY or HEARTBEAT from a peer that is not a
 // registered worker, a READY for an "mmi.*" service) is answered with
 // DISCONNECT and the peer is forgotten.  A malformed message is dropped and
@@ -96,13 +115,21 @@ class MajordomoBroker {
     // and counted as dropped_queue_full.  Guards against a client inventing
     // service names without end.
     std::size_t max_services = 10'000;
+    // Most requests outstanding at one worker (an opt-in extension of RFC 7,
+    // see "Prefetch" above and docs/majordomo.md).  1, the default, is
+    // RFC 7's one request per worker at a time.  Must be between 1 and
+    // kMaxWorkerPrefetch: Bind() fails with InvalidArgument otherwise (the
+    // broker then behaves as if the value were clamped into that range).
+    int worker_prefetch = 1;
   };
+  static constexpr int kMaxWorkerPrefetch = 1000;
 
   // Counters since construction.  Per-service entries exist for every service
   // the broker currently knows.
   struct ServiceStats {
     std::size_t workers = 0;       // registered workers
-    std::size_t idle_workers = 0;  // of which idle
+    std::size_t idle_workers = 0;  // of which can take a request now
+                                   // (idle, or with prefetch credit left)
     std::size_t queued = 0;        // requests waiting
   };
   struct Stats {
@@ -160,6 +187,8 @@ class MajordomoBroker {
 
   // Binds the ROUTER socket to `endpoint` (may be called several times).
   // "tcp://127.0.0.1:*" picks a free port; see endpoints() for the result.
+  // Fails with InvalidArgument, binding nothing, when the Options are
+  // invalid (worker_prefetch out of range).
   absl::Status Bind(const std::string& endpoint);
   // The resolved endpoints bound so far (ZMQ_LAST_ENDPOINT of each Bind).
   const std::vector<std::string>& endpoints() const { return endpoints_; }
@@ -182,7 +211,8 @@ class MajordomoBroker {
   bool draining() const;
   bool drained() const;
 
-  // Requests queued or being served, over all services.
+  // Requests queued or being served (outstanding at a worker), over all
+  // services.
   std::size_t open_requests() const;
 
  private:

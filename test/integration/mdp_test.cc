@@ -7,6 +7,7 @@
 
 #include "brokers/protocol/mdp.h"
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <functional>
@@ -599,6 +600,357 @@ TEST_F(MdpIntegrationTest, HooksSeeWorkersAndLatency) {
   EXPECT_EQ(latencies.load(), 2);
   auto got = broker_thread_.invoke([&](Reactor&) { return events; });
   EXPECT_THAT(got, ElementsAre("echo:0", "echo:1"));  // joined, left
+}
+
+// --- Prefetch (Options::worker_prefetch) -------------------------------------
+
+// Slow heartbeats, so that raw workers that never heartbeat stay registered
+// for the whole test.
+MajordomoBroker::Options Prefetch(int n) {
+  MajordomoBroker::Options o;
+  o.heartbeat_interval = 1000ms;
+  o.heartbeat_liveness = 10;
+  o.worker_prefetch = n;
+  return o;
+}
+
+// The next message with MDP command `command` (heartbeats skipped), or {}.
+std::vector<std::string> RecvCommand(RawPeer& peer, const std::string& command,
+                                     std::chrono::milliseconds limit = kWait) {
+  const auto deadline = std::chrono::steady_clock::now() + limit;
+  for (;;) {
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+        deadline - std::chrono::steady_clock::now());
+    if (left.count() <= 0) return {};
+    std::vector<std::string> got = peer.Recv(left);
+    if (got.empty()) return {};
+    if (got.size() >= 3 && got[2] == command) return got;
+  }
+}
+
+// A raw worker: READY for `service`, registered before returning.
+class PrefetchTest : public MdpIntegrationTest {
+ protected:
+  std::unique_ptr<RawPeer> RawWorker(const std::string& service) {
+    const std::size_t before = Workers(service);
+    auto w = std::make_unique<RawPeer>(ctx_, endpoint_);
+    w->Send({"", "MDPW01", kReady, service});
+    EXPECT_TRUE(WaitFor([&] { return Workers(service) == before + 1; }));
+    return w;
+  }
+  std::unique_ptr<RawPeer> RawClient() {
+    return std::make_unique<RawPeer>(ctx_, endpoint_);
+  }
+  // A REQUEST's client address and first body frame.
+  static std::pair<std::string, std::string> Take(RawPeer& worker) {
+    std::vector<std::string> got = RecvCommand(worker, kRequest);
+    EXPECT_EQ(got.size(), 6u);
+    if (got.size() != 6) return {};
+    return {got[3], got[5]};
+  }
+  std::size_t Queued(const std::string& service) {
+    auto s = Stats();
+    auto it = s.services.find(service);
+    return it == s.services.end() ? 0 : it->second.queued;
+  }
+};
+
+TEST_F(PrefetchTest, InvalidPrefetchFailsBind) {
+  for (int n : {0, -1, MajordomoBroker::kMaxWorkerPrefetch + 1}) {
+    bool ok = broker_thread_.invoke([&](Reactor& r) {
+      MajordomoBroker b(r, ctx_, Prefetch(n));
+      absl::Status s = b.Bind("tcp://127.0.0.1:*");
+      EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << n;
+      EXPECT_THAT(std::string(s.message()),
+                  ::testing::HasSubstr("worker_prefetch"));
+      return s.ok() || !b.endpoints().empty();
+    });
+    EXPECT_FALSE(ok) << n;
+  }
+  StartBroker(Prefetch(MajordomoBroker::kMaxWorkerPrefetch));  // the bound
+}
+
+TEST_F(PrefetchTest, DefaultGivesABusyWorkerNoSecondRequest) {
+  StartBroker(Prefetch(1));
+  auto w = RawWorker("svc");
+  auto c = RawClient();
+  c->Send({"", "MDPC01", "svc", "r1"});
+  c->Send({"", "MDPC01", "svc", "r2"});
+  auto [addr, body] = Take(*w);
+  EXPECT_EQ(body, "r1");
+  EXPECT_TRUE(RecvCommand(*w, kRequest, 300ms).empty());
+  EXPECT_EQ(Queued("svc"), 1u);
+  w->Send({"", "MDPW01", kReply, addr, "", "a1"});
+  EXPECT_THAT(c->Recv(), ElementsAre("", "MDPC01", "svc", "a1"));
+  EXPECT_EQ(Take(*w).second, "r2");
+}
+
+TEST_F(PrefetchTest, WorkerGetsThreeRequestsBeforeReplying) {
+  StartBroker(Prefetch(3));
+  auto w = RawWorker("svc");
+  auto c = RawClient();
+  for (const char* r : {"r1", "r2", "r3", "r4"}) {
+    c->Send({"", "MDPC01", "svc", r});
+  }
+  std::vector<std::string> addrs;
+  for (const char* r : {"r1", "r2", "r3"}) {
+    auto [addr, body] = Take(*w);
+    EXPECT_EQ(body, r);
+    addrs.push_back(addr);
+  }
+  EXPECT_TRUE(RecvCommand(*w, kRequest, 300ms).empty());  // no credit left
+  EXPECT_EQ(Queued("svc"), 1u);
+  broker_thread_.invoke(
+      [&](Reactor&) { EXPECT_EQ(broker_->open_requests(), 4u); });
+  w->Send({"", "MDPW01", kReply, addrs[0], "", "a1"});
+  EXPECT_THAT(c->Recv(), ElementsAre("", "MDPC01", "svc", "a1"));
+  EXPECT_EQ(Take(*w).second, "r4");  // the freed credit
+}
+
+TEST_F(PrefetchTest, SpreadsOverWorkersBeforeAnyGetsASecond) {
+  StartBroker(Prefetch(3));
+  auto w1 = RawWorker("svc");
+  auto w2 = RawWorker("svc");
+  auto c = RawClient();
+  c->Send({"", "MDPC01", "svc", "r1"});
+  c->Send({"", "MDPC01", "svc", "r2"});
+  // One each, in least-recently-used order (w1 registered first).
+  EXPECT_EQ(Take(*w1).second, "r1");
+  EXPECT_EQ(Take(*w2).second, "r2");
+  EXPECT_TRUE(RecvCommand(*w1, kRequest, 200ms).empty());
+  c->Send({"", "MDPC01", "svc", "r3"});
+  c->Send({"", "MDPC01", "svc", "r4"});
+  EXPECT_EQ(Take(*w1).second, "r3");
+  EXPECT_EQ(Take(*w2).second, "r4");
+  EXPECT_TRUE(RecvCommand(*w1, kRequest, 200ms).empty());
+  EXPECT_TRUE(RecvCommand(*w2, kRequest, 100ms).empty());
+  auto s = Stats();
+  EXPECT_EQ(s.services["svc"].idle_workers, 2u);  // one credit left each
+}
+
+TEST_F(PrefetchTest, RepliesOutOfOrderReachTheirClients) {
+  StartBroker(Prefetch(3));
+  auto w = RawWorker("svc");
+  std::vector<std::unique_ptr<RawPeer>> clients;
+  std::vector<std::string> addrs;
+  for (int i = 0; i < 3; ++i) {
+    clients.push_back(RawClient());
+    const std::string body = "r" + std::to_string(i);
+    clients[i]->Send({"", "MDPC01", "svc", body});
+    // One at a time, so that request i is from client i.
+    auto [addr, got] = Take(*w);
+    EXPECT_EQ(got, body);
+    addrs.push_back(addr);
+  }
+  for (int i = 2; i >= 0; --i) {
+    w->Send({"", "MDPW01", kReply, addrs[i], "", "a" + std::to_string(i)});
+  }
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_THAT(clients[i]->Recv(),
+                ElementsAre("", "MDPC01", "svc", "a" + std::to_string(i)));
+  }
+  auto s = Stats();
+  EXPECT_EQ(s.replies, 3u);
+  EXPECT_EQ(s.workers_disconnected, 0u);
+  // A REPLY matching nothing outstanding is still unexpected.
+  w->Send({"", "MDPW01", kReply, addrs[0], "", "again"});
+  EXPECT_FALSE(RecvCommand(*w, kDisconnect).empty());
+  EXPECT_EQ(Workers("svc"), 0u);
+}
+
+TEST_F(PrefetchTest, SameClientRepliesOutOfOrder) {
+  StartBroker(Prefetch(2));
+  auto w = RawWorker("svc");
+  auto c = RawClient();
+  c->Send({"", "MDPC01", "svc", "r1"});
+  c->Send({"", "MDPC01", "svc", "r2"});
+  auto [a1, b1] = Take(*w);
+  auto [a2, b2] = Take(*w);
+  EXPECT_EQ(a1, a2);
+  w->Send({"", "MDPW01", kReply, a2, "", "second"});
+  w->Send({"", "MDPW01", kReply, a1, "", "first"});
+  EXPECT_THAT(c->Recv(), ElementsAre("", "MDPC01", "svc", "second"));
+  EXPECT_THAT(c->Recv(), ElementsAre("", "MDPC01", "svc", "first"));
+  broker_thread_.invoke(
+      [&](Reactor&) { EXPECT_EQ(broker_->open_requests(), 0u); });
+}
+
+TEST_F(PrefetchTest, DeadWorkerHasEveryOutstandingRequestRedispatched) {
+  StartBroker(Prefetch(3));  // max_redispatch 1
+  auto dying = RawWorker("svc");
+  auto c = RawClient();
+  for (const char* r : {"r1", "r2", "r3"}) c->Send({"", "MDPC01", "svc", r});
+  for (const char* r : {"r1", "r2", "r3"}) EXPECT_EQ(Take(*dying).second, r);
+  auto heir = RawWorker("svc");
+  dying->Send({"", "MDPW01", kDisconnect});
+  // All three, oldest first, to the other worker.
+  for (const char* r : {"r1", "r2", "r3"}) EXPECT_EQ(Take(*heir).second, r);
+  auto s = Stats();
+  EXPECT_EQ(s.redispatched, 3u);
+  EXPECT_EQ(s.failures, 0u);
+  // The heir dies too: the second failure is one too many for each.
+  heir->Send({"", "MDPW01", kDisconnect});
+  ASSERT_TRUE(WaitFor([&] { return Stats().failures == 3; }));
+  s = Stats();
+  EXPECT_EQ(s.redispatched, 3u);
+  EXPECT_EQ(s.workers_left, 2u);
+  broker_thread_.invoke(
+      [&](Reactor&) { EXPECT_EQ(broker_->open_requests(), 0u); });
+}
+
+TEST_F(PrefetchTest, DrainWaitsForEveryOutstandingRequest) {
+  StartBroker(Prefetch(3));
+  auto w = RawWorker("svc");
+  auto c = RawClient();
+  for (const char* r : {"r1", "r2", "r3"}) c->Send({"", "MDPC01", "svc", r});
+  std::vector<std::string> addrs;
+  for (int i = 0; i < 3; ++i) addrs.push_back(Take(*w).first);
+  std::atomic<bool> drained{false};
+  broker_thread_.invoke([&](Reactor&) {
+    ASSERT_TRUE(broker_->Drain(10000ms, [&] { drained = true; }).ok());
+  });
+  for (int i = 0; i < 2; ++i) {
+    w->Send({"", "MDPW01", kReply, addrs[i], "", "a"});
+    EXPECT_FALSE(c->Recv().empty());
+  }
+  EXPECT_FALSE(drained.load());
+  broker_thread_.invoke(
+      [&](Reactor&) { EXPECT_EQ(broker_->open_requests(), 1u); });
+  w->Send({"", "MDPW01", kReply, addrs[2], "", "a"});
+  EXPECT_FALSE(c->Recv().empty());
+  ASSERT_TRUE(WaitFor([&] { return drained.load(); }));
+  auto s = Stats();
+  EXPECT_EQ(s.replies, 3u);
+  EXPECT_EQ(s.expired, 0u);
+  EXPECT_FALSE(RecvCommand(*w, kDisconnect).empty());
+}
+
+// zb::MdpWorker takes a second REQUEST while its first reply is pending and
+// answers each to its own client, in any order.  (Raw clients, one request
+// each: MdpAsyncClient would match out-of-order replies FIFO, see
+// mdp_client.h.)
+TEST_F(PrefetchTest, MdpWorkerHandlesRequestsWhileRepliesArePending) {
+  auto o = FastBroker();
+  o.worker_prefetch = 3;
+  StartBroker(o);
+  std::mutex mu;
+  std::vector<std::pair<std::string, MdpWorker::Replier>> held;
+  AddWorker("slow", [&](Frames body, MdpWorker::Replier r) {
+    std::lock_guard<std::mutex> lock(mu);
+    held.emplace_back(FramesToStrings(body)[0], std::move(r));
+  });
+  ASSERT_TRUE(WaitFor([&] { return Workers("slow") == 1; }));
+  std::vector<std::unique_ptr<RawPeer>> clients;
+  for (int i = 0; i < 3; ++i) {
+    clients.push_back(RawClient());
+    clients[i]->Send({"", "MDPC01", "slow", std::to_string(i)});
+  }
+  // All three reach the handler before any reply.
+  ASSERT_TRUE(WaitFor([&] {
+    std::lock_guard<std::mutex> lock(mu);
+    return held.size() == 3;
+  }));
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    for (int i = 2; i >= 0; --i) {
+      held[i].second.Reply(MakeFrames({"re" + held[i].first}));
+    }
+  }
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_THAT(clients[i]->Recv(),
+                ElementsAre("", "MDPC01", "slow", "re" + std::to_string(i)));
+  }
+  const auto ws =
+      worker_thread_.invoke([&](Reactor&) { return workers_[0]->stats(); });
+  EXPECT_EQ(ws.requests, 3u);
+  EXPECT_EQ(ws.replies, 3u);
+  EXPECT_EQ(ws.dropped_replies, 0u);
+}
+
+TEST_F(PrefetchTest, ManyOutstandingTwoWorkers) {
+  auto o = FastBroker();
+  o.worker_prefetch = 16;
+  StartBroker(o);
+  AddWorker("echo", Echo());
+  AddWorker("echo", Echo());
+  ASSERT_TRUE(WaitFor([&] { return Workers("echo") == 2; }));
+  constexpr int kRequests = 2000;
+  std::atomic<int> done{0}, failed{0};
+  std::vector<int> bodies;  // worker thread only
+  worker_thread_.invoke([&](Reactor& r) {
+    async_clients_.push_back(
+        std::make_unique<MdpAsyncClient>(r, ctx_, endpoint_));
+    ASSERT_TRUE(async_clients_[0]->Start().ok());
+    for (int i = 0; i < kRequests; ++i) {
+      // Two workers may answer out of order and the client matches FIFO, so
+      // only the set of reply bodies is checked.
+      ASSERT_TRUE(async_clients_[0]
+                      ->Request("echo", MakeFrames({std::to_string(i)}),
+                                [&](absl::StatusOr<Frames> reply) {
+                                  if (reply.ok()) {
+                                    bodies.push_back(
+                                        std::stoi(FramesToStrings(*reply)[0]));
+                                    ++done;
+                                  } else {
+                                    ++failed;
+                                  }
+                                })
+                      .ok());
+    }
+  });
+  ASSERT_TRUE(
+      WaitFor([&] { return done.load() + failed.load() == kRequests; }));
+  EXPECT_EQ(failed.load(), 0);
+  EXPECT_EQ(Stats().replies, static_cast<std::uint64_t>(kRequests));
+  worker_thread_.invoke([&](Reactor&) {
+    std::sort(bodies.begin(), bodies.end());
+    for (int i = 0; i < kRequests; ++i) ASSERT_EQ(bodies[i], i);
+  });
+  const auto counts = worker_thread_.invoke([&](Reactor&) {
+    return std::make_pair(workers_[0]->stats().requests,
+                          workers_[1]->stats().requests);
+  });
+  EXPECT_GT(counts.first, 0u);
+  EXPECT_GT(counts.second, 0u);
+}
+
+// --- Service entries
+// ----------------------------------------------------------
+
+// A service is forgotten as soon as its last worker leaves with nothing
+// queued, not at the next sweep (here a minute away).
+TEST_F(PrefetchTest, ServiceForgottenWhenItsLastWorkerLeaves) {
+  auto o = Prefetch(1);
+  o.heartbeat_interval = 60000ms;
+  StartBroker(o);
+  auto w1 = RawWorker("svc");
+  auto w2 = RawWorker("svc");
+  w1->Send({"", "MDPW01", kDisconnect});
+  ASSERT_TRUE(WaitFor([&] { return Workers("svc") == 1; }));
+  EXPECT_TRUE(Stats().services.contains("svc"));
+  w2->Send({"", "MDPW01", kDisconnect});
+  ASSERT_TRUE(WaitFor([&] { return !Stats().services.contains("svc"); }));
+  // A busy worker that leaves has its request queued again...
+  auto w3 = RawWorker("svc");
+  auto c = RawClient();
+  c->Send({"", "MDPC01", "svc", "r"});
+  EXPECT_EQ(Take(*w3).second, "r");
+  w3->Send({"", "MDPW01", kDisconnect});
+  ASSERT_TRUE(WaitFor([&] { return Stats().redispatched == 1; }));
+  // ...but not while a request is queued for it.
+  EXPECT_EQ(Queued("svc"), 1u);
+  EXPECT_TRUE(Stats().services.contains("svc"));
+  auto w4 = RawWorker("svc");
+  auto [addr, body] = Take(*w4);
+  EXPECT_EQ(body, "r");
+  w4->Send({"", "MDPW01", kReply, addr, "", "a"});
+  EXPECT_THAT(c->Recv(), ElementsAre("", "MDPC01", "svc", "a"));
+  w4->Send({"", "MDPW01", kDisconnect});
+  ASSERT_TRUE(WaitFor([&] { return !Stats().services.contains("svc"); }));
+  MdpClient mmi(endpoint_, Quick(), &ctx_);
+  auto found = mmi.Request("mmi.service", MakeFrames({"svc"}));
+  ASSERT_TRUE(found.ok());
+  EXPECT_THAT(FramesToStrings(*found), ElementsAre("404"));
 }
 
 }  // namespace
