@@ -4,7 +4,6 @@
 
 #include <algorithm>
 #include <cstdio>
-#include <deque>
 #include <utility>
 
 #include "absl/container/flat_hash_map.h"
@@ -40,6 +39,49 @@ void DefaultLog(MajordomoBroker::LogLevel level, std::string_view line) {
   std::fprintf(stderr, "zb::MajordomoBroker: %.*s\n",
                static_cast<int>(line.size()), line.data());
 }
+
+// A FIFO that can also push at the front, in one ring buffer that grows
+// (doubling) and never shrinks: unlike std::deque, a queue that keeps
+// moving does not allocate and free a block every few elements.  Popped
+// slots are reset to T(), so emplace_* return a default-constructed T.
+template <typename T>
+class RingQueue {
+ public:
+  bool empty() const { return size_ == 0; }
+  std::size_t size() const { return size_; }
+  T& front() { return buf_[head_]; }
+  T& emplace_back() {
+    Reserve();
+    ++size_;
+    return buf_[(head_ + size_ - 1) % buf_.size()];
+  }
+  T& emplace_front() {
+    Reserve();
+    head_ = (head_ + buf_.size() - 1) % buf_.size();
+    ++size_;
+    return buf_[head_];
+  }
+  void pop_front() {
+    buf_[head_] = T();
+    head_ = (head_ + 1) % buf_.size();
+    --size_;
+  }
+
+ private:
+  void Reserve() {
+    if (size_ < buf_.size()) return;
+    std::vector<T> bigger(buf_.empty() ? 16 : buf_.size() * 2);
+    for (std::size_t i = 0; i < size_; ++i) {
+      bigger[i] = std::move(buf_[(head_ + i) % buf_.size()]);
+    }
+    buf_ = std::move(bigger);
+    head_ = 0;
+  }
+
+  std::vector<T> buf_;
+  std::size_t head_ = 0;
+  std::size_t size_ = 0;
+};
 
 }  // namespace
 
@@ -170,7 +212,7 @@ class MajordomoBroker::Impl {
     std::size_t idle = 0;
     Worker* idle_head = nullptr;  // least recently used
     Worker* idle_tail = nullptr;
-    std::deque<Request> queue;
+    RingQueue<Request> queue;
   };
 
   // --- Receiving -------------------------------------------------------------
