@@ -76,4 +76,44 @@ absl::Status SendFrames(zmq::socket_t& socket, std::span<zmq::message_t> head,
   return absl::OkStatus();
 }
 
+absl::Status SendRouted(zmq::socket_t& socket, zmq::message_t& identity,
+                        std::span<zmq::message_t> body, bool move_body) {
+  void* s = socket.handle();
+  zmq_msg_t m;
+  // A copy of `src`, sent; closed again when the send fails (a successful
+  // send leaves it empty).
+  auto send_copy = [&](zmq::message_t& src, int flags) -> int {
+    zmq_msg_init(&m);
+    zmq_msg_copy(&m, src.handle());
+    const int rc = zmq_msg_send(&m, s, flags);
+    if (rc < 0) {
+      const int err = errno;
+      zmq_msg_close(&m);
+      errno = err;
+    }
+    return rc;
+  };
+  // The identity decides whether the ROUTER takes the message at all
+  // (EHOSTUNREACH with ZMQ_ROUTER_MANDATORY, EAGAIN at the high-water mark);
+  // after it, the frames of the message are always accepted.
+  if (send_copy(identity, ZMQ_DONTWAIT | ZMQ_SNDMORE) < 0) {
+    return SendError(errno, 0);
+  }
+  zmq_msg_init(&m);
+  const int more = body.empty() ? 0 : ZMQ_SNDMORE;
+  if (zmq_msg_send(&m, s, ZMQ_DONTWAIT | more) < 0) {
+    const int err = errno;
+    zmq_msg_close(&m);
+    return SendError(err, 1);
+  }
+  const std::size_t n = body.size();
+  for (std::size_t i = 0; i < n; ++i) {
+    const int flags = ZMQ_DONTWAIT | (i + 1 < n ? ZMQ_SNDMORE : 0);
+    const int rc = move_body ? zmq_msg_send(body[i].handle(), s, flags)
+                             : send_copy(body[i], flags);
+    if (rc < 0) return SendError(errno, i + 2);
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace zb

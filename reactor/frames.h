@@ -60,6 +60,19 @@ absl::Status SendFrames(zmq::socket_t& socket,
 absl::Status SendFrames(zmq::socket_t& socket, std::span<zmq::message_t> head,
                         std::span<zmq::message_t> body);
 
+// Sends [identity][""][body...] through a ROUTER as one multipart message
+// without blocking and without building a Frames vector: each frame goes
+// straight from a zmq_msg_t on the stack into the socket.  The identity is
+// sent as a zmq_msg_copy() (the caller keeps it); so are the body frames,
+// unless `move_body`, which moves them into the socket (they are empty
+// afterwards).  zmq_msg_copy() copies a small frame (up to 33 bytes) in
+// place and shares a larger one's buffer, so sending one body to many peers
+// -- a fan-out -- copies no payload bytes.  Returns what SendFrames returns.
+// A ROUTER refuses a message only at its identity frame (unknown peer, or
+// high-water mark), and then nothing was sent and the body is as it was.
+absl::Status SendRouted(zmq::socket_t& socket, zmq::message_t& identity,
+                        std::span<zmq::message_t> body, bool move_body);
+
 }  // namespace zb
 
 #endif  // ZB_REACTOR_FRAMES_H_

@@ -104,6 +104,49 @@ TEST_F(FramesTest, UnknownRouterPeerIsUnavailableWithRouterMandatory) {
   EXPECT_THAT(RecvAll(dealer), ElementsAre("hi"));
 }
 
+TEST_F(FramesTest, SendRoutedCopiesOrMovesTheBodyToOnePeer) {
+  zmq::socket_t router = Socket(zmq::socket_type::router);
+  router.set(zmq::sockopt::router_mandatory, 1);
+  router.bind("inproc://frames-routed");
+  zmq::socket_t dealer = Socket(zmq::socket_type::dealer);
+  dealer.set(zmq::sockopt::routing_id, "peer");
+  dealer.connect("inproc://frames-routed");
+  Frames hello = MakeFrames({"hello"});
+  ASSERT_TRUE(SendFrames(dealer, hello).ok());
+  EXPECT_THAT(RecvAll(router), ElementsAre("peer", "hello"));
+
+  zmq::message_t identity = Frame("peer");
+  const std::string big(1000, 'b');  // shared, not copied, by zmq_msg_copy
+  Frames body = MakeFrames({"tag", "", big});
+  // Copies: the caller keeps identity and body, and can send them again.
+  ASSERT_TRUE(SendRouted(router, identity, body, false).ok());
+  ASSERT_TRUE(SendRouted(router, identity, body, false).ok());
+  EXPECT_EQ(View(identity), "peer");
+  EXPECT_THAT(FramesToStrings(body), ElementsAre("tag", "", big));
+  EXPECT_THAT(RecvAll(dealer), ElementsAre("", "tag", "", big));
+  EXPECT_THAT(RecvAll(dealer), ElementsAre("", "tag", "", big));
+  // Moved: the last send of a fan-out takes the frames.
+  ASSERT_TRUE(SendRouted(router, identity, body, true).ok());
+  for (const auto& f : body) EXPECT_EQ(f.size(), 0u);
+  EXPECT_THAT(RecvAll(dealer), ElementsAre("", "tag", "", big));
+  // An empty body sends the identity and the delimiter only.
+  ASSERT_TRUE(SendRouted(router, identity, {}, true).ok());
+  EXPECT_THAT(RecvAll(dealer), ElementsAre(""));
+}
+
+TEST_F(FramesTest, SendRoutedToAnUnknownPeerSendsNothingAndKeepsTheBody) {
+  zmq::socket_t router = Socket(zmq::socket_type::router);
+  router.set(zmq::sockopt::router_mandatory, 1);
+  router.bind("inproc://frames-routed-unknown");
+  zmq::message_t identity = Frame("nobody");
+  Frames body = MakeFrames({"payload"});
+  for (bool move : {false, true}) {
+    const absl::Status status = SendRouted(router, identity, body, move);
+    EXPECT_TRUE(absl::IsUnavailable(status)) << status;
+    EXPECT_EQ(View(body[0]), "payload");
+  }
+}
+
 TEST_F(FramesTest, NoPeerToSendToIsResourceExhausted) {
   // A DEALER without any connection has no pipe to queue on: EAGAIN.
   zmq::socket_t dealer = Socket(zmq::socket_type::dealer);
