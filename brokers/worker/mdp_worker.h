@@ -23,7 +23,12 @@
 // match the broker's.
 //
 // Replies.  RFC 7 workers handle one request at a time; the broker sends the
-// next request only after the reply.  A Replier answers exactly one request;
+// next request only after the reply.  A broker with worker prefetch (an
+// opt-in extension, see majordomo_broker.h) sends up to N without waiting:
+// the handler is then called for each REQUEST as it arrives, also while
+// earlier Repliers are unanswered, and since every Replier carries its own
+// client address, replies may be made in any order.  A Replier answers exactly
+// one request;
 // dropping it without replying leaves the broker waiting for a reply from
 // this worker (until the worker reconnects).  A reply made after the worker
 // reconnected, stopped or was destroyed is dropped (the broker has already
