@@ -3,6 +3,7 @@
 #include "brokers/client/consensus_client.h"
 
 #include <algorithm>
+#include <limits>
 #include <utility>
 
 #include "absl/strings/str_format.h"
@@ -85,14 +86,27 @@ void ConsensusClient::request(std::string_view service, Frames payload,
   request(service, std::span(payload), options, std::move(done));
 }
 
+std::string_view ConsensusClient::immediate_failure(
+    std::string_view service) const {
+  if (closed_) return kReasonClientClosed;
+  if (!socket_) return kReasonNotConnected;
+  if (service.empty() || service.size() > 255) return kReasonInvalidRequest;
+  return {};
+}
+
 void ConsensusClient::request(std::string_view service,
                               std::span<zmq::message_t> payload,
                               const RequestOptions& options, Callback done) {
-  if (closed_) return post_failure(std::move(done), kReasonClientClosed);
-  if (!socket_) return post_failure(std::move(done), kReasonNotConnected);
-  if (service.empty() || service.size() > 255) {
-    return post_failure(std::move(done), kReasonInvalidRequest);
+  if (std::string_view reason = immediate_failure(service); !reason.empty()) {
+    return post_failure(std::move(done), reason);
   }
+  start(service, payload, options, std::move(done));
+}
+
+std::uint32_t ConsensusClient::start(std::string_view service,
+                                     std::span<zmq::message_t> payload,
+                                     const RequestOptions& options,
+                                     Callback done) {
   ++stats_.requests;
   std::uint32_t index;
   if (!free_slots_.empty()) {
@@ -124,6 +138,70 @@ void ConsensusClient::request(std::string_view service,
         payload.empty() ? std::span(&empty, 1) : payload;
     send_attempt(index, &body);
   }
+  return index;
+}
+
+void ConsensusClient::call(std::string_view service,
+                           std::span<zmq::message_t> payload,
+                           const RequestOptions& options, Callback done) {
+  if (std::string_view reason = immediate_failure(service); !reason.empty()) {
+    Result r;
+    r.outcome = Outcome::kFailure;
+    r.failed_by = FailedBy::kClient;
+    r.reason.assign(reason);
+    done(std::move(r));
+    return;
+  }
+  const std::uint32_t index = start(service, payload, options, std::move(done));
+  const std::uint64_t generation = slots_[index].generation;
+  // slots_ may grow while waiting (callbacks may add requests): index it
+  // afresh every time.
+  while (slots_[index].generation == generation) wait_once();
+}
+
+void ConsensusClient::wait_once() {
+  // Every open request has a deadline, and timer_ is armed at or before the
+  // earliest one.
+  const Clock::time_point now = Clock::now();
+  if (timer_ != 0 && timer_at_ <= now) {
+    // Due: do what the reactor's timer would have done.
+    reactor_.cancel(timer_);
+    on_timer();
+    return;
+  }
+  if (!socket_) {
+    // Reopening failed: nothing can arrive; sleep in the reactor until the
+    // deadline ends the request.
+    reactor_.run_once(timer_ != 0 ? timer_at_ - now : std::chrono::seconds(1))
+        .IgnoreError();
+    return;
+  }
+  int timeout_ms = -1;
+  if (timer_ != 0) {
+    // Rounded up, so that the receive never ends before the deadline.
+    const auto wait =
+        std::chrono::ceil<std::chrono::milliseconds>(timer_at_ - now);
+    timeout_ms = static_cast<int>(
+        std::min<std::int64_t>(wait.count(), std::numeric_limits<int>::max()));
+  }
+  void* s = socket_->handle();
+  zmq_setsockopt(s, ZMQ_RCVTIMEO, &timeout_ms, sizeof timeout_ms);
+  std::size_t n = 0;
+  for (;;) {
+    if (n == in_.size()) in_.emplace_back();
+    // Only the first frame can block: a multipart message arrives whole.
+    if (zmq_msg_recv(in_[n].handle(), s, n == 0 ? 0 : ZMQ_DONTWAIT) < 0) {
+      // EAGAIN: the deadline came first (handled on the next call);
+      // EINTR: try again; anything else ends the request at its deadline.
+      if (n == 0 && errno != EAGAIN && errno != EINTR) {
+        reactor_.run_once(std::chrono::milliseconds(1)).IgnoreError();
+      }
+      return;
+    }
+    ++n;
+    if (!zmq_msg_more(in_[n - 1].handle())) break;
+  }
+  on_message(std::span<zmq::message_t>(in_.data(), n));
 }
 
 void ConsensusClient::send_attempt(std::uint32_t index,
@@ -190,6 +268,7 @@ void ConsensusClient::finish(std::uint32_t index, Outcome outcome,
   Callback done = std::move(s.done);
   s.done = nullptr;
   s.open = false;
+  ++s.generation;
   s.payload.clear();
   free_slots_.push_back(index);
   --open_;

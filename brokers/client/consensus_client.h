@@ -194,6 +194,23 @@ class ConsensusClient {
   void request(std::string_view service, std::span<zmq::message_t> payload,
                const RequestOptions& options, Callback done);
 
+  // Like request(), but returns only after `done` has run.  For a
+  // sequential client (one request at a time, as in the per-worker latency
+  // test): instead of running the reactor, it waits on the calling thread
+  // with blocking receives on the client's own socket, until this request's
+  // outcome -- a blocking zmq_msg_recv() makes about half the syscalls of a
+  // reactor iteration (ZMQ_EVENTS check, poll, then a receive and a final
+  // EAGAIN receive), and syscalls are most of what a round trip costs.
+  // Deadlines, retries, reopens, pings and other open requests' replies are
+  // handled as usual (messages for them are taken while waiting), but the
+  // reactor itself does not run: its other sockets, timers and posted tasks
+  // wait until call() returns.  Call it on the reactor's thread, never from
+  // inside a reactor callback (including this client's).  An immediate
+  // failure (closed client, no socket, bad service name) runs `done` before
+  // call() returns rather than being posted.
+  void call(std::string_view service, std::span<zmq::message_t> payload,
+            const RequestOptions& options, Callback done);
+
   // Sends PING; `done` gets OK when the broker echoes it within `timeout`.
   // Echoes carry no id, so each echo completes the oldest pending ping.
   void ping(std::chrono::milliseconds timeout, PingCallback done);
@@ -223,6 +240,8 @@ class ConsensusClient {
     int attempts = 0;
     std::uint64_t socket_epoch = 0;  // socket of the latest attempt
     bool open = false;
+    // Bumped whenever the request in this slot ends (call() waits for it).
+    std::uint64_t generation = 0;
     // Sequence numbers of this request's attempts on the current socket.
     absl::InlinedVector<std::uint64_t, 2> sequences;
   };
@@ -235,6 +254,16 @@ class ConsensusClient {
   absl::Status open_socket();
   void close_socket();
   void reopen();
+  // request() without the immediate failures: opens a slot, sends the
+  // first attempt and returns the slot's index.
+  std::uint32_t start(std::string_view service,
+                      std::span<zmq::message_t> payload,
+                      const RequestOptions& options, Callback done);
+  // Why a request cannot be sent at all, or empty.
+  std::string_view immediate_failure(std::string_view service) const;
+  // One blocking wait of call(): a message on the socket, or the earliest
+  // deadline.
+  void wait_once();
   void on_message(std::span<zmq::message_t> frames);
   void on_reply(const ccp::Header& h, std::span<zmq::message_t> payload);
   // Sends one attempt of slots_[index] (the frames of `payload`, moved, or
@@ -280,6 +309,7 @@ class ConsensusClient {
 
   Frames out_;     // header frames of the message being sent; reused
   Frames copies_;  // zmq_msg_copy()s of a kept payload; reused
+  Frames in_;      // frames received by call(); reused
   std::vector<Frames> spare_;  // result vectors handed back by callbacks
   Stats stats_;
 };

@@ -538,6 +538,121 @@ INSTANTIATE_TEST_SUITE_P(Transports, ConsensusClientTest,
                                                                 : "inproc";
                          });
 
+// --- call(): a sequential client waiting on its own socket ------------------
+
+// The client runs on the test thread (its reactor is never run by the test);
+// the fake broker on a thread of its own.
+class ConsensusClientCallTest : public ::testing::Test {
+ protected:
+  ConsensusClientCallTest() {
+    broker_thread_.invoke([&](Reactor& r) {
+      broker_ = std::make_unique<FakeBroker>(ctx_, r, "inproc://call");
+      broker_->on_receive = [this](const Received& m) {
+        if (on_receive) on_receive(*broker_, m);
+      };
+    });
+    client_ =
+        std::make_unique<ConsensusClient>(reactor_, ctx_, "inproc://call");
+  }
+  ~ConsensusClientCallTest() override {
+    client_.reset();
+    broker_thread_.invoke([&](Reactor&) { broker_.reset(); });
+  }
+  std::vector<Received> BrokerRequests() {
+    return broker_thread_.invoke([&](Reactor&) { return broker_->requests(); });
+  }
+
+  // Set before the first request; runs on the broker thread.
+  std::function<void(FakeBroker&, const Received&)> on_receive;
+  zmq::context_t ctx_;
+  ReactorThread broker_thread_;
+  std::unique_ptr<FakeBroker> broker_;
+  Reactor reactor_;
+  std::unique_ptr<ConsensusClient> client_;
+  Results results_;
+};
+
+TEST_F(ConsensusClientCallTest,
+       ReturnsAfterTheOutcomeWithoutRunningTheReactor) {
+  on_receive = [](FakeBroker& b, const Received& m) {
+    b.Reply(m, ccp::MessageType::kReplySuccess, {m.payload[0] + "!"});
+  };
+  bool posted_ran = false;
+  reactor_.post([&] { posted_ran = true; });
+  for (int i = 1; i <= 3; ++i) {
+    Frames payload = MakeFrames({"req" + std::to_string(i)});
+    client_->call("svc", payload, {.timeout = milliseconds(5000)},
+                  results_.For(i));
+    ASSERT_EQ(results_.calls, i) << "call() returned before the outcome";
+    const Result& r = results_.Only(i);
+    ASSERT_TRUE(r.ok());
+    EXPECT_THAT(FramesToStrings(r.payload),
+                ElementsAre("req" + std::to_string(i) + "!"));
+  }
+  EXPECT_FALSE(posted_ran) << "call() ran the reactor";
+  const std::vector<Received> got = BrokerRequests();
+  ASSERT_EQ(got.size(), 3u);
+  for (int i = 0; i < 3; ++i) EXPECT_EQ(got[i].sequence.sequence, i + 1u);
+  EXPECT_EQ(client_->open_requests(), 0u);
+}
+
+TEST_F(ConsensusClientCallTest, RetriesAtTheDeadlineWithTheNextSequence) {
+  // The first attempt is ignored; the second is answered.
+  on_receive = [](FakeBroker& b, const Received& m) {
+    if (m.sequence.sequence >= 2) {
+      b.Reply(m, ccp::MessageType::kReplySuccess, {"late but fine"});
+    }
+  };
+  Frames payload = MakeFrames({"x"});
+  client_->call("svc", payload, {.timeout = milliseconds(100), .retries = 2},
+                results_.For(1));
+  const Result& r = results_.Only(1);
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r.attempts, 2);
+  const std::vector<Received> got = BrokerRequests();
+  ASSERT_EQ(got.size(), 2u);
+  EXPECT_EQ(got[1].sequence.sequence, 2u);
+  EXPECT_THAT(got[1].payload, ElementsAre("x"));
+}
+
+TEST_F(ConsensusClientCallTest, EndsInTimeoutAfterEveryAttempt) {
+  const auto start = Clock::now();
+  Frames payload = MakeFrames({"nobody answers"});
+  client_->call("svc", payload, {.timeout = milliseconds(60), .retries = 1},
+                results_.For(1));
+  EXPECT_GE(Clock::now() - start, milliseconds(120));
+  EXPECT_EQ(results_.Only(1).outcome, Outcome::kTimeout);
+  EXPECT_EQ(results_.Only(1).attempts, 2);
+  EXPECT_EQ(client_->stats().timeouts, 1u);
+}
+
+TEST_F(ConsensusClientCallTest, ImmediateFailureRunsBeforeCallReturns) {
+  Frames payload = MakeFrames({"x"});
+  client_->call("", payload, {}, results_.For(1));
+  ASSERT_EQ(results_.calls, 1);
+  EXPECT_EQ(results_.Only(1).failed_by, FailedBy::kClient);
+  EXPECT_EQ(results_.Only(1).reason, ConsensusClient::kReasonInvalidRequest);
+}
+
+TEST_F(ConsensusClientCallTest, TakesRepliesToOtherOpenRequestsWhileWaiting) {
+  // The broker holds the first request and answers both when the second
+  // arrives, the first one first.
+  std::vector<Received> held;
+  on_receive = [&held](FakeBroker& b, const Received& m) {
+    held.push_back(m);
+    if (held.size() == 2) {
+      b.Reply(held[0], ccp::MessageType::kReplySuccess, {"first"});
+      b.Reply(held[1], ccp::MessageType::kReplySuccess, {"second"});
+    }
+  };
+  client_->request("svc", MakeFrames({"a"}), {}, results_.For(1));
+  Frames payload = MakeFrames({"b"});
+  client_->call("svc", payload, {}, results_.For(2));
+  ASSERT_EQ(results_.calls, 2);
+  EXPECT_THAT(FramesToStrings(results_.Only(1).payload), ElementsAre("first"));
+  EXPECT_THAT(FramesToStrings(results_.Only(2).payload), ElementsAre("second"));
+}
+
 // --- BlockingConsensusClient
 // ---------------------------------------------------
 

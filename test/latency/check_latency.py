@@ -129,6 +129,10 @@ def check_measured(exe, args, expected, x_name, baseline, tmp):
     for key in ("config", "steps", "fit"):
         check(key in doc, f"JSON has no {key!r}")
     check(doc["config"]["rounds_per_step"] == ROUNDS, "JSON config")
+    wait = "reactor" if "reactor" in args else "call"
+    check(doc["config"].get("client_wait") == wait,
+          f"JSON config client_wait {doc['config'].get('client_wait')!r}, "
+          f"expected {wait!r}")
     series = [doc] + ([doc["baseline"]] if baseline else [])
     check(("baseline" in doc) == baseline, "JSON baseline presence")
     for s in series:
@@ -246,6 +250,16 @@ def main():
                                      "ipc"], three, "workers", False, tmp)
                 left = set(glob.glob("/tmp/zb-latency-*.ipc")) - before
                 check(not left, f"ipc socket files left behind: {left}")
+            elif case == "reactor":
+                # The zbrokers client waiting through its reactor instead of
+                # ConsensusClient::call(); two concurrent clients, then
+                # three workers.
+                check_measured(exe, ["--grow", "clients", "--max-clients",
+                                     "2", "--client-wait", "reactor"],
+                               [(1, 1), (1, 2)], "clients", False, tmp)
+                check_measured(exe, ["--max-workers", "3", "--transport",
+                                     "inproc", "--client-wait", "reactor"],
+                               three, "workers", False, tmp)
             elif case == "clients":
                 check_measured(exe, ["--grow", "clients", "--max-clients",
                                      "2"], [(1, 1), (1, 2)], "clients",

@@ -73,7 +73,8 @@ class ThreadDeployment : public Deployment {
     return RunClients(
         [this] {
           return MakeClient(cfg_.impl, context_, endpoint_, cfg_.service,
-                            cfg_.payload_bytes, cfg_.timeout);
+                            cfg_.payload_bytes, cfg_.client_uses_reactor,
+                            cfg_.timeout);
         },
         plan, progress);
   }
@@ -136,6 +137,8 @@ class ProcessDeployment : public Deployment {
     auto c = Subprocess::Start(
         {exe, "--role=client", impl, connect, service,
          absl::StrFormat("--payload-bytes=%d", cfg.payload_bytes),
+         cfg.client_uses_reactor ? "--client-wait=reactor"
+                                 : "--client-wait=call",
          absl::StrFormat("--timeout-ms=%d", cfg.timeout.count())});
     if (!c.ok()) return c.status();
     d->client_ = std::move(*c);
@@ -352,7 +355,8 @@ int RunRole(const std::vector<std::string>& args) {
       absl::StatusOr<StepSamples> s = RunClients(
           [&] {
             return MakeClient(impl, context, kv["connect"], kv["service"],
-                              payload_bytes, milliseconds(timeout_ms));
+                              payload_bytes, kv["client-wait"] == "reactor",
+                              milliseconds(timeout_ms));
           },
           plan,
           [](std::int64_t done, std::int64_t total) {

@@ -44,6 +44,8 @@ struct DeployConfig {
   std::string external_broker;
   std::string service;
   int payload_bytes = 16;
+  // zbrokers' client: request() + Reactor::run_once() instead of call().
+  bool client_uses_reactor = false;
   std::chrono::milliseconds timeout{5000};
 };
 

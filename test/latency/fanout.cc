@@ -109,9 +109,10 @@ class ZbWorkerHost : public WorkerHost {
 class ZbClient : public ClientEndpoint {
  public:
   ZbClient(zmq::context_t& context, const std::string& endpoint,
-           std::string service, int payload_bytes,
+           std::string service, int payload_bytes, bool use_reactor,
            std::chrono::milliseconds timeout)
-      : client_(reactor_, context, endpoint),
+      : use_reactor_(use_reactor),
+        client_(reactor_, context, endpoint),
         service_(std::move(service)),
         payload_(static_cast<std::size_t>(payload_bytes), 'p'),
         frames_(1) {
@@ -133,11 +134,18 @@ class ZbClient : public ClientEndpoint {
     frames_[0] = zmq::message_t(payload_.data(), payload_.size());
     done_ = false;
     answer_ = -1;
+    auto done = [this](ConsensusClient::Result&& r) {
+      done_ = true;
+      answer_ = Check(r);
+    };
+    if (!use_reactor_) {
+      // A sequential client: wait in a blocking receive on the socket.
+      client_.call(service_, std::span<zmq::message_t>(frames_), options_,
+                   done);
+      return answer_;
+    }
     client_.request(service_, std::span<zmq::message_t>(frames_), options_,
-                    [this](ConsensusClient::Result&& r) {
-                      done_ = true;
-                      answer_ = Check(r);
-                    });
+                    done);
     while (!done_) {
       // The client's own deadline ends the request; the wait here only
       // bounds one poll.
@@ -158,6 +166,7 @@ class ZbClient : public ClientEndpoint {
     return static_cast<int>(r.payload.size());
   }
 
+  const bool use_reactor_;
   Reactor reactor_;
   ConsensusClient client_;
   const std::string service_;
@@ -235,11 +244,12 @@ absl::StatusOr<std::unique_ptr<WorkerHost>> StartWorkers(
 
 absl::StatusOr<std::unique_ptr<ClientEndpoint>> MakeClient(
     Impl impl, zmq::context_t& context, const std::string& endpoint,
-    const std::string& service, int payload_bytes,
+    const std::string& service, int payload_bytes, bool client_uses_reactor,
     std::chrono::milliseconds timeout) {
   if (impl == Impl::kZbrokers) {
-    auto c = std::make_unique<ZbClient>(context, endpoint, service,
-                                        payload_bytes, timeout);
+    auto c =
+        std::make_unique<ZbClient>(context, endpoint, service, payload_bytes,
+                                   client_uses_reactor, timeout);
     if (!c->status().ok()) return c->status();
     return c;
   }

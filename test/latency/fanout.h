@@ -21,7 +21,8 @@
 //                               "svc");
 //   (*workers)->Add(2).IgnoreError();
 //   auto client = MakeClient(Impl::kZbrokers, ctx, (*broker)->endpoint(),
-//                            "svc", 16, std::chrono::seconds(5));
+//                            "svc", 16, /*client_uses_reactor=*/false,
+//                            std::chrono::seconds(5));
 //   bool ok = client->RoundTrip(2);
 //
 // Threads.  BrokerHost and WorkerHost own their threads and may be used
@@ -86,10 +87,12 @@ absl::StatusOr<std::unique_ptr<WorkerHost>> StartWorkers(
     Impl impl, zmq::context_t& context, const std::string& endpoint,
     const std::string& service);
 
-// Must be called on the thread that will use the client.
+// Must be called on the thread that will use the client.  The zbrokers
+// client waits with ConsensusClient::call(), or with request() and
+// Reactor::run_once() when `client_uses_reactor`; the raw client ignores it.
 absl::StatusOr<std::unique_ptr<ClientEndpoint>> MakeClient(
     Impl impl, zmq::context_t& context, const std::string& endpoint,
-    const std::string& service, int payload_bytes,
+    const std::string& service, int payload_bytes, bool client_uses_reactor,
     std::chrono::milliseconds timeout);
 
 }  // namespace zb::latency

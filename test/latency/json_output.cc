@@ -89,13 +89,14 @@ std::string ToJson(const Report& r) {
       "\"rounds_per_step\": %d, \"warmup\": %d, \"max_workers\": %d, "
       "\"step\": %d, \"grow\": %s, \"workers\": %d, \"max_clients\": %d, "
       "\"transport\": %s, \"placement\": %s, \"payload_bytes\": %d, "
-      "\"timeout_ms\": %d, \"broker\": %s, \"baseline\": %s, "
-      "\"raw_only\": %s},\n",
+      "\"client_wait\": %s, \"timeout_ms\": %d, \"broker\": %s, "
+      "\"baseline\": %s, \"raw_only\": %s},\n",
       o.rounds_per_step, o.EffectiveWarmup(), o.max_workers, o.step,
       Quote(GrowName(grow)), o.workers, o.max_clients,
       Quote(TransportName(o.transport)), Quote(PlacementName(o.placement)),
-      o.payload_bytes, o.timeout_ms, Quote(r.broker),
-      o.baseline ? "true" : "false", o.raw_only ? "true" : "false");
+      o.payload_bytes, Quote(ClientWaitName(o.client_wait)), o.timeout_ms,
+      Quote(r.broker), o.baseline ? "true" : "false",
+      o.raw_only ? "true" : "false");
   absl::StrAppendFormat(&out, "  \"steps\": %s,\n", StepsJson(r.zbrokers));
   absl::StrAppendFormat(&out, "  \"fit\": %s,\n  \"fit_p50\": %s",
                         FitJson(r.zbrokers.fit, grow),

@@ -32,6 +32,10 @@ std::string_view PlacementName(Placement p) {
   return p == Placement::kThreads ? "threads" : "processes";
 }
 
+std::string_view ClientWaitName(ClientWait w) {
+  return w == ClientWait::kCall ? "call" : "reactor";
+}
+
 std::int64_t Options::EffectiveWarmup() const {
   if (warmup >= 0) return warmup;
   return std::clamp<std::int64_t>(rounds_per_step / 20, 50, 1000);
@@ -181,6 +185,17 @@ absl::StatusOr<Options> ParseOptions(const std::vector<std::string>& args) {
         return Bad(absl::StrFormat(
             "--placement must be 'threads' or 'processes', got '%s'", *v));
       }
+    } else if (name == "--client-wait") {
+      auto v = value();
+      if (!v.ok()) return v.status();
+      if (*v == "call") {
+        o.client_wait = ClientWait::kCall;
+      } else if (*v == "reactor") {
+        o.client_wait = ClientWait::kReactor;
+      } else {
+        return Bad(absl::StrFormat(
+            "--client-wait must be 'call' or 'reactor', got '%s'", *v));
+      }
     } else if (name == "--payload-bytes") {
       auto v = value();
       if (!v.ok()) return v.status();
@@ -289,6 +304,13 @@ Usage: zb-latency [options]
                        separate process started by the test (not inproc)
   --payload-bytes N    request payload size; every worker echoes it
                        (default 16)
+  --client-wait call|reactor
+                       how the zbrokers client waits for each reply.  call
+                       (default): ConsensusClient::call(), a blocking
+                       receive on the client's own socket, as a sequential
+                       client would.  reactor: request() and
+                       Reactor::run_once(), as a client whose reactor also
+                       serves other sockets and timers
   --timeout-ms N       a round trip slower than this is a failure
                        (default 5000)
   --broker ENDPOINT    use a running zb-broker (tcp:// or ipc://) instead of

@@ -27,10 +27,16 @@ namespace zb::latency {
 enum class Grow { kWorkers, kClients };
 enum class Transport { kTcp, kIpc, kInproc };
 enum class Placement { kThreads, kProcesses };
+// How zbrokers' client waits for each reply (the raw client always makes a
+// blocking zmq_recv): kCall uses ConsensusClient::call(), a blocking
+// receive on the client's socket; kReactor uses request() and
+// Reactor::run_once(), as a client that shares its reactor with other work.
+enum class ClientWait { kCall, kReactor };
 
 std::string_view GrowName(Grow g);
 std::string_view TransportName(Transport t);
 std::string_view PlacementName(Placement p);
+std::string_view ClientWaitName(ClientWait w);
 
 // The default --max-workers: chosen so that a default run (tcp, threads,
 // 10,000 round trips per step, no baseline) takes about three minutes on a
@@ -56,6 +62,7 @@ struct Options {
   bool transport_given = false;
   Placement placement = Placement::kThreads;
   int payload_bytes = 16;
+  ClientWait client_wait = ClientWait::kCall;
   // A running zb-broker to use instead of the embedded one; empty: embedded.
   std::string broker;
   std::string csv_path;

@@ -35,6 +35,7 @@ TEST(OptionsTest, Defaults) {
   EXPECT_EQ(o->grow, Grow::kWorkers);
   EXPECT_EQ(o->transport, Transport::kTcp);
   EXPECT_EQ(o->placement, Placement::kThreads);
+  EXPECT_EQ(o->client_wait, ClientWait::kCall);
   EXPECT_FALSE(o->baseline);
   EXPECT_TRUE(o->broker.empty());
   EXPECT_EQ(o->EffectiveWarmup(), 500);
@@ -58,6 +59,18 @@ TEST(OptionsTest, BothValueForms) {
   EXPECT_EQ(o->svg_path, "c.svg");
   EXPECT_THAT(o->StepSizes(), ElementsAre(1, 4, 7));
   EXPECT_EQ(o->EffectiveWarmup(), 50);
+}
+
+TEST(OptionsTest, ClientWait) {
+  absl::StatusOr<Options> o = Parse({"--client-wait", "reactor"});
+  ASSERT_TRUE(o.ok()) << o.status();
+  EXPECT_EQ(o->client_wait, ClientWait::kReactor);
+  EXPECT_EQ(ClientWaitName(o->client_wait), "reactor");
+  o = Parse({"--client-wait=call"});
+  ASSERT_TRUE(o.ok()) << o.status();
+  EXPECT_EQ(o->client_wait, ClientWait::kCall);
+  EXPECT_THAT(ErrorOf({"--client-wait", "poll"}),
+              testing::HasSubstr("--client-wait must be 'call' or 'reactor'"));
 }
 
 TEST(OptionsTest, RawOnly) {

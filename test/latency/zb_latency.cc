@@ -167,6 +167,7 @@ int Run(const Options& o) {
     if (sys.impl == Impl::kZbrokers) cfg.external_broker = o.broker;
     cfg.service = service;
     cfg.payload_bytes = o.payload_bytes;
+    cfg.client_uses_reactor = o.client_wait == ClientWait::kReactor;
     cfg.timeout = std::chrono::milliseconds(o.timeout_ms);
     auto d = Deploy(o.placement, cfg);
     if (!d.ok()) {
@@ -183,21 +184,24 @@ int Run(const Options& o) {
   if (o.grow == Grow::kWorkers) {
     std::printf(
         "# zb-latency: 1 client, workers %d..%d (step %d), %lld round trips "
-        "per step (+%lld warm-up), payload %d B, %s, %s, broker %s\n",
+        "per step (+%lld warm-up), payload %d B, client wait %s, %s, %s, "
+        "broker %s\n",
         sizes.front(), sizes.back(), o.step,
         static_cast<long long>(o.rounds_per_step),
         static_cast<long long>(warmup), o.payload_bytes,
+        std::string(ClientWaitName(o.client_wait)).c_str(),
         std::string(TransportName(o.transport)).c_str(),
         std::string(PlacementName(o.placement)).c_str(),
         systems[0].deployment->endpoint().c_str());
   } else {
     std::printf(
         "# zb-latency: %d worker(s), clients %d..%d (step %d), %lld round "
-        "trips per step in all (+%lld warm-up per client), payload %d B, %s, "
-        "%s, broker %s\n",
+        "trips per step in all (+%lld warm-up per client), payload %d B, "
+        "client wait %s, %s, %s, broker %s\n",
         o.workers, sizes.front(), sizes.back(), o.step,
         static_cast<long long>(o.rounds_per_step),
         static_cast<long long>(warmup), o.payload_bytes,
+        std::string(ClientWaitName(o.client_wait)).c_str(),
         std::string(TransportName(o.transport)).c_str(),
         std::string(PlacementName(o.placement)).c_str(),
         systems[0].deployment->endpoint().c_str());
