@@ -174,7 +174,8 @@ absl::Status ConsensusWorker::open_socket() {
       out_, service_,
       static_cast<std::uint32_t>(options_.heartbeat_interval.count()),
       static_cast<std::uint8_t>(options_.heartbeat_retries));
-  send({});
+  send(out_, {});
+  out_.clear();
   return absl::OkStatus();
 }
 
@@ -202,13 +203,14 @@ void ConsensusWorker::shutdown() {
   out_.clear();
   out_.emplace_back();
   ccp::AppendDisconnect(out_, service_);
-  send({});
+  send(out_, {});
+  out_.clear();
   close_socket(options_.linger);
 }
 
-bool ConsensusWorker::send(std::span<zmq::message_t> payload) {
-  const absl::Status s = SendFrames(*socket_, out_, payload);
-  out_.clear();
+bool ConsensusWorker::send(std::span<zmq::message_t> head,
+                           std::span<zmq::message_t> payload) {
+  const absl::Status s = SendFrames(*socket_, head, payload);
   if (!s.ok()) {
     ++stats_.send_failures;
     return false;
@@ -221,7 +223,8 @@ void ConsensusWorker::send_heartbeat() {
   out_.clear();
   out_.emplace_back();
   ccp::AppendHeader(out_, ccp::MessageType::kHeartbeat);
-  if (send({})) ++stats_.heartbeats_sent;
+  if (send(out_, {})) ++stats_.heartbeats_sent;
+  out_.clear();
 }
 
 void ConsensusWorker::send_answer(ccp::MessageType type,
@@ -234,27 +237,29 @@ void ConsensusWorker::send_answer(ccp::MessageType type,
     ++stats_.dropped_answers;
     return;
   }
-  out_.clear();
+  zmq::message_t empty;
+  std::span<zmq::message_t> body =
+      payload.empty() ? std::span(&empty, 1) : payload;
+  bool sent;
   if (!current_envelope_.empty() && sequence == current_sequence_) {
     // Answered while its handler runs: send the request's own delimiter,
-    // tag, service and sequence frames back (moved, not rebuilt) with a new
-    // type frame.  The received type frame is not written to: it may share
-    // its buffer with another message.
+    // tag, service and sequence frames back, straight from the received
+    // message (moved into the socket, not rebuilt), with a new type frame.
+    // The received type frame is replaced, not written to: it may share its
+    // buffer with another message.
     const char type_byte = static_cast<char>(type);
-    for (std::size_t i = 0; i < current_envelope_.size(); ++i) {
-      if (i == 1 + ccp::kTypeIndex) {
-        out_.emplace_back(&type_byte, 1);
-      } else {
-        out_.push_back(std::move(current_envelope_[i]));
-      }
-    }
+    current_envelope_[1 + ccp::kTypeIndex] = zmq::message_t(&type_byte, 1);
+    std::span<zmq::message_t> envelope = current_envelope_;
     current_envelope_ = {};  // used up
+    sent = send(envelope, body);
   } else {
+    out_.clear();
     out_.emplace_back();
     ccp::AppendHeader(out_, type, service_, sequence);
+    sent = send(out_, body);
+    out_.clear();
   }
-  zmq::message_t empty;
-  if (!send(payload.empty() ? std::span(&empty, 1) : payload)) return;
+  if (!sent) return;
   if (type == ccp::MessageType::kReplySuccess) {
     ++stats_.replies_success;
   } else {

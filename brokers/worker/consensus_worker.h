@@ -193,7 +193,8 @@ class ConsensusWorker {
   void reconnect();
   void on_message(std::span<zmq::message_t> frames);
   void on_tick();
-  bool send(std::span<zmq::message_t> payload);
+  // Sends head + payload (moved) as one message; false when refused.
+  bool send(std::span<zmq::message_t> head, std::span<zmq::message_t> payload);
   void send_heartbeat();
   // Sends an answer unless it belongs to an earlier connection.
   void send_answer(ccp::MessageType type, const ccp::SequenceId& sequence,
