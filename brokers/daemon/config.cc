@@ -13,6 +13,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/time/time.h"
+#include "brokers/majordomo/majordomo_broker.h"
 
 namespace zb {
 namespace {
@@ -35,6 +36,7 @@ enum class Kind {
   kPositiveDuration,  // string with a unit, > 0
   kPositiveInt,       // integer >= 1
   kNonNegativeInt,    // integer >= 0
+  kPrefetch,          // integer from 1 to MajordomoBroker::kMaxWorkerPrefetch
   kLogLevel,          // string, one of the level names
   kAddress,           // "host:port" or "" (off)
 };
@@ -62,7 +64,7 @@ struct KeySpec {
 
 // The schema: every key the file may hold.  Adding a key here makes it
 // accepted in the file and, with a flag name, on the command line.
-const std::array<KeySpec, 14> kKeys = {{
+const std::array<KeySpec, 15> kKeys = {{
     {"daemon", "log_level", Kind::kLogLevel, "--log-level",
      [](DaemonConfig& c, Value&& v) { c.log_level = v.level; }},
     {"daemon", "stats_interval", Kind::kDuration, "--stats-interval",
@@ -95,6 +97,10 @@ const std::array<KeySpec, 14> kKeys = {{
      }},
     {"majordomo", "max_services", Kind::kNonNegativeInt, "",
      [](DaemonConfig& c, Value&& v) { c.majordomo.max_services = v.integer; }},
+    {"majordomo", "worker_prefetch", Kind::kPrefetch, "--worker-prefetch",
+     [](DaemonConfig& c, Value&& v) {
+       c.majordomo.worker_prefetch = v.integer;
+     }},
     {"consensus", "endpoints", Kind::kEndpoints, "--consensus",
      [](DaemonConfig& c, Value&& v) {
        c.consensus.endpoints = std::move(v.list);
@@ -176,9 +182,13 @@ absl::Status CheckAddress(std::string_view addr) {
   return absl::OkStatus();
 }
 
-std::int64_t MinInt(Kind kind) { return kind == Kind::kPositiveInt ? 1 : 0; }
+std::int64_t MinInt(Kind kind) { return kind == Kind::kNonNegativeInt ? 0 : 1; }
 // The brokers take these as int or size_t; keep every value an int.
 constexpr std::int64_t kMaxInt = 2147483647;
+std::int64_t MaxInt(Kind kind) {
+  return kind == Kind::kPrefetch ? MajordomoBroker::kMaxWorkerPrefetch
+                                 : kMaxInt;
+}
 
 absl::StatusOr<Value> ParseScalarText(Kind kind, std::string_view text) {
   switch (kind) {
@@ -195,13 +205,13 @@ absl::StatusOr<Value> ParseScalarText(Kind kind, std::string_view text) {
       return v;
     }
     case Kind::kPositiveInt:
-    case Kind::kNonNegativeInt: {
-      const std::int64_t min = MinInt(kind);
+    case Kind::kNonNegativeInt:
+    case Kind::kPrefetch: {
+      const std::int64_t min = MinInt(kind), max = MaxInt(kind);
       std::int64_t n = 0;
-      if (!absl::SimpleAtoi(Absl(text), &n) || n < min || n > kMaxInt) {
-        return absl::InvalidArgumentError(
-            absl::StrFormat("expected an integer from %d to %d, got \"%s\"",
-                            min, kMaxInt, text));
+      if (!absl::SimpleAtoi(Absl(text), &n) || n < min || n > max) {
+        return absl::InvalidArgumentError(absl::StrFormat(
+            "expected an integer from %d to %d, got \"%s\"", min, max, text));
       }
       Value v;
       v.integer = n;
@@ -290,18 +300,19 @@ absl::StatusOr<Value> ParseNode(const KeySpec& spec, const toml::node& node,
       return v;
     }
     case Kind::kPositiveInt:
-    case Kind::kNonNegativeInt: {
-      const std::int64_t min = MinInt(spec.kind);
+    case Kind::kNonNegativeInt:
+    case Kind::kPrefetch: {
+      const std::int64_t min = MinInt(spec.kind), max = MaxInt(spec.kind);
       const toml::value<std::int64_t>* i = node.as_integer();
       if (i == nullptr) {
         return error(
             node, absl::StrFormat("expected an integer from %d to %d, got %s",
-                                  min, kMaxInt, TypeName(node)));
+                                  min, max, TypeName(node)));
       }
-      if (i->get() < min || i->get() > kMaxInt) {
+      if (i->get() < min || i->get() > max) {
         return error(
             node, absl::StrFormat("expected an integer from %d to %d, got %d",
-                                  min, kMaxInt, i->get()));
+                                  min, max, i->get()));
       }
       Value v;
       v.integer = i->get();
@@ -593,6 +604,8 @@ Majordomo tuning (default: the broker's own):
   --queue-limit N                 most requests queued per service, 0 = no bound
   --queue-expiry DURATION         longest time a request may stay queued, 0s = no limit
   --max-redispatch N              times a request whose worker died is resent
+  --worker-prefetch N             requests outstanding per worker, 1-1000 [1]
+                                  (>1 extends RFC 7; see docs/majordomo.md)
 
 Consensus tuning (default: the broker's own):
   --request-deadline DURATION     a request fails when not done by then

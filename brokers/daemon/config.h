@@ -26,6 +26,7 @@
 //   queue_expiry = "30s"           # "0s" = never
 //   max_redispatch = 1
 //   max_services = 10000
+//   worker_prefetch = 1            # 1..1000; > 1 extends RFC 7
 //
 //   [consensus]
 //   endpoints = ["tcp://*:5556"]
@@ -87,6 +88,9 @@ struct MajordomoSettings {
   std::optional<std::int64_t> max_redispatch;
   // Most services known at once (guards against invented service names).
   std::optional<std::int64_t> max_services;
+  // Requests outstanding per worker (1 = RFC 7; more is an opt-in
+  // extension, see majordomo_broker.h); 1 to 1000.
+  std::optional<std::int64_t> worker_prefetch;
 };
 
 struct ConsensusSettings {

@@ -68,6 +68,7 @@ queue_limit = 1000
 queue_expiry = "1m"
 max_redispatch = 2
 max_services = 50
+worker_prefetch = 8
 
 [consensus]
 endpoints = ["tcp://127.0.0.1:5556"]
@@ -90,6 +91,7 @@ TEST(ConfigFileTest, GoodFileSetsEveryKey) {
   EXPECT_EQ(c->majordomo.queue_expiry, milliseconds(60'000));
   EXPECT_EQ(c->majordomo.max_redispatch, 2);
   EXPECT_EQ(c->majordomo.max_services, 50);
+  EXPECT_EQ(c->majordomo.worker_prefetch, 8);
   EXPECT_THAT(c->consensus.endpoints, ElementsAre("tcp://127.0.0.1:5556"));
   EXPECT_EQ(c->consensus.request_deadline, milliseconds(3000));
   EXPECT_EQ(c->consensus.client_expiry, milliseconds(600'000));
@@ -105,6 +107,7 @@ TEST(ConfigFileTest, EmptyFileKeepsDefaults) {
   EXPECT_TRUE(c->majordomo.endpoints.empty());
   EXPECT_FALSE(c->majordomo.heartbeat_interval.has_value());
   EXPECT_FALSE(c->majordomo.queue_limit.has_value());
+  EXPECT_FALSE(c->majordomo.worker_prefetch.has_value());
   EXPECT_FALSE(c->consensus.request_deadline.has_value());
   // Valid TOML but no broker: the daemon must refuse to start.
   EXPECT_FALSE(ValidateConfig(*c).ok());
@@ -216,6 +219,12 @@ INSTANTIATE_TEST_SUITE_P(
                  "t.toml:2:"},
         BadValue{"[majordomo]\nheartbeat_liveness = 4294967296\n",
                  "majordomo.heartbeat_liveness", "t.toml:2:"},
+        BadValue{"[majordomo]\nworker_prefetch = 0\n",
+                 "majordomo.worker_prefetch", "t.toml:2:"},
+        BadValue{"[majordomo]\n\nworker_prefetch = 1001\n",
+                 "majordomo.worker_prefetch", "t.toml:3:"},
+        BadValue{"[majordomo]\nworker_prefetch = \"4\"\n",
+                 "majordomo.worker_prefetch", "t.toml:2:"},
         BadValue{"[consensus]\nendpoints = [\"tcp:/x\"]\n",
                  "consensus.endpoints", "t.toml:2:"},
         BadValue{"[consensus]\nrequest_deadline = \"0ms\"\n",
@@ -306,6 +315,10 @@ TEST(CommandLineTest, BadFlagValueNamesTheFlag) {
       {{"--consensus", "tcp://*:1", "--queue-limit=-2"}, "--queue-limit"},
       {{"--consensus", "tcp://*:1", "--request-deadline", "0s"},
        "--request-deadline"},
+      {{"--consensus", "tcp://*:1", "--worker-prefetch", "0"},
+       "--worker-prefetch"},
+      {{"--consensus", "tcp://*:1", "--worker_prefetch=1001"},
+       "--worker_prefetch"},
   };
   for (const Case& c : cases) {
     absl::StatusOr<CommandLine> cli = Parse(c.args);
@@ -329,7 +342,7 @@ TEST(BuildConfigTest, FlagsOverrideTheFile) {
   absl::StatusOr<CommandLine> cli =
       Parse({"--config", file.path().c_str(), "--majordomo", "tcp://*:7000",
              "--log-level", "error", "--queue-limit", "7", "--grace=0s",
-             "--metrics="});
+             "--metrics=", "--worker-prefetch", "16"});
   ASSERT_TRUE(cli.ok()) << cli.status();
   absl::StatusOr<DaemonConfig> c = BuildConfig(*cli);
   ASSERT_TRUE(c.ok()) << c.status();
@@ -339,10 +352,24 @@ TEST(BuildConfigTest, FlagsOverrideTheFile) {
   EXPECT_EQ(c->majordomo.queue_limit, 7);
   EXPECT_EQ(c->grace, milliseconds(0));
   EXPECT_EQ(c->metrics_address, "");
+  EXPECT_EQ(c->majordomo.worker_prefetch, 16);  // the file says 8
   // Kept from the file.
   EXPECT_THAT(c->consensus.endpoints, ElementsAre("tcp://127.0.0.1:5556"));
   EXPECT_EQ(c->majordomo.heartbeat_liveness, 5);
   EXPECT_EQ(c->stats_interval, milliseconds(30'000));
+}
+
+TEST(ConfigFileTest, WorkerPrefetchBoundsAndMessage) {
+  absl::StatusOr<DaemonConfig> c =
+      ParseConfigText("[majordomo]\nworker_prefetch = 1000\n", "t.toml");
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->majordomo.worker_prefetch, 1000);
+  c = ParseConfigText("[majordomo]\nworker_prefetch = 1\n", "t.toml");
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->majordomo.worker_prefetch, 1);
+  EXPECT_EQ(ParseError("[majordomo]\nworker_prefetch = 1001\n"),
+            "t.toml:2:19: majordomo.worker_prefetch: expected an integer from "
+            "1 to 1000, got 1001");
 }
 
 TEST(BuildConfigTest, FlagsAloneSuffice) {

@@ -277,6 +277,9 @@ absl::Status Daemon::Impl::StartMajordomo() {
   if (s.max_services) {
     options.max_services = static_cast<std::size_t>(*s.max_services);
   }
+  if (s.worker_prefetch) {
+    options.worker_prefetch = static_cast<int>(*s.worker_prefetch);
+  }
 
   return r->thread->invoke([&](Reactor& reactor) -> absl::Status {
     majordomo = std::make_unique<MajordomoBroker>(reactor, context, options);
