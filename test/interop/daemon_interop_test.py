@@ -22,6 +22,10 @@ Scenarios (each bounded, each cleans up every process it starts):
   drain      SIGTERM with a request open: it finishes, workers get
              DISCONNECT, new requests are refused (Majordomo: dropped;
              consensus: REPLY_FAILURE zb:shutdown), exit code 0
+  prefetch   --worker-prefetch 4 with the sequential Python workers: an
+             asynchronous client loses nothing, a worker dying with several
+             requests has all of them redispatched; --worker-prefetch 0 is
+             refused (exit 2)
 
 Every process is started with PR_SET_PDEATHSIG so that it dies with this
 script even if the script itself is killed; all are killed and reaped at
@@ -514,6 +518,52 @@ def scenario_crash(exe):
     check(b.wait(15) == 0, b.describe())
 
 
+def scenario_prefetch(exe):
+    """--worker-prefetch 4 with the RFC 7 Python workers (sequential: the
+    extra requests wait in their sockets).  A worker that dies holding
+    several requests has all of them redispatched; nothing is lost."""
+    p = Proc([exe, "--majordomo", "tcp://127.0.0.1:*", "--worker-prefetch",
+              "0"], "zb-broker-bad-prefetch")
+    code = p.wait(10)
+    check(code == 2 and "--worker-prefetch" in p.text(),
+          f"--worker-prefetch 0: exit {code}: {p.text()}")
+    hb = 200  # ms; a silent worker is dropped after 3 x 200 ms
+    b = Broker(exe, ["--majordomo", "tcp://127.0.0.1:*",
+                     "--worker-prefetch", "4",
+                     "--heartbeat-interval", f"{hb}ms",
+                     "--metrics", "127.0.0.1:0"]).start()
+    ep = b.endpoint("majordomo")
+    port = b.metrics_port()
+    # Slow, so that requests pile up in its socket; it dies on its 3rd.
+    bad = peer("worker", ep, "echo", "--heartbeat-ms", hb, "--crash-after", 3,
+               "--delay-ms", 50, name="crashing-worker")
+    wait_worker_ready(ep, "echo")
+    good = peer("worker", ep, "echo", "--heartbeat-ms", hb, "--delay-ms", 2,
+                name="good-worker")
+    wait_joins(b, "echo", 2)
+    code, out = run_peer("async-client", ep, "echo", "--requests", 300,
+                         "--window", 20, "--timeout-ms", 5000, "--retries", 2)
+    check(code == 0, "async client lost requests: " + out)
+    s = summary(out, "async-client")
+    check(s["lost"] == "0" and s["bad"] == "0" and int(s["ok"]) == 300, out)
+    check(bad.wait(10) == 3, "the crashing worker should exit 3: " +
+          bad.describe())
+    samples, _ = scrape_until(
+        port, lambda sm: (sample(sm, "zb_events_total", broker="majordomo",
+                                 event="redispatched") or 0) >= 1)
+    red = sample(samples, "zb_events_total", broker="majordomo",
+                 event="redispatched")
+    # More than one: the dead worker held several requests (with the
+    # default prefetch of 1 this would be exactly 1).
+    check(red is not None and red >= 2, f"redispatched = {red}")
+    good.signal(signal.SIGTERM)
+    check(good.wait(10) == 0, good.describe())
+    ws = summary(good.text(), "worker")
+    check(ws["malformed"] == "0", good.text())
+    b.signal(signal.SIGTERM)
+    check(b.wait(15) == 0, b.describe())
+
+
 def scenario_restart(exe):
     hb = 200
     args = ["--heartbeat-interval", f"{hb}ms", "--stats-interval", "100ms"]
@@ -675,6 +725,7 @@ SCENARIOS = {
     "restart": scenario_restart,
     "flood": scenario_flood,
     "drain": scenario_drain,
+    "prefetch": scenario_prefetch,
 }
 
 
