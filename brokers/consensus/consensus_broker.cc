@@ -491,6 +491,27 @@ void ConsensusBroker::FailNow(std::span<zmq::message_t> frames,
   SendOut().IgnoreError();
 }
 
+void ConsensusBroker::Drain(absl::AnyInvocable<void()> on_drained) {
+  draining_ = true;
+  on_drained_ = std::move(on_drained);
+  MaybeDrained();
+}
+
+void ConsensusBroker::MaybeDrained() {
+  if (!on_drained_ || !open_.empty()) return;
+  // Posted: the caller may be in the middle of answering the last request
+  // (Release() comes before the reply is sent).
+  reactor_.post([done = std::move(on_drained_)]() mutable { done(); });
+  on_drained_ = nullptr;
+}
+
+void ConsensusBroker::NoteLatency(const Request* r) {
+  if (!latency_hook_) return;
+  // The deadline was set at arrival, request_timeout ahead.
+  const Clock::time_point arrived = r->deadline - options_.request_timeout;
+  latency_hook_(r->service->name, Clock::now() - arrived);
+}
+
 void ConsensusBroker::Succeed(Request* r) {
   out_.clear();
   out_.push_back(std::move(r->client_identity));
@@ -508,6 +529,7 @@ void ConsensusBroker::Succeed(Request* r) {
   }
   if (out_.size() == header_size) out_.emplace_back();  // one empty frame
   ++stats_.replies_success;
+  NoteLatency(r);
   Release(r);
   SendOut().IgnoreError();
 }
@@ -544,6 +566,7 @@ void ConsensusBroker::FailWithWorkerPayload(Request* r,
   out_.push_back(std::move(r->sequence_frame));
   for (zmq::message_t& f : payload) out_.push_back(std::move(f));
   ++stats_.replies_failure;
+  NoteLatency(r);
   Release(r);
   SendOut().IgnoreError();
 }
@@ -582,6 +605,7 @@ void ConsensusBroker::Release(Request* r) {
   r->service_frame.rebuild();
   r->sequence_frame.rebuild();
   pool_.emplace_back(r);
+  if (draining_) MaybeDrained();
 }
 
 // --- Workers leaving

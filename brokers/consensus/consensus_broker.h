@@ -46,6 +46,7 @@
 #include <zmq.hpp>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/functional/any_invocable.h"
 #include "absl/status/status.h"
 #include "brokers/protocol/ccp.h"
 #include "reactor/frames.h"
@@ -125,10 +126,22 @@ class ConsensusBroker {
 
   // Stops taking new work: from now on every REQUEST is answered at once with
   // REPLY_FAILURE "zb:shutdown", while the open requests run to their end
-  // (all answers, a failure, or the deadline).  open_requests() says when
-  // they are done.  Workers stay registered and keep being heartbeated.
-  void Drain() { draining_ = true; }
+  // (all answers, a failure, or the deadline).  `on_drained`, when given, is
+  // called once on the reactor thread when no request is open any more --
+  // posted, so never from inside Drain() itself, and after the last
+  // request's answer was sent.  Workers stay registered and keep being
+  // heartbeated.  A second Drain() replaces a callback not yet called.
+  void Drain(absl::AnyInvocable<void()> on_drained = nullptr);
   bool draining() const { return draining_; }
+
+  // Called once per request answered by its workers (REPLY_SUCCESS, or a
+  // worker's REPLY_FAILURE forwarded), with the time from the request's
+  // arrival at the broker to the answer; not for requests the broker fails
+  // itself (deadline, no workers, ...).  For metrics: it runs on the hot
+  // path, so keep it cheap.  Without a hook no clock is read for it.
+  using LatencyHook = absl::AnyInvocable<void(
+      std::string_view service, std::chrono::nanoseconds latency)>;
+  void set_latency_hook(LatencyHook hook) { latency_hook_ = std::move(hook); }
 
   const Stats& stats() const { return stats_; }
   // Registered workers per service, services sorted by name.  Allocates; for
@@ -162,6 +175,10 @@ class ConsensusBroker {
   void Fail(Request* r, std::string_view reason, std::string_view text);
   void FailWithWorkerPayload(Request* r, std::span<zmq::message_t> payload);
   void Release(Request* r);
+  // Reports `r`'s latency to the hook, if any.
+  void NoteLatency(const Request* r);
+  // Posts on_drained_ once draining and nothing is open.
+  void MaybeDrained();
   // Removes `w` from every open request's quorum and from the broker.
   enum class Leave { kDisconnect, kExpired, kUnroutable, kMoved, kShutdown };
   void RemoveWorker(Worker* w, Leave why);
@@ -181,6 +198,8 @@ class ConsensusBroker {
   std::vector<std::string> endpoints_;
   Stats stats_;
   bool draining_ = false;
+  absl::AnyInvocable<void()> on_drained_;
+  LatencyHook latency_hook_;
 
   absl::flat_hash_map<std::string, std::unique_ptr<Service>> services_;
   absl::flat_hash_map<std::string, std::unique_ptr<Worker>> workers_;

@@ -9,6 +9,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <chrono>
 #include <functional>
 #include <memory>
@@ -739,6 +740,84 @@ TEST_F(ConsensusBrokerTest, DrainRefusesNewRequestsAndFinishesOpenOnes) {
   EXPECT_EQ(reply->sequence.sequence, 1u);
   EXPECT_EQ(OnBroker([](ConsensusBroker& b) { return b.open_requests(); }), 0u);
   EXPECT_EQ(Stats().refused_draining, 1u);
+}
+
+TEST_F(ConsensusBrokerTest, DrainCallbackRunsOnceWhenTheLastRequestEnds) {
+  Start();
+  auto w = NewWorker("svc");
+  Peer client(ctx_, endpoint_);
+  client.Request("svc", {1, 19}, {"a"});
+  client.Request("svc", {2, 19}, {"b"});
+  auto r1 = w->Recv();
+  auto r2 = w->Recv();
+  ASSERT_TRUE(r1 && r2);
+  std::atomic<int> drained{0};
+  OnBroker([&](ConsensusBroker& b) {
+    b.Drain([&] { ++drained; });
+    return 0;
+  });
+  w->Reply(*r1, true, {"a!"});
+  ASSERT_TRUE(client.Recv().has_value());
+  // One request is still open.
+  EXPECT_EQ(OnBroker([&](ConsensusBroker& b) { return b.open_requests(); }),
+            1u);
+  EXPECT_EQ(drained.load(), 0);
+  w->Reply(*r2, true, {"b!"});
+  auto last = client.Recv();
+  ASSERT_TRUE(last.has_value());
+  EXPECT_EQ(last->sequence.sequence, 2u);
+  // The callback is posted after the last answer was sent; one more
+  // invoke() round trip lets it run.
+  OnBroker([](ConsensusBroker&) { return 0; });
+  EXPECT_EQ(drained.load(), 1);
+  OnBroker([](ConsensusBroker&) { return 0; });
+  EXPECT_EQ(drained.load(), 1);
+}
+
+TEST_F(ConsensusBrokerTest, DrainWithNothingOpenCallsBackButNotInline) {
+  Start();
+  bool inline_call = true;
+  std::atomic<int> drained{0};
+  OnBroker([&](ConsensusBroker& b) {
+    b.Drain([&] { ++drained; });
+    inline_call = drained.load() != 0;
+    return 0;
+  });
+  EXPECT_FALSE(inline_call);
+  OnBroker([](ConsensusBroker&) { return 0; });
+  EXPECT_EQ(drained.load(), 1);
+}
+
+TEST_F(ConsensusBrokerTest, LatencyHookSeesAnsweredRequestsOnly) {
+  Start();
+  std::vector<std::pair<std::string, std::chrono::nanoseconds>> seen;
+  OnBroker([&](ConsensusBroker& b) {
+    b.set_latency_hook([&](std::string_view svc, std::chrono::nanoseconds d) {
+      seen.emplace_back(std::string(svc), d);
+    });
+    return 0;
+  });
+  Peer client(ctx_, endpoint_);
+  client.Request("nobody", {1, 20});  // zb:no-workers: the broker's own
+  ASSERT_TRUE(client.Recv().has_value());
+  auto w = NewWorker("svc");
+  client.Request("svc", {2, 20}, {"x"});
+  auto r = w->Recv();
+  ASSERT_TRUE(r.has_value());
+  std::this_thread::sleep_for(milliseconds(20));
+  w->Reply(*r, true, {"y"});
+  ASSERT_TRUE(client.Recv().has_value());
+  client.Request("svc", {3, 20}, {"x"});
+  r = w->Recv();
+  ASSERT_TRUE(r.has_value());
+  w->Reply(*r, false, {"worker says no"});  // forwarded worker failure
+  ASSERT_TRUE(client.Recv().has_value());
+  const auto got = OnBroker([&](ConsensusBroker&) { return seen; });
+  ASSERT_EQ(got.size(), 2u);
+  EXPECT_EQ(got[0].first, "svc");
+  EXPECT_GE(got[0].second, milliseconds(20));
+  EXPECT_LT(got[0].second, kWait);
+  EXPECT_EQ(got[1].first, "svc");
 }
 
 // A worker that answered success and then left still counts: its answer

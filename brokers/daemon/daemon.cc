@@ -32,9 +32,6 @@ using std::chrono::milliseconds;
 
 // How often each broker's counters are published to the metrics registry.
 constexpr milliseconds kMetricsRefresh{1000};
-// How often the consensus broker is checked for open requests while it
-// drains (it has no drain callback of its own).
-constexpr milliseconds kDrainPoll{20};
 // Extra time, after the grace period, before the control thread gives up on
 // a broker that never reports being drained.
 constexpr milliseconds kDrainSlack{2000};
@@ -361,6 +358,11 @@ absl::Status Daemon::Impl::StartConsensus() {
   return r->thread->invoke([&](Reactor& reactor) -> absl::Status {
     consensus = std::make_unique<ConsensusBroker>(reactor, context, options);
     r->destroy = [this] { consensus.reset(); };
+    BrokerMetrics* m = r->metrics;
+    consensus->set_latency_hook(
+        [m](std::string_view, std::chrono::nanoseconds d) {
+          m->ObserveLatency(d);
+        });
     for (const std::string& ep : config.consensus.endpoints) {
       if (absl::Status st = consensus->Bind(ep); !st.ok()) {
         return absl::Status(st.code(), BindError("consensus", ep, st));
@@ -444,29 +446,23 @@ void Daemon::Impl::BeginDrain(std::string_view why) {
       });
     } else {
       // The consensus broker refuses new requests at once (REPLY_FAILURE
-      // "zb:shutdown") and reports nothing when done: poll its open
-      // requests.  What is still open at the end of the grace period is
-      // failed with "zb:shutdown" when the broker is destroyed.
+      // "zb:shutdown") and calls back when its last open request has ended.
+      // What is still open at the end of the grace period is failed with
+      // "zb:shutdown" when the broker is destroyed.
       r->thread->reactor().post([this, r, grace, drained] {
-        consensus->Drain();
         Reactor& reactor = r->thread->reactor();
-        const Reactor::Clock::time_point deadline =
-            Reactor::Clock::now() + grace;
-        auto check = std::make_shared<TimerId>(0);
-        auto poll = [this, r, deadline, drained, check, &reactor] {
-          if (consensus->open_requests() == 0 ||
-              Reactor::Clock::now() >= deadline) {
-            reactor.cancel(*check);
-            r->metrics->Update(r->snapshot());
-            drained();
-          }
-        };
-        if (consensus->open_requests() == 0) {
+        auto timer = std::make_shared<TimerId>(0);
+        auto once = std::make_shared<bool>(false);
+        auto finish = [this, r, drained, timer, once, &reactor] {
+          if (*once) return;
+          *once = true;
+          if (*timer != 0) reactor.cancel(*timer);
+          r->metrics->Update(r->snapshot());
           drained();
-        } else {
-          *check = reactor.every(kDrainPoll, std::move(poll));
-          r->timers.push_back(*check);
-        }
+        };
+        *timer = reactor.after(grace, finish);
+        r->timers.push_back(*timer);
+        consensus->Drain(finish);
       });
     }
   }

@@ -196,6 +196,107 @@ TEST(DaemonTest, ServesBothBrokersPublishesMetricsAndDrains) {
   EXPECT_THAT(logged, HasSubstr("stopped"));
 }
 
+// Helpers for a raw CCp100 worker/client in the tests below.
+void SendAll(zmq::socket_t& s, const std::vector<std::string>& frames) {
+  std::vector<zmq::const_buffer> parts;
+  for (const std::string& f : frames) parts.push_back(zmq::buffer(f));
+  ASSERT_TRUE(zmq::send_multipart(s, parts));
+}
+std::vector<std::string> RecvAll(zmq::socket_t& s) {
+  std::vector<zmq::message_t> frames;
+  if (!zmq::recv_multipart(s, std::back_inserter(frames))) return {};
+  std::vector<std::string> out;
+  for (const zmq::message_t& m : frames) out.push_back(m.to_string());
+  return out;
+}
+
+// The consensus broker's answered requests reach the latency histogram, and
+// its drain ends as soon as the last open request is answered -- long before
+// the grace period -- because the broker calls back instead of being polled.
+TEST(DaemonTest, ConsensusLatencyIsObservedAndDrainEndsWithTheLastRequest) {
+  CapturedLog log;
+  DaemonConfig config = LoopbackConfig();
+  config.grace = std::chrono::seconds(30);
+  absl::StatusOr<std::unique_ptr<Daemon>> d = Daemon::Start(config, log.logger);
+  ASSERT_TRUE(d.ok()) << d.status();
+  Daemon& daemon = **d;
+  const std::string ep = daemon.consensus_endpoints()[0];
+
+  zmq::context_t ctx;
+  zmq::socket_t worker(ctx, zmq::socket_type::dealer);
+  zmq::socket_t client(ctx, zmq::socket_type::dealer);
+  for (zmq::socket_t* s : {&worker, &client}) {
+    s->set(zmq::sockopt::linger, 0);
+    s->set(zmq::sockopt::rcvtimeo, 5000);
+    s->connect(ep);
+  }
+  // READY "svc", heartbeat 10 s x 3 (the test outlives no heartbeat).
+  SendAll(worker, {"", "CCp100", "\x01", "svc", std::string("\0\0\x27\x10", 4),
+                   "\x03"});
+  // Sequence ids of client 0x2b; each request must use the next number.
+  std::uint64_t next = 1;
+  auto sequence = [](std::uint64_t n) {
+    std::string b(12, '\0');
+    for (int i = 0; i < 8; ++i) b[7 - i] = static_cast<char>(n >> (8 * i));
+    b[11] = '\x2b';
+    return b;
+  };
+  // The next REQUEST the worker gets (broker HEARTBEATs skipped), or empty.
+  auto next_request = [&worker] {
+    for (;;) {
+      std::vector<std::string> m = RecvAll(worker);
+      if (m.size() < 3 || m[2] != "\x02") return m;
+    }
+  };
+  // The first requests may beat the READY to the broker (answered
+  // zb:no-workers): send until one reaches the worker.
+  worker.set(zmq::sockopt::rcvtimeo, 100);
+  std::vector<std::string> got;
+  for (int i = 0; i < 50 && got.empty(); ++i) {
+    SendAll(client, {"", "CCp100", "\x03", "svc", sequence(next++), "p"});
+    got = next_request();
+    if (got.empty()) RecvAll(client);  // the zb:no-workers failure
+  }
+  worker.set(zmq::sockopt::rcvtimeo, 5000);
+  ASSERT_GE(got.size(), 6u);
+  SendAll(worker, {"", "CCp100", "\x04", "svc", got[4], "answer"});
+  std::vector<std::string> reply = RecvAll(client);
+  ASSERT_GE(reply.size(), 6u);
+  EXPECT_EQ(reply[2], "\x04");
+
+  std::string text;
+  const auto deadline =
+      std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (std::chrono::steady_clock::now() < deadline) {
+    text = HttpGet(daemon.metrics_port());
+    if (Sample(text,
+               "zb_request_latency_seconds_count{broker=\"consensus\"}") >= 1) {
+      break;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  EXPECT_GE(
+      Sample(text, "zb_request_latency_seconds_count{broker=\"consensus\"}"),
+      1);
+
+  // A second request stays open at the worker while the daemon drains.
+  SendAll(client, {"", "CCp100", "\x03", "svc", sequence(next++), "q"});
+  got = next_request();
+  ASSERT_GE(got.size(), 6u);
+  const auto drain_start = std::chrono::steady_clock::now();
+  daemon.Shutdown();
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  SendAll(worker, {"", "CCp100", "\x04", "svc", got[4], "late answer"});
+  reply = RecvAll(client);
+  ASSERT_GE(reply.size(), 6u);
+  EXPECT_EQ(reply[2], "\x04");
+  EXPECT_TRUE(WaitBounded(daemon, std::chrono::seconds(15)).ok());
+  EXPECT_LT(std::chrono::steady_clock::now() - drain_start,
+            std::chrono::seconds(10))
+      << "the drain waited for the grace period";
+  EXPECT_THAT(log.text(), HasSubstr("consensus: drained"));
+}
+
 TEST(DaemonTest, SigtermDrainsAndStops) {
   CapturedLog log;
   DaemonConfig config = LoopbackConfig();
