@@ -155,6 +155,22 @@ def check_measured(exe, args, expected, x_name, baseline, tmp):
         check(len(doc["ratio"]["steps"]) == len(expected), "JSON ratios")
         for key in ("slope", "intercept", "first_step_avg"):
             check(key in doc["ratio"], f"JSON ratio has no {key!r}")
+        if x_name == "workers" and len(expected) >= 2:
+            # The median-of-runs summary reads the same file (twice: two
+            # "runs").
+            tool = os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                "summarize_runs.py")
+            s = subprocess.run([sys.executable, tool, paths["json"],
+                                paths["json"]], capture_output=True,
+                               text=True, timeout=60)
+            check(s.returncode == 0,
+                  f"summarize_runs.py exit {s.returncode}: {s.stderr}")
+            rows = [l for l in s.stdout.splitlines() if l.startswith("| ")]
+            check(any(l.startswith("| **median** |") for l in rows),
+                  "summarize_runs.py printed no median row")
+            # 2 run rows + median, and one row per step, plus two headers.
+            check(len(rows) == 3 + len(expected) + 2,
+                  f"summarize_runs.py printed {len(rows)} table rows")
 
     # SVG.
     root = ET.parse(paths["svg"]).getroot()
