@@ -60,6 +60,27 @@ absl::Status SendFrames(zmq::socket_t& socket,
 absl::Status SendFrames(zmq::socket_t& socket, std::span<zmq::message_t> head,
                         std::span<zmq::message_t> body);
 
+// Receives one whole multipart message into `buffer`, reusing its elements
+// (the vector only grows, so a loop that receives into the same buffer
+// allocates nothing in steady state).  Returns the number of frames, or -1
+// with errno set: EAGAIN when there is nothing to receive (ZMQ_DONTWAIT, or
+// ZMQ_RCVTIMEO passed), anything else for a failed socket (e.g. ETERM).
+// `flags` apply to the first frame only: the rest of a multipart message is
+// already there, since ZeroMQ delivers messages whole.  Elements past the
+// returned count keep whatever they held.  Inline: the reactor calls it for
+// every message it delivers.
+inline int ReceiveMessage(zmq::socket_t& socket, Frames& buffer, int flags) {
+  void* s = socket.handle();
+  std::size_t n = 0;
+  for (;;) {
+    if (n == buffer.size()) buffer.emplace_back();
+    zmq_msg_t* msg = buffer[n].handle();
+    if (zmq_msg_recv(msg, s, n == 0 ? flags : ZMQ_DONTWAIT) < 0) return -1;
+    ++n;
+    if (!zmq_msg_more(msg)) return static_cast<int>(n);
+  }
+}
+
 // Sends [identity][""][body...] through a ROUTER as one multipart message
 // without blocking and without building a Frames vector: each frame goes
 // straight from a zmq_msg_t on the stack into the socket.  The identity is

@@ -5,6 +5,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <cerrno>
 #include <string>
 #include <vector>
 
@@ -34,6 +35,25 @@ class FramesTest : public testing::Test {
     zmq::socket_t s(ctx_, type);
     s.set(zmq::sockopt::linger, 0);
     return s;
+  }
+  // A ROUTER with ZMQ_ROUTER_MANDATORY bound to `endpoint`.
+  zmq::socket_t MandatoryRouter(const std::string& endpoint) {
+    zmq::socket_t router = Socket(zmq::socket_type::router);
+    router.set(zmq::sockopt::router_mandatory, 1);
+    router.bind(endpoint);
+    return router;
+  }
+  // A DEALER with routing id `id`, connected to `router` at `endpoint`, and
+  // known to it (it sent "hello", which the router received).
+  zmq::socket_t KnownDealer(zmq::socket_t& router, const std::string& endpoint,
+                            const std::string& id) {
+    zmq::socket_t dealer = Socket(zmq::socket_type::dealer);
+    dealer.set(zmq::sockopt::routing_id, id);
+    dealer.connect(endpoint);
+    Frames hello = MakeFrames({"hello"});
+    EXPECT_TRUE(SendFrames(dealer, hello).ok());
+    EXPECT_THAT(RecvAll(router), ElementsAre(id, "hello"));
+    return dealer;
   }
   zmq::context_t ctx_;
 };
@@ -81,17 +101,9 @@ TEST_F(FramesTest, EmptyMessageIsInvalid) {
 }
 
 TEST_F(FramesTest, UnknownRouterPeerIsUnavailableWithRouterMandatory) {
-  zmq::socket_t router = Socket(zmq::socket_type::router);
-  router.set(zmq::sockopt::router_mandatory, 1);
-  router.bind("inproc://frames-router");
-  zmq::socket_t dealer = Socket(zmq::socket_type::dealer);
-  dealer.set(zmq::sockopt::routing_id, "known");
-  dealer.connect("inproc://frames-router");
-
+  zmq::socket_t router = MandatoryRouter("inproc://frames-router");
   // Learn the known peer first, so the router has a real routing table.
-  Frames hello = MakeFrames({"hello"});
-  ASSERT_TRUE(SendFrames(dealer, hello).ok());
-  EXPECT_THAT(RecvAll(router), ElementsAre("known", "hello"));
+  zmq::socket_t dealer = KnownDealer(router, "inproc://frames-router", "known");
 
   Frames lost = MakeFrames({"nobody", "payload"});
   const absl::Status status = SendFrames(router, lost);
@@ -104,16 +116,29 @@ TEST_F(FramesTest, UnknownRouterPeerIsUnavailableWithRouterMandatory) {
   EXPECT_THAT(RecvAll(dealer), ElementsAre("hi"));
 }
 
+TEST_F(FramesTest, ReceiveMessageFillsAReusedBuffer) {
+  zmq::socket_t a = Socket(zmq::socket_type::pair);
+  zmq::socket_t b = Socket(zmq::socket_type::pair);
+  a.bind("inproc://frames-receive");
+  b.connect("inproc://frames-receive");
+  Frames buffer;
+  EXPECT_EQ(ReceiveMessage(b, buffer, ZMQ_DONTWAIT), -1);
+  EXPECT_EQ(errno, EAGAIN);
+  Frames three = MakeFrames({"one", "", "three"});
+  ASSERT_TRUE(SendFrames(a, three).ok());
+  Frames one = MakeFrames({"solo"});
+  ASSERT_TRUE(SendFrames(a, one).ok());
+  ASSERT_EQ(ReceiveMessage(b, buffer, 0), 3);
+  EXPECT_THAT(FramesToStrings(buffer), ElementsAre("one", "", "three"));
+  // A shorter message reuses the buffer; the elements past it are left.
+  ASSERT_EQ(ReceiveMessage(b, buffer, 0), 1);
+  EXPECT_EQ(buffer.size(), 3u);
+  EXPECT_EQ(View(buffer[0]), "solo");
+}
+
 TEST_F(FramesTest, SendRoutedCopiesOrMovesTheBodyToOnePeer) {
-  zmq::socket_t router = Socket(zmq::socket_type::router);
-  router.set(zmq::sockopt::router_mandatory, 1);
-  router.bind("inproc://frames-routed");
-  zmq::socket_t dealer = Socket(zmq::socket_type::dealer);
-  dealer.set(zmq::sockopt::routing_id, "peer");
-  dealer.connect("inproc://frames-routed");
-  Frames hello = MakeFrames({"hello"});
-  ASSERT_TRUE(SendFrames(dealer, hello).ok());
-  EXPECT_THAT(RecvAll(router), ElementsAre("peer", "hello"));
+  zmq::socket_t router = MandatoryRouter("inproc://frames-routed");
+  zmq::socket_t dealer = KnownDealer(router, "inproc://frames-routed", "peer");
 
   zmq::message_t identity = Frame("peer");
   const std::string big(1000, 'b');  // shared, not copied, by zmq_msg_copy
@@ -135,9 +160,7 @@ TEST_F(FramesTest, SendRoutedCopiesOrMovesTheBodyToOnePeer) {
 }
 
 TEST_F(FramesTest, SendRoutedToAnUnknownPeerSendsNothingAndKeepsTheBody) {
-  zmq::socket_t router = Socket(zmq::socket_type::router);
-  router.set(zmq::sockopt::router_mandatory, 1);
-  router.bind("inproc://frames-routed-unknown");
+  zmq::socket_t router = MandatoryRouter("inproc://frames-routed-unknown");
   zmq::message_t identity = Frame("nobody");
   Frames body = MakeFrames({"payload"});
   for (bool move : {false, true}) {

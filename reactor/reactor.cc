@@ -15,13 +15,13 @@
 #include <utility>
 
 #include "absl/strings/str_format.h"
+#include "reactor/frames.h"
 
 namespace zb {
 
 // One registered socket or file descriptor.
 struct Reactor::Watch {
   zmq::socket_t* socket = nullptr;  // null for a raw fd
-  void* handle = nullptr;           // socket->handle(), cached
   int fd = -1;  // the raw fd, or the socket's ZMQ_FD (its mailbox signal)
   MessageHandler on_message;
   ReadyHandler on_readable;  // raw fd only
@@ -137,7 +137,6 @@ absl::Status Reactor::add(zmq::socket_t& socket, MessageHandler on_message,
   }
   auto w = std::make_unique<Watch>();
   w->socket = &socket;
-  w->handle = socket.handle();
   w->fd = zmq_fd;
   w->on_message = std::move(on_message);
   w->on_writable = std::move(on_writable);
@@ -220,25 +219,16 @@ void Reactor::rebuild_poll_items() {
 }
 
 int Reactor::dispatch_socket(Watch& w) {
-  void* socket = w.handle;
   int handled = 0;
   while (handled < options_.batch_cap && !w.removed) {
-    // Receive one multipart message into the reused frame buffer.
-    std::size_t n = 0;
-    for (;;) {
-      if (n == frames_.size()) frames_.emplace_back();
-      zmq_msg_t* msg = frames_[n].handle();
-      if (zmq_msg_recv(msg, socket, ZMQ_DONTWAIT) < 0) {
-        const int err = errno;
-        if (err == EAGAIN && n == 0) return handled;
-        // Multipart messages arrive atomically, so anything else is a real
-        // failure of the socket (e.g. ETERM).  Report it and move on.
-        errno = err;
-        report(std::make_exception_ptr(zmq::error_t()), "socket receive");
-        return handled;
-      }
-      ++n;
-      if (!zmq_msg_more(msg)) break;
+    // One multipart message into the reused frame buffer.
+    const int n = ReceiveMessage(*w.socket, frames_, ZMQ_DONTWAIT);
+    if (n < 0) {
+      if (errno == EAGAIN) return handled;
+      // Anything else is a real failure of the socket (e.g. ETERM).  Report
+      // it and move on.
+      report(std::make_exception_ptr(zmq::error_t()), "socket receive");
+      return handled;
     }
     ++handled;
     try {
@@ -372,7 +362,8 @@ absl::StatusOr<int> Reactor::iterate(Clock::duration max_wait) {
       ready_[i] = 0;
       continue;
     }
-    const int ev = SocketEvents(w.handle, static_cast<bool>(w.on_writable));
+    const int ev =
+        SocketEvents(w.socket->handle(), static_cast<bool>(w.on_writable));
     if (ev < 0) {
       return absl::InternalError(
           absl::StrFormat("polling a socket failed: %s", zmq_strerror(errno)));
@@ -438,7 +429,7 @@ absl::StatusOr<int> Reactor::iterate(Clock::duration max_wait) {
       int revents = ready_[i];
       if (fired != 0 && revents == 0) {
         if (w.on_writable) {
-          revents = SocketEvents(w.handle, true);
+          revents = SocketEvents(w.socket->handle(), true);
           if (revents < 0) revents = ZMQ_POLLIN;  // the receive reports it
         } else {
           revents = ZMQ_POLLIN;

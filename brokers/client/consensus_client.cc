@@ -184,24 +184,18 @@ void ConsensusClient::wait_once() {
     timeout_ms = static_cast<int>(
         std::min<std::int64_t>(wait.count(), std::numeric_limits<int>::max()));
   }
-  void* s = socket_->handle();
-  zmq_setsockopt(s, ZMQ_RCVTIMEO, &timeout_ms, sizeof timeout_ms);
-  std::size_t n = 0;
-  for (;;) {
-    if (n == in_.size()) in_.emplace_back();
-    // Only the first frame can block: a multipart message arrives whole.
-    if (zmq_msg_recv(in_[n].handle(), s, n == 0 ? 0 : ZMQ_DONTWAIT) < 0) {
-      // EAGAIN: the deadline came first (handled on the next call);
-      // EINTR: try again; anything else ends the request at its deadline.
-      if (n == 0 && errno != EAGAIN && errno != EINTR) {
-        reactor_.run_once(std::chrono::milliseconds(1)).IgnoreError();
-      }
-      return;
+  socket_->set(zmq::sockopt::rcvtimeo, timeout_ms);
+  const int n = ReceiveMessage(*socket_, in_, 0);
+  if (n < 0) {
+    // EAGAIN: the deadline came first (handled on the next call); EINTR: try
+    // again; anything else ends the request at its deadline.
+    if (errno != EAGAIN && errno != EINTR) {
+      reactor_.run_once(std::chrono::milliseconds(1)).IgnoreError();
     }
-    ++n;
-    if (!zmq_msg_more(in_[n - 1].handle())) break;
+    return;
   }
-  on_message(std::span<zmq::message_t>(in_.data(), n));
+  on_message(
+      std::span<zmq::message_t>(in_.data(), static_cast<std::size_t>(n)));
 }
 
 void ConsensusClient::send_attempt(std::uint32_t index,

@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <functional>
 #include <future>
 #include <sstream>
 #include <string>
@@ -92,6 +93,21 @@ std::string HttpGet(int port) {
   return response;
 }
 
+// Sends `frames` as one multipart message.
+void SendAll(zmq::socket_t& s, const std::vector<std::string>& frames) {
+  std::vector<zmq::const_buffer> parts;
+  for (const std::string& f : frames) parts.push_back(zmq::buffer(f));
+  ASSERT_TRUE(zmq::send_multipart(s, parts));
+}
+// The next message's frames; empty after the socket's ZMQ_RCVTIMEO.
+std::vector<std::string> RecvAll(zmq::socket_t& s) {
+  std::vector<zmq::message_t> frames;
+  if (!zmq::recv_multipart(s, std::back_inserter(frames))) return {};
+  std::vector<std::string> out;
+  for (const zmq::message_t& m : frames) out.push_back(m.to_string());
+  return out;
+}
+
 // Sends `frames` on a fresh socket of `type` connected to `endpoint` and
 // returns the reply's frames (empty after a 5 s timeout).
 std::vector<std::string> RoundTrip(zmq::context_t& ctx, zmq::socket_type type,
@@ -101,14 +117,8 @@ std::vector<std::string> RoundTrip(zmq::context_t& ctx, zmq::socket_type type,
   s.set(zmq::sockopt::linger, 0);
   s.set(zmq::sockopt::rcvtimeo, 5000);
   s.connect(endpoint);
-  std::vector<zmq::const_buffer> parts;
-  for (const std::string& f : frames) parts.push_back(zmq::buffer(f));
-  if (!zmq::send_multipart(s, parts)) return {};
-  std::vector<zmq::message_t> reply;
-  if (!zmq::recv_multipart(s, std::back_inserter(reply))) return {};
-  std::vector<std::string> out;
-  for (const zmq::message_t& m : reply) out.push_back(m.to_string());
-  return out;
+  SendAll(s, frames);
+  return RecvAll(s);
 }
 
 // Waits (bounded) until Wait() returns; returns its status, or
@@ -133,6 +143,21 @@ double Sample(const std::string& text, const std::string& series) {
     }
   }
   return -1;
+}
+
+// Scrapes the metrics endpoint until `ready(text)` or 10 s; returns the last
+// response.
+std::string ScrapeUntil(int port,
+                        const std::function<bool(const std::string&)>& ready) {
+  std::string text;
+  const auto deadline =
+      std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (std::chrono::steady_clock::now() < deadline) {
+    text = HttpGet(port);
+    if (ready(text)) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  return text;
 }
 
 TEST(DaemonTest, ServesBothBrokersPublishesMetricsAndDrains) {
@@ -166,17 +191,11 @@ TEST(DaemonTest, ServesBothBrokersPublishesMetricsAndDrains) {
   EXPECT_EQ(failed[2], "\x05");
 
   // The counters reach the metrics endpoint within a refresh period or two.
-  std::string text;
-  const auto deadline =
-      std::chrono::steady_clock::now() + std::chrono::seconds(10);
-  while (std::chrono::steady_clock::now() < deadline) {
-    text = HttpGet(daemon.metrics_port());
-    if (Sample(text, "zb_requests_total{broker=\"majordomo\"}") >= 1 &&
-        Sample(text, "zb_requests_total{broker=\"consensus\"}") >= 1) {
-      break;
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  }
+  const std::string text =
+      ScrapeUntil(daemon.metrics_port(), [](const std::string& t) {
+        return Sample(t, "zb_requests_total{broker=\"majordomo\"}") >= 1 &&
+               Sample(t, "zb_requests_total{broker=\"consensus\"}") >= 1;
+      });
   EXPECT_THAT(text, HasSubstr("200 OK"));
   EXPECT_GE(Sample(text, "zb_requests_total{broker=\"majordomo\"}"), 1);
   EXPECT_GE(Sample(text, "zb_replies_total{broker=\"majordomo\"}"), 1);
@@ -194,20 +213,6 @@ TEST(DaemonTest, ServesBothBrokersPublishesMetricsAndDrains) {
   EXPECT_THAT(logged, HasSubstr("Shutdown(): shutting down"));
   EXPECT_THAT(logged, HasSubstr("majordomo: totals: 1 request(s), 1 success"));
   EXPECT_THAT(logged, HasSubstr("stopped"));
-}
-
-// Helpers for a raw CCp100 worker/client in the tests below.
-void SendAll(zmq::socket_t& s, const std::vector<std::string>& frames) {
-  std::vector<zmq::const_buffer> parts;
-  for (const std::string& f : frames) parts.push_back(zmq::buffer(f));
-  ASSERT_TRUE(zmq::send_multipart(s, parts));
-}
-std::vector<std::string> RecvAll(zmq::socket_t& s) {
-  std::vector<zmq::message_t> frames;
-  if (!zmq::recv_multipart(s, std::back_inserter(frames))) return {};
-  std::vector<std::string> out;
-  for (const zmq::message_t& m : frames) out.push_back(m.to_string());
-  return out;
 }
 
 // The consensus broker's answered requests reach the latency histogram, and
@@ -264,20 +269,12 @@ TEST(DaemonTest, ConsensusLatencyIsObservedAndDrainEndsWithTheLastRequest) {
   ASSERT_GE(reply.size(), 6u);
   EXPECT_EQ(reply[2], "\x04");
 
-  std::string text;
-  const auto deadline =
-      std::chrono::steady_clock::now() + std::chrono::seconds(10);
-  while (std::chrono::steady_clock::now() < deadline) {
-    text = HttpGet(daemon.metrics_port());
-    if (Sample(text,
-               "zb_request_latency_seconds_count{broker=\"consensus\"}") >= 1) {
-      break;
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  }
-  EXPECT_GE(
-      Sample(text, "zb_request_latency_seconds_count{broker=\"consensus\"}"),
-      1);
+  const std::string latency_count =
+      "zb_request_latency_seconds_count{broker=\"consensus\"}";
+  const std::string text = ScrapeUntil(
+      daemon.metrics_port(),
+      [&](const std::string& t) { return Sample(t, latency_count) >= 1; });
+  EXPECT_GE(Sample(text, latency_count), 1);
 
   // A second request stays open at the worker while the daemon drains.
   SendAll(client, {"", "CCp100", "\x03", "svc", sequence(next++), "q"});

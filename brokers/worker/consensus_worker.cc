@@ -174,8 +174,7 @@ absl::Status ConsensusWorker::open_socket() {
       out_, service_,
       static_cast<std::uint32_t>(options_.heartbeat_interval.count()),
       static_cast<std::uint8_t>(options_.heartbeat_retries));
-  send(out_, {});
-  out_.clear();
+  send_out({});
   return absl::OkStatus();
 }
 
@@ -203,8 +202,7 @@ void ConsensusWorker::shutdown() {
   out_.clear();
   out_.emplace_back();
   ccp::AppendDisconnect(out_, service_);
-  send(out_, {});
-  out_.clear();
+  send_out({});
   close_socket(options_.linger);
 }
 
@@ -219,12 +217,17 @@ bool ConsensusWorker::send(std::span<zmq::message_t> head,
   return true;
 }
 
+bool ConsensusWorker::send_out(std::span<zmq::message_t> payload) {
+  const bool sent = send(out_, payload);
+  out_.clear();
+  return sent;
+}
+
 void ConsensusWorker::send_heartbeat() {
   out_.clear();
   out_.emplace_back();
   ccp::AppendHeader(out_, ccp::MessageType::kHeartbeat);
-  if (send(out_, {})) ++stats_.heartbeats_sent;
-  out_.clear();
+  if (send_out({})) ++stats_.heartbeats_sent;
 }
 
 void ConsensusWorker::send_answer(ccp::MessageType type,
@@ -256,8 +259,7 @@ void ConsensusWorker::send_answer(ccp::MessageType type,
     out_.clear();
     out_.emplace_back();
     ccp::AppendHeader(out_, type, service_, sequence);
-    sent = send(out_, body);
-    out_.clear();
+    sent = send_out(body);
   }
   if (!sent) return;
   if (type == ccp::MessageType::kReplySuccess) {

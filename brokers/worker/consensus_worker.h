@@ -195,6 +195,8 @@ class ConsensusWorker {
   void on_tick();
   // Sends head + payload (moved) as one message; false when refused.
   bool send(std::span<zmq::message_t> head, std::span<zmq::message_t> payload);
+  // send(out_, payload), then clears out_ for the next message.
+  bool send_out(std::span<zmq::message_t> payload);
   void send_heartbeat();
   // Sends an answer unless it belongs to an earlier connection.
   void send_answer(ccp::MessageType type, const ccp::SequenceId& sequence,

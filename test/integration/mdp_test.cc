@@ -93,6 +93,16 @@ class MdpIntegrationTest : public ::testing::Test {
     return broker_thread_.invoke([&](Reactor&) { return broker_->stats(); });
   }
 
+  // workers_[0] and workers_[1] both handled requests.
+  void ExpectBothWorkersServed() {
+    const auto counts = worker_thread_.invoke([&](Reactor&) {
+      return std::make_pair(workers_[0]->stats().requests,
+                            workers_[1]->stats().requests);
+    });
+    EXPECT_GT(counts.first, 0u);
+    EXPECT_GT(counts.second, 0u);
+  }
+
   std::size_t Workers(const std::string& service) {
     auto s = Stats();
     auto it = s.services.find(service);
@@ -501,13 +511,7 @@ TEST_F(MdpIntegrationTest, AsyncClientManyOutstandingTwoWorkers) {
   EXPECT_EQ(failed.load(), 0);
   auto s = Stats();
   EXPECT_EQ(s.replies, static_cast<std::uint64_t>(kRequests));
-  // Both workers took part.
-  const auto counts = worker_thread_.invoke([&](Reactor&) {
-    return std::make_pair(workers_[0]->stats().requests,
-                          workers_[1]->stats().requests);
-  });
-  EXPECT_GT(counts.first, 0u);
-  EXPECT_GT(counts.second, 0u);
+  ExpectBothWorkersServed();
 }
 
 TEST_F(MdpIntegrationTest, DrainFinishesOpenRequestsThenDisconnectsWorkers) {
@@ -906,12 +910,7 @@ TEST_F(PrefetchTest, ManyOutstandingTwoWorkers) {
     std::sort(bodies.begin(), bodies.end());
     for (int i = 0; i < kRequests; ++i) ASSERT_EQ(bodies[i], i);
   });
-  const auto counts = worker_thread_.invoke([&](Reactor&) {
-    return std::make_pair(workers_[0]->stats().requests,
-                          workers_[1]->stats().requests);
-  });
-  EXPECT_GT(counts.first, 0u);
-  EXPECT_GT(counts.second, 0u);
+  ExpectBothWorkersServed();
 }
 
 // --- Service entries

@@ -305,6 +305,16 @@ def scrape_until(port, pred, timeout=10):
         time.sleep(0.2)
 
 
+def scrape_redispatched(port):
+    """Majordomo's redispatched counter once it is at least 1 (None if it
+    never shows up)."""
+    def get(sm):
+        return sample(sm, "zb_events_total", broker="majordomo",
+                      event="redispatched")
+    samples, _ = scrape_until(port, lambda sm: (get(sm) or 0) >= 1)
+    return get(samples)
+
+
 # --- scenarios ----------------------------------------------------------------
 
 def scenario_config(exe):
@@ -504,11 +514,7 @@ def scenario_crash(exe):
     check(s["lost"] == "0" and int(s["ok"]) == 200, out)
     check(bad.wait(10) == 3, "the crashing worker should exit 3: " +
           bad.describe())
-    samples, _ = scrape_until(
-        port, lambda sm: (sample(sm, "zb_events_total", broker="majordomo",
-                                 event="redispatched") or 0) >= 1)
-    red = sample(samples, "zb_events_total", broker="majordomo",
-                 event="redispatched")
+    red = scrape_redispatched(port)
     check(red is not None and red >= 1, f"redispatched = {red}")
     check(b.wait_line(r"expired \(heartbeat silence\)", 5),
           "no expiry line for the dead worker:\n" + b.describe())
@@ -548,11 +554,7 @@ def scenario_prefetch(exe):
     check(s["lost"] == "0" and s["bad"] == "0" and int(s["ok"]) == 300, out)
     check(bad.wait(10) == 3, "the crashing worker should exit 3: " +
           bad.describe())
-    samples, _ = scrape_until(
-        port, lambda sm: (sample(sm, "zb_events_total", broker="majordomo",
-                                 event="redispatched") or 0) >= 1)
-    red = sample(samples, "zb_events_total", broker="majordomo",
-                 event="redispatched")
+    red = scrape_redispatched(port)
     # More than one: the dead worker held several requests (with the
     # default prefetch of 1 this would be exactly 1).
     check(red is not None and red >= 2, f"redispatched = {red}")

@@ -81,6 +81,22 @@ absl::Status ParseIntTo(std::string_view flag, std::string_view text,
   return absl::OkStatus();
 }
 
+// An option with two spellings: `first` or `second` (as `a` and `b`).
+template <typename T>
+absl::Status ParseEitherTo(std::string_view flag, std::string_view text,
+                           std::string_view first, T a, std::string_view second,
+                           T b, T* out) {
+  if (text == first) {
+    *out = a;
+  } else if (text == second) {
+    *out = b;
+  } else {
+    return Bad(absl::StrFormat("%s must be '%s' or '%s', got '%s'", flag, first,
+                               second, text));
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 absl::StatusOr<Options> ParseOptions(const std::vector<std::string>& args) {
@@ -142,14 +158,8 @@ absl::StatusOr<Options> ParseOptions(const std::vector<std::string>& args) {
     } else if (name == "--grow") {
       auto v = value();
       if (!v.ok()) return v.status();
-      if (*v == "workers") {
-        o.grow = Grow::kWorkers;
-      } else if (*v == "clients") {
-        o.grow = Grow::kClients;
-      } else {
-        return Bad(absl::StrFormat(
-            "--grow must be 'workers' or 'clients', got '%s'", *v));
-      }
+      st = ParseEitherTo(name, *v, "workers", Grow::kWorkers, "clients",
+                         Grow::kClients, &o.grow);
     } else if (name == "--max-clients") {
       auto v = value();
       if (!v.ok()) return v.status();
@@ -177,25 +187,13 @@ absl::StatusOr<Options> ParseOptions(const std::vector<std::string>& args) {
     } else if (name == "--placement") {
       auto v = value();
       if (!v.ok()) return v.status();
-      if (*v == "threads") {
-        o.placement = Placement::kThreads;
-      } else if (*v == "processes") {
-        o.placement = Placement::kProcesses;
-      } else {
-        return Bad(absl::StrFormat(
-            "--placement must be 'threads' or 'processes', got '%s'", *v));
-      }
+      st = ParseEitherTo(name, *v, "threads", Placement::kThreads, "processes",
+                         Placement::kProcesses, &o.placement);
     } else if (name == "--client-wait") {
       auto v = value();
       if (!v.ok()) return v.status();
-      if (*v == "call") {
-        o.client_wait = ClientWait::kCall;
-      } else if (*v == "reactor") {
-        o.client_wait = ClientWait::kReactor;
-      } else {
-        return Bad(absl::StrFormat(
-            "--client-wait must be 'call' or 'reactor', got '%s'", *v));
-      }
+      st = ParseEitherTo(name, *v, "call", ClientWait::kCall, "reactor",
+                         ClientWait::kReactor, &o.client_wait);
     } else if (name == "--payload-bytes") {
       auto v = value();
       if (!v.ok()) return v.status();
