@@ -151,6 +151,15 @@ class ConsensusBroker {
   std::size_t open_requests() const { return open_.size(); }
   std::size_t client_count() const { return clients_.size(); }
 
+  // Test-only entry points, for the fuzzer
+  // (test/fuzz/consensus_broker_fuzz.cc), which drives the broker without
+  // running the reactor.  HandleForTesting() hands `frames` ([identity,
+  // body...]) to the message handler exactly as if the ROUTER socket had
+  // received them; SweepForTesting() does the sweep timer's work once.  Reactor
+  // thread only; production code never calls them.
+  void HandleForTesting(std::span<zmq::message_t> frames) { OnMessage(frames); }
+  void SweepForTesting() { Sweep(); }
+
  private:
   using Clock = Reactor::Clock;
   struct Worker;

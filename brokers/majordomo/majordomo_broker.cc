@@ -165,7 +165,17 @@ class MajordomoBroker::Impl {
   bool drained() const { return drained_; }
   std::size_t open_requests() const { return queued_total_ + busy_total_; }
 
+  void HandleForTesting(std::span<zmq::message_t> f) { OnMessage(f); }
+  void SweepForTesting() { Sweep(); }
+  void SetClockForTesting(absl::AnyInvocable<Clock::time_point() const> c) {
+    clock_for_testing_ = std::move(c);
+  }
+
  private:
+  Clock::time_point Now() const {
+    return clock_for_testing_ ? clock_for_testing_() : Clock::now();
+  }
+
   struct Service;
 
   // A request waiting for a worker: frames[0] is the client identity, the
@@ -219,7 +229,7 @@ class MajordomoBroker::Impl {
 
   void OnMessage(std::span<zmq::message_t> frames) {
     if (drained_) return;  // inert after a drain
-    now_ = Clock::now();
+    now_ = Now();
     if (frames.size() < 2) {
       Malformed(frames.empty() ? std::string_view() : View(frames[0]),
                 "message without a body");
@@ -639,7 +649,7 @@ class MajordomoBroker::Impl {
 
   void Sweep() {
     if (drained_) return;
-    now_ = Clock::now();
+    now_ = Now();
     // Workers: expire the silent ones, heartbeat the ones we did not talk to.
     dead_.clear();
     for (auto& [id, w] : workers_) {
@@ -769,6 +779,7 @@ class MajordomoBroker::Impl {
   bool drained_ = false;
   absl::AnyInvocable<void()> on_drained_;
 
+  absl::AnyInvocable<Clock::time_point() const> clock_for_testing_;
   WorkerEventHook worker_hook_;
   LatencyHook latency_hook_;
   LogHook log_;
@@ -808,6 +819,14 @@ bool MajordomoBroker::draining() const { return impl_->draining(); }
 bool MajordomoBroker::drained() const { return impl_->drained(); }
 std::size_t MajordomoBroker::open_requests() const {
   return impl_->open_requests();
+}
+void MajordomoBroker::HandleForTesting(std::span<zmq::message_t> frames) {
+  impl_->HandleForTesting(frames);
+}
+void MajordomoBroker::SweepForTesting() { impl_->SweepForTesting(); }
+void MajordomoBroker::SetClockForTesting(
+    absl::AnyInvocable<Reactor::Clock::time_point() const> clock) {
+  impl_->SetClockForTesting(std::move(clock));
 }
 
 }  // namespace zb

@@ -77,6 +77,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -214,6 +215,19 @@ class MajordomoBroker {
   // Requests queued or being served (outstanding at a worker), over all
   // services.
   std::size_t open_requests() const;
+
+  // Test-only entry points, for the fuzzer
+  // (test/fuzz/majordomo_broker_fuzz.cc), which drives the broker without
+  // running the reactor.  HandleForTesting() hands `frames` ([identity,
+  // body...]) to the message handler exactly as if the ROUTER socket had
+  // received them; SweepForTesting() does the sweep timer's work once;
+  // SetClockForTesting() replaces the clock that both read (nullptr:
+  // Reactor::Clock::now), so that heartbeat and queue expiry can be reached
+  // without waiting.  Reactor thread only; production code never calls them.
+  void HandleForTesting(std::span<zmq::message_t> frames);
+  void SweepForTesting();
+  void SetClockForTesting(
+      absl::AnyInvocable<Reactor::Clock::time_point() const> clock);
 
  private:
   class Impl;
