@@ -21,6 +21,8 @@ Scenarios (docs/reliability.md describes each and how to read the table):
              client ids from one socket, a greedy client with a huge
              backlog on the pair's own service, workers joining and
              leaving as fast as they can.
+  greedy     the greedy client of flood alone (so that it builds its
+             backlog as fast as it can), next to the normal pairs.
   slow       a client that never reads its (large) replies, on each
              broker, with the normal pairs alongside.
   all        every scenario.
@@ -34,7 +36,7 @@ strictly every 500 ms (valid UTF-8, the exposition grammar, a bounded
 number of service labels).
 
 The default is the short version run by `scripts/test` (meson suite
-`chaos`, under two minutes for all four); --long is what `scripts/chaos`
+`chaos`, about two minutes for all five, run two at a time); --long is what `scripts/chaos`
 runs (ten times the requests and kills, three broker kills, 512 MiB
 frames).  The last lines are a table: requests, kills, outcomes, RSS
 before/peak/after.
@@ -58,7 +60,8 @@ SHORT = {
     "flood_seconds": 12, "services": 20_000, "heartbeats": 2_000,
     "huge_size": 256 << 20, "huge_count": 3, "clientids": 200_000,
     "greedy": 200_000, "churn": 1_000, "pair_requests": 1_000,
-    "slow_seconds": 12, "slow_count": 20_000, "slow_size": 64 << 10,
+    "slow_seconds": 8, "slow_count": 20_000, "slow_size": 64 << 10,
+    "greedy_seconds": 8, "settle": 5,
 }
 LONG = {
     "requests": 100_000, "worker_kills": 200, "broker_kills": 3,
@@ -67,6 +70,7 @@ LONG = {
     "huge_size": 512 << 20, "huge_count": 3, "clientids": 1_000_000,
     "greedy": 1_600_000, "churn": 10_000, "pair_requests": 5_000,
     "slow_seconds": 60, "slow_count": 100_000, "slow_size": 64 << 10,
+    "greedy_seconds": 30, "settle": 8,
 }
 
 # RSS ceilings (MiB) of the broker in flood and slow, and the most service
@@ -108,6 +112,8 @@ class Run:
                 c.kill9()
                 continue
             results.append(json.loads(m.group(1)))
+            if self.args.verbose:
+                print(f"  {c.name}: {m.group(1)[:300]}")
         return results
 
     def account(self, scenario, results, clients, min_success):
@@ -217,7 +223,7 @@ class Run:
                         "happened while clients ran")
             self.expect(broker_kills == p["broker_kills"],
                         f"{kind}: {broker_kills} broker kills")
-            min_success = 0.9 if kind == "mdp" else 0.5
+            min_success = 0.9 if kind == "mdp" else 0.8
             total = self.account(kind, results, nclients, min_success)
             self.row("mdp" if kind == "mdp" else "consensus", total, kills,
                      broker_kills)
@@ -226,26 +232,31 @@ class Run:
 
     # --- (c), (d): hostile peers next to a normal pair ------------------------
 
-    def pair(self, broker, requests, seconds):
+    def pair(self, broker, requests, seconds, delay_ms):
         """A normal worker and client on each broker's "echo" service."""
         procs = []
         for kind, ep in (("mdp", broker.mdp), ("ccp", broker.ccp)):
             w = self.peer(f"{kind}-worker", ep, "echo", f"{kind}-pair-w",
+                          "--delay-ms", str(delay_ms),
                           name=f"{kind}-pair-worker")
             cl.check(w.wait_line("WORKER ready", 20), "pair worker start")
             procs.append(w)
         time.sleep(0.5)
+        # Paced, with room for a second of requests in flight: a client
+        # that a hostile peer stalls keeps sending (and sees it), rather
+        # than waiting politely with a few requests outstanding.
         pace = seconds * 1000.0 / requests
         clients = []
         for kind, ep in (("mdp", broker.mdp), ("ccp", broker.ccp)):
             clients.append(self.peer(
                 f"{kind}-client", ep, "echo", f"{kind}-pair-c",
-                "--requests", str(requests), "--window", "4", "--timeout",
+                "--requests", str(requests), "--window", "64", "--timeout",
                 "2", "--retries", "2", "--pace-ms", f"{pace:.3f}",
                 name=f"{kind}-pair-client"))
         return clients
 
-    def hostile_run(self, scenario, hostiles, seconds):
+    def hostile_run(self, scenario, hostiles, seconds, delay_ms=1,
+                    services=()):
         p = self.p
         broker = cl.Broker(self.args.broker, [
             "--heartbeat-interval", "250ms", "--queue-expiry", "3s",
@@ -255,9 +266,16 @@ class Run:
                                  max_service_labels=self.args.max_service_labels)
             time.sleep(0.5)
             before = cl.rss_kib(broker.pid)
-            settle = 8
+            settle = p["settle"]
+            for service in services:  # workers for the hostile peers
+                for kind, ep in (("mdp", broker.mdp), ("ccp", broker.ccp)):
+                    w = self.peer(f"{kind}-worker", ep, service,
+                                  f"{kind}-{service}-w",
+                                  name=f"{kind}-{service}-worker")
+                    cl.check(w.wait_line("WORKER ready", 20),
+                             "worker start")
             clients = self.pair(broker, p["pair_requests"],
-                                seconds + settle / 2)
+                                seconds + settle / 2, delay_ms)
             time.sleep(1.0)
             procs = []
             for kind, extra in hostiles:
@@ -278,11 +296,28 @@ class Run:
             peak_during = sampler.peak_kib
             results = self.collect(clients, timeout=seconds + 90)
             # "After": the hostile peers are gone and what they left queued
-            # has expired (queue expiry 3 s); give the broker a moment.
+            # has expired (queue expiry 3 s, checked every 250 ms).
             time.sleep(settle)
             after = cl.rss_kib(broker.pid)
             sampler.scrape_once()
             sampler.stop()
+            # What the hostile peers registered must be gone by now: their
+            # sockets are closed (Majordomo expires silent workers after
+            # 3 x 250 ms; consensus must bound the heartbeat it accepts).
+            try:
+                final = cl.parse_metrics_strict(
+                    cl.http_get(broker.metrics_port))
+            except (OSError, cl.Failure) as e:
+                final = None
+                self.expect(False, f"{scenario}: final /metrics: {e}")
+            for b in ("majordomo", "consensus") if final else ():
+                workers = sum(v for (name, labels), v in final.items()
+                              if name == "zb_workers" and
+                              ("broker", b) in labels)
+                self.expect(workers <= 4,
+                            f"{scenario}: {b} still has {workers:.0f} "
+                            "workers registered after the flood (the "
+                            "pair has 1)")
             peak = max(peak_during, sampler.peak_kib)
             self.expect(broker.proc.alive(), f"{scenario}: zb-broker died:\n"
                         + broker.proc.tail())
@@ -318,12 +353,20 @@ class Run:
             ("churn", ["--count", str(p["churn"])]),
         ], p["flood_seconds"])
 
+    def greedy(self):
+        # (1 ms per request at the pair's worker, the default: the greedy
+        # client out-sends it, so its backlog builds up in the broker.)
+        p = self.p
+        self.hostile_run("greedy", [
+            ("greedy", ["--count", str(p["greedy"])]),
+        ], p["greedy_seconds"])
+
     def slow(self):
         p = self.p
         self.hostile_run("slow", [
             ("slow", ["--count", str(p["slow_count"]),
-                      "--size", str(p["slow_size"])]),
-        ], p["slow_seconds"])
+                      "--size", str(p["slow_size"]), "--service", "slow"]),
+        ], p["slow_seconds"], delay_ms=0, services=["slow"])
 
 
 def main(argv):
@@ -336,18 +379,21 @@ def main(argv):
                                          "python"))
     ap.add_argument("--long", action="store_true")
     ap.add_argument("--json", help="write the figures here")
+    ap.add_argument("-v", "--verbose", action="store_true",
+                    help="print every client's result line")
     ap.add_argument("--ceiling-during-mib", type=int,
                     default=CEILING_DURING_MIB)
     ap.add_argument("--ceiling-after-mib", type=int, default=CEILING_AFTER_MIB)
     ap.add_argument("--max-service-labels", type=int,
                     default=MAX_SERVICE_LABELS)
     ap.add_argument("scenarios", nargs="+",
-                    choices=["mdp", "consensus", "flood", "slow", "all"])
+                    choices=["mdp", "consensus", "flood", "greedy", "slow",
+                             "all"])
     args = ap.parse_args(argv)
     run = Run(args)
     scenarios = args.scenarios
     if "all" in scenarios:
-        scenarios = ["mdp", "consensus", "flood", "slow"]
+        scenarios = ["mdp", "consensus", "flood", "greedy", "slow"]
     start = time.monotonic()
     for s in scenarios:
         t = time.monotonic()
@@ -359,6 +405,8 @@ def main(argv):
                 run.kills("ccp")
             elif s == "flood":
                 run.flood()
+            elif s == "greedy":
+                run.greedy()
             else:
                 run.slow()
         except cl.Failure as e:

@@ -276,7 +276,7 @@ def run_hostile(args):
     elif kind == "huge":
         # Frames far over any sane message size, to a service with no
         # worker (MDP queues them) and to consensus.
-        payload = zmq.Frame(b"\0" * args.size)
+        payload = b"\0" * args.size
         m, c = dealer(args.mdp), dealer(args.ccp)
         for i in range(args.count):
             if time.monotonic() > deadline:
@@ -285,9 +285,14 @@ def run_hostile(args):
             c.send_multipart(_ccp(0x03, b"void", _seq(i + 1, 99), payload),
                              copy=False)
             sent += 1
-        time.sleep(1)
-        drain(m)
-        drain(c)
+        # Sending is asynchronous: wait (up to the deadline) until libzmq
+        # has written everything, or the broker has cut the connection.
+        left = max(1.0, deadline - time.monotonic())
+        m.close(linger=int(left * 1000))
+        c.close(linger=int(left * 1000))
+        ctx.term()
+        _result("HOSTILE", {"kind": kind, "sent": sent})
+        return
     elif kind == "clientids":
         # One socket, many consensus client ids (each a record).
         c = dealer(args.ccp)
@@ -302,18 +307,21 @@ def run_hostile(args):
         drain(c)
     elif kind == "greedy":
         # One client with a huge backlog on the normal pair's service.
+        # Tight loops with prebuilt frames: the backlog must build up
+        # faster than one worker drains it.
         m, c = dealer(args.mdp), dealer(args.ccp)
         cid = rnd.getrandbits(32)
-        for i in range(args.count):
-            if time.monotonic() > deadline:
-                break
-            m.send_multipart(_mdp_request(b"echo", [b"greedy:%d" % i]))
-            c.send_multipart(_ccp(0x03, b"echo", _seq(i + 1, cid),
-                                  b"greedy:%d" % i))
-            sent += 1
-            if i % 1024 == 0:
-                drain(m)
-                drain(c)
+        request = _mdp_request(b"echo", [b"greedy"])
+        head = _ccp(0x03, b"echo")
+        i = 0
+        while i < args.count and time.monotonic() < deadline:
+            for _ in range(min(4096, args.count - i)):
+                m.send_multipart(request)
+                i += 1
+                c.send_multipart(head + [_seq(i, cid), b"greedy"])
+            drain(m)
+            drain(c)
+        sent = i
         while time.monotonic() < deadline:
             drain(m)
             drain(c)
@@ -337,18 +345,21 @@ def run_hostile(args):
                 time.sleep(0.05)  # let closed sockets finish
     elif kind == "slow":
         # A client that never reads its replies (large ones).
+        # Paced below what its worker serves, so that what piles up is
+        # replies, not requests.
         m, c = dealer(args.mdp), dealer(args.ccp)
         m.setsockopt(zmq.RCVHWM, 10)
         c.setsockopt(zmq.RCVHWM, 10)
         body = b"s" * args.size
         cid = rnd.getrandbits(32)
+        service = args.service.encode()
         for i in range(args.count):
             if time.monotonic() > deadline:
                 break
-            m.send_multipart(_mdp_request(b"echo", [body]))
-            c.send_multipart(_ccp(0x03, b"echo", _seq(i + 1, cid), body))
+            m.send_multipart(_mdp_request(service, [body]))
+            c.send_multipart(_ccp(0x03, service, _seq(i + 1, cid), body))
             sent += 1
-            time.sleep(0.0005)
+            time.sleep(0.002)
         while time.monotonic() < deadline:
             time.sleep(0.1)
     else:
@@ -386,6 +397,8 @@ def main():
     p.add_argument("--size", type=int, default=1 << 20)
     p.add_argument("--seconds", type=float, default=30)
     p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--service", default="echo",
+                   help="service of the slow client")
     args = ap.parse_args()
     if args.cmd.endswith("-worker"):
         run_worker(args, args.cmd.split("-")[0])

@@ -45,6 +45,7 @@
 #include <fuzzer/FuzzedDataProvider.h>
 
 #include <array>
+#include <cerrno>
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
@@ -100,6 +101,19 @@ zmq::context_t& NextContext() {
     context->set(zmq::ctxopt::max_sockets, 4096);
   }
   return *context;
+}
+
+// recv that retries when a signal interrupts it (libFuzzer's timers
+// deliver SIGALRM).  False when nothing is there (dontwait).
+bool Receive(zmq::socket_t& socket, zmq::message_t& frame,
+             zmq::recv_flags flags) {
+  while (true) {
+    try {
+      return socket.recv(frame, flags).has_value();
+    } catch (const zmq::error_t& e) {
+      if (e.num() != EINTR) throw;
+    }
+  }
 }
 
 struct Peer {
@@ -321,11 +335,11 @@ class Harness {
       while (true) {
         frames.clear();
         zmq::message_t frame;
-        if (!p.dealer->recv(frame, zmq::recv_flags::dontwait)) break;
+        if (!Receive(*p.dealer, frame, zmq::recv_flags::dontwait)) break;
         frames.push_back(std::move(frame));
         while (frames.back().more()) {
           zmq::message_t next;
-          Check(p.dealer->recv(next).has_value(), "recv");
+          Check(Receive(*p.dealer, next, zmq::recv_flags::none), "recv");
           frames.push_back(std::move(next));
         }
         OnReceived(p, frames);
