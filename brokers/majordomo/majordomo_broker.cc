@@ -507,25 +507,38 @@ class MajordomoBroker::Impl {
     return SendToWorker(w, r.arrived, r.failures);
   }
 
-  // Sends out_ to `w`; the request was put in w's next free slot.
+  // Sends out_ (a REQUEST for w) to `w`; the request becomes w's next
+  // outstanding one.  Returns false when the send was refused: the request
+  // is then back at the front of its queue and `w` has been removed.
   bool SendToWorker(Worker* w, Clock::time_point arrived, int failures) {
     Outstanding& o = w->at(w->count);
-    ++w->count;
-    ++busy_total_;
     o.arrived = arrived;
     o.failures = failures;
     w->sent_since_sweep = true;
     absl::Status s = SendFrames(router_, out_);
-    if (!s.ok()) {
-      // The worker's connection is gone (or its pipe is full): it cannot
-      // serve this request; that is not the request's fault, so it goes
-      // back to the queue without counting as a failure.
-      ++stats_.unroutable;
-      --o.failures;
-      DisconnectWorker(w, absl::StrFormat("cannot send: %s", s.message()));
-      return false;
+    if (s.ok()) {
+      ++w->count;
+      ++busy_total_;
+      return true;
     }
-    return true;
+    // The worker's connection is gone (or its pipe is full).  A ROUTER
+    // refuses a message at its first frame, so nothing was sent and out_
+    // still holds the whole request: it goes back to the front of the queue
+    // as it was.  It was never delivered, so this is no failure of the
+    // request, whatever max_redispatch says.
+    ++stats_.unroutable;
+    o.frames.clear();  // keeps the slot's capacity
+    Request& r = w->service->queue.emplace_front();
+    r.frames = TakeSpareFrames();
+    r.frames.push_back(std::move(out_[kRequestClientFrame]));
+    for (std::size_t i = kRequestBodyFrame; i < out_.size(); ++i) {
+      r.frames.push_back(std::move(out_[i]));
+    }
+    r.arrived = arrived;
+    r.failures = failures;
+    ++queued_total_;
+    DisconnectWorker(w, absl::StrFormat("cannot send: %s", s.message()));
+    return false;
   }
 
   void PushIdle(Worker* w) {
@@ -585,7 +598,6 @@ class MajordomoBroker::Impl {
     }
     if (w->idle) Unlink(w);
     --s->workers;
-    bool requeued = false;
     // Newest first, each to the front: the queue then starts with the
     // oldest.
     for (std::size_t i = w->count; i-- > 0;) {
@@ -603,21 +615,23 @@ class MajordomoBroker::Impl {
         r.arrived = o.arrived;
         r.failures = failures;
         ++queued_total_;
-        requeued = true;
       }
     }
     w->count = 0;
     for (Outstanding& o : w->ring) RecycleFrames(std::move(o.frames));
     std::string key = std::move(w->identity);
     workers_.erase(key);  // destroys *w
-    // Workers with credit take the requeued requests.  A failed send in
-    // there removes that worker too (nested; it cannot forget `s`, see
-    // below).
-    while (requeued && s->idle_head != nullptr && !s->queue.empty()) {
-      WorkerReady(PopIdle(s));
+    // Workers with credit take the requeued requests (and a request whose
+    // send to `w` was refused).  A failed send in there removes that worker
+    // too, nested: only the outermost removal runs this loop, which then
+    // goes on with the next worker, so the stack does not grow with the
+    // number of dead workers.  Only the outermost removal may forget the
+    // service, too: callers further up (this loop) still use `s`.
+    if (removing_ == 1) {
+      while (s->idle_head != nullptr && !s->queue.empty()) {
+        WorkerReady(PopIdle(s));
+      }
     }
-    // Only the outermost removal may forget the service: callers further up
-    // (this loop) still use `s`.
     if (--removing_ == 0 && !drained_ && s->workers == 0 && s->queue.empty()) {
       services_.erase(services_.find(s->name));  // destroys *s
     }
@@ -750,6 +764,10 @@ class MajordomoBroker::Impl {
     }
   }
 
+  // Where the client address and the body start in out_ when it holds a
+  // REQUEST for a worker: [worker, "", MDPW01, 0x02, client, "", body...].
+  static constexpr std::size_t kRequestClientFrame = 4;
+  static constexpr std::size_t kRequestBodyFrame = 6;
   static constexpr int kLogBurst = 5;
   static constexpr std::size_t kMaxSpareFrames = 1024;
 

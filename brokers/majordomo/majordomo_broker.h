@@ -30,6 +30,10 @@
 //     again (workers are idempotent per RFC 7), at most
 //     Options::max_redispatch times (redispatched); after that it is dropped
 //     (failures);
+//   - its worker's connection was gone when the broker sent it the request
+//     (the worker had not expired yet): the request was never delivered, so
+//     it goes back to the FRONT of its queue unchanged, whatever
+//     max_redispatch says (counted in unroutable);
 //   - the broker is draining: rejected_draining;
 //   - the client is gone when the reply comes (ZMQ_ROUTER_MANDATORY reports
 //     it): unroutable.
