@@ -192,6 +192,7 @@ class MajordomoBroker::Impl {
   struct Outstanding {
     Frames frames;
     Clock::time_point arrived;
+    Clock::time_point dispatched;  // when it was sent to the worker
     int failures = 0;
   };
 
@@ -513,6 +514,7 @@ class MajordomoBroker::Impl {
   bool SendToWorker(Worker* w, Clock::time_point arrived, int failures) {
     Outstanding& o = w->at(w->count);
     o.arrived = arrived;
+    o.dispatched = now_;
     o.failures = failures;
     w->sent_since_sweep = true;
     absl::Status s = SendFrames(router_, out_);
@@ -664,13 +666,25 @@ class MajordomoBroker::Impl {
   void Sweep() {
     if (drained_) return;
     now_ = Now();
-    // Workers: expire the silent ones, heartbeat the ones we did not talk to.
+    // Workers: expire the silent ones, disconnect those that hold a request
+    // longer than reply_timeout, heartbeat the ones we did not talk to.
+    // This visits every worker once per interval, which the heartbeats need
+    // anyway; the reply deadline adds one comparison per busy worker (its
+    // oldest outstanding request is the first of its ring).
     dead_.clear();
+    timed_out_.clear();
+    const bool reply_deadline = options_.reply_timeout.count() > 0;
     for (auto& [id, w] : workers_) {
       if (now_ >= w->expiry) {
         dead_.push_back(w->identity);
         // Out of the idle lists first, so that a request redispatched while
         // the dead are removed never goes to one of them.
+        if (w->idle) Unlink(w.get());
+        continue;
+      }
+      if (reply_deadline && w->count > 0 &&
+          now_ - w->at(0).dispatched >= options_.reply_timeout) {
+        timed_out_.push_back(w->identity);
         if (w->idle) Unlink(w.get());
         continue;
       }
@@ -690,6 +704,12 @@ class MajordomoBroker::Impl {
       ++stats_.workers_expired;
       RemoveWorker(it->second.get(), WorkerEvent::Kind::kExpired,
                    "heartbeat silence");
+    }
+    for (const std::string& identity : timed_out_) {
+      auto it = workers_.find(identity);
+      if (it == workers_.end()) continue;
+      ++stats_.reply_timeouts;
+      DisconnectWorker(it->second.get(), "no reply within reply_timeout");
     }
     // Queues: drop what waited too long (the front is the oldest); forget
     // services that have neither workers nor requests.
@@ -789,7 +809,8 @@ class MajordomoBroker::Impl {
   Frames out_;      // reused for every forwarded message
   Frames control_;  // reused for DISCONNECT / HEARTBEAT
   std::vector<Frames> spare_frames_;
-  std::vector<std::string> dead_;  // identities, reused by Sweep()
+  std::vector<std::string> dead_;       // identities, reused by Sweep()
+  std::vector<std::string> timed_out_;  // the same
   std::vector<std::string> unused_services_;
 
   Stats stats_;

@@ -24,7 +24,9 @@
 //     dropped_queue_full;
 //   - the request waited in the queue longer than Options::queue_expiry:
 //     expired;
-//   - its worker died, disconnected or was expired while serving it (with
+//   - its worker died, disconnected, was expired, or held it longer than
+//     Options::reply_timeout (the worker is then sent DISCONNECT) while
+//     serving it (with
 //     prefetch: every request outstanding at that worker): the
 //     request goes back to the FRONT of its service queue and is dispatched
 //     again (workers are idempotent per RFC 7), at most
@@ -115,6 +117,13 @@ class MajordomoBroker {
     Duration queue_expiry{30'000};
     // How many times a request whose worker failed is dispatched again.
     int max_redispatch = 1;
+    // The longest a request may stay outstanding at a worker.  When it
+    // passes, that worker is sent DISCONNECT and forgotten (a worker that
+    // heartbeats but never answers would otherwise hold the request for
+    // ever), and its requests are redispatched or failed under
+    // max_redispatch.  Checked by the sweep, so it fires up to one
+    // heartbeat_interval late.  Zero means never.
+    Duration reply_timeout{60'000};
     // Most services known at once (a service exists while it has workers or
     // queued requests); requests naming a new service beyond it are dropped
     // and counted as dropped_queue_full.  Guards against a client inventing
@@ -151,6 +160,8 @@ class MajordomoBroker {
     std::uint64_t workers_joined = 0;
     std::uint64_t workers_left = 0;          // sent DISCONNECT themselves
     std::uint64_t workers_expired = 0;       // heartbeat silence
+    std::uint64_t reply_timeouts = 0;        // workers disconnected because
+                                             // a request passed reply_timeout
     std::uint64_t workers_disconnected = 0;  // by the broker (protocol error,
                                              // drain)
     std::uint64_t disconnects_sent = 0;

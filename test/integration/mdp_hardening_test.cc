@@ -61,5 +61,84 @@ TEST_F(MdpHardeningTest, RefusedSendIsRequeuedEvenWithoutRedispatch) {
   }
 }
 
+// Issue 10 item 5: a worker that heartbeats but never answers is sent
+// DISCONNECT once its request has been outstanding for reply_timeout, and
+// the request goes to another worker.  Before the fix the request stayed
+// with the silent worker for ever.
+TEST_F(MdpHardeningTest, WorkerThatNeverAnswersIsDisconnectedAtReplyTimeout) {
+  auto o = FastBroker();  // 50 ms heartbeats, liveness 5
+  o.reply_timeout = 400ms;
+  StartBroker(o);
+  auto mute = RawWorker("svc");
+  auto c = RawClient();
+  c->Send({"", "MDPC01", "svc", "body"});
+  auto [addr, body] = Take(*mute);
+  EXPECT_EQ(body, "body");
+  // Heartbeat faithfully (well inside the 250 ms liveness) until the broker
+  // gives up on the reply.
+  std::vector<std::string> got;
+  ASSERT_TRUE(WaitFor([&] {
+    mute->Send({"", "MDPW01", kHeartbeat});
+    got = RecvCommand(*mute, kDisconnect, 20ms);
+    return !got.empty();
+  }));
+  auto s = Stats();
+  EXPECT_EQ(s.reply_timeouts, 1u);
+  EXPECT_EQ(s.workers_expired, 0u);
+  EXPECT_EQ(s.redispatched, 1u);
+  EXPECT_EQ(s.services["svc"].queued, 1u);
+  EXPECT_EQ(Workers("svc"), 0u);
+  // The request goes to the next worker, which answers.
+  auto heir = RawWorker("svc");
+  auto [addr2, body2] = Take(*heir);
+  EXPECT_EQ(addr2, addr);
+  EXPECT_EQ(body2, "body");
+  heir->Send({"", "MDPW01", kReply, addr2, "", "answer"});
+  EXPECT_THAT(c->Recv(), ElementsAre("", "MDPC01", "svc", "answer"));
+  // A late reply from the mute worker is refused; nothing else reaches the
+  // client.
+  mute->Send({"", "MDPW01", kReply, addr, "", "late"});
+  EXPECT_FALSE(RecvCommand(*mute, kDisconnect).empty());
+  EXPECT_TRUE(c->Recv(200ms).empty());
+  EXPECT_EQ(Stats().replies, 1u);
+}
+
+// With max_redispatch = 0 the timed-out request is a failure; with
+// reply_timeout = 0 a slow worker keeps it.
+TEST_F(MdpHardeningTest, ReplyTimeoutFailsWithoutRedispatchAndZeroIsNever) {
+  auto o = FastBroker();
+  o.reply_timeout = 300ms;
+  o.max_redispatch = 0;
+  StartBroker(o);
+  auto mute = RawWorker("svc");
+  auto c = RawClient();
+  c->Send({"", "MDPC01", "svc", "body"});
+  Take(*mute);
+  ASSERT_TRUE(WaitFor([&] {
+    mute->Send({"", "MDPW01", kHeartbeat});
+    return !RecvCommand(*mute, kDisconnect, 20ms).empty();
+  }));
+  auto s = Stats();
+  EXPECT_EQ(s.failures, 1u);
+  EXPECT_EQ(s.redispatched, 0u);
+  broker_thread_.invoke(
+      [&](Reactor&) { EXPECT_EQ(broker_->open_requests(), 0u); });
+  StopBroker();
+
+  o.reply_timeout = 0ms;
+  StartBroker(o);
+  auto slow = RawWorker("svc");
+  c = RawClient();
+  c->Send({"", "MDPC01", "svc", "body"});
+  auto [addr, body] = Take(*slow);
+  const auto until = std::chrono::steady_clock::now() + 600ms;
+  while (std::chrono::steady_clock::now() < until) {
+    slow->Send({"", "MDPW01", kHeartbeat});
+    ASSERT_TRUE(RecvCommand(*slow, kDisconnect, 20ms).empty());
+  }
+  slow->Send({"", "MDPW01", kReply, addr, "", "late but fine"});
+  EXPECT_THAT(c->Recv(), ElementsAre("", "MDPC01", "svc", "late but fine"));
+}
+
 }  // namespace
 }  // namespace zb
