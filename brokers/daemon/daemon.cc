@@ -51,6 +51,8 @@ BrokerSnapshot SnapshotOf(const MajordomoBroker& broker) {
       {"dropped_queue_full", s.dropped_queue_full},
       {"rejected_draining", s.rejected_draining},
       {"unroutable", s.unroutable},
+      {"dropped_full_pipe", s.dropped_full_pipe},
+      {"reply_timeouts", s.reply_timeouts},
       {"workers_joined", s.workers_joined},
       {"workers_left", s.workers_left},
       {"workers_expired", s.workers_expired},

@@ -528,7 +528,7 @@ class MajordomoBroker::Impl {
     // still holds the whole request: it goes back to the front of the queue
     // as it was.  It was never delivered, so this is no failure of the
     // request, whatever max_redispatch says.
-    ++stats_.unroutable;
+    CountRefusedSend(s);
     o.frames.clear();  // keeps the slot's capacity
     Request& r = w->service->queue.emplace_front();
     r.frames = TakeSpareFrames();
@@ -692,7 +692,9 @@ class MajordomoBroker::Impl {
         control_.clear();
         control_.push_back(Frame(w->identity));
         mdp::AppendHeartbeat(&control_);
-        if (!SendFrames(router_, control_).ok()) ++stats_.unroutable;
+        if (absl::Status st = SendFrames(router_, control_); !st.ok()) {
+          CountRefusedSend(st);
+        }
       }
       w->sent_since_sweep = false;
     }
@@ -758,11 +760,23 @@ class MajordomoBroker::Impl {
 
   // --- Helpers ---------------------------------------------------------------
 
-  // Sends out_ to the peer named in out_[0]; counts an unroutable client.
+  // Sends out_ to the peer named in out_[0]; counts a refused send.
   bool Send() {
-    if (SendFrames(router_, out_).ok()) return true;
-    ++stats_.unroutable;
+    absl::Status s = SendFrames(router_, out_);
+    if (s.ok()) return true;
+    CountRefusedSend(s);
     return false;
+  }
+
+  // The ROUTER refuses a message when the peer is gone (EHOSTUNREACH, with
+  // ZMQ_ROUTER_MANDATORY) or when its pipe is full (EAGAIN at the
+  // high-water mark: the peer is there but does not read fast enough).
+  void CountRefusedSend(const absl::Status& s) {
+    if (s.code() == absl::StatusCode::kResourceExhausted) {
+      ++stats_.dropped_full_pipe;
+    } else {
+      ++stats_.unroutable;
+    }
   }
 
   void Log(LogLevel level, std::string_view line) {

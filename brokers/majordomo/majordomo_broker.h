@@ -38,7 +38,9 @@
 //     max_redispatch says (counted in unroutable);
 //   - the broker is draining: rejected_draining;
 //   - the client is gone when the reply comes (ZMQ_ROUTER_MANDATORY reports
-//     it): unroutable.
+//     it): unroutable;
+//   - the client is connected but its pipe is full (it does not read; the
+//     ROUTER's send high-water mark): dropped_full_pipe.
 //
 // Prefetch (Options::worker_prefetch = N > 1, an opt-in extension of RFC 7).
 // The broker keeps up to N requests outstanding at each worker instead of
@@ -157,6 +159,8 @@ class MajordomoBroker {
     std::uint64_t rejected_draining = 0;  // new requests while draining
     std::uint64_t malformed = 0;          // messages dropped as invalid
     std::uint64_t unroutable = 0;         // sends to a peer that was gone
+    std::uint64_t dropped_full_pipe = 0;  // sends refused because the
+                                          // peer's pipe was full (HWM)
     std::uint64_t workers_joined = 0;
     std::uint64_t workers_left = 0;          // sent DISCONNECT themselves
     std::uint64_t workers_expired = 0;       // heartbeat silence

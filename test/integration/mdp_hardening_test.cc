@@ -140,5 +140,31 @@ TEST_F(MdpHardeningTest, ReplyTimeoutFailsWithoutRedispatchAndZeroIsNever) {
   EXPECT_THAT(c->Recv(), ElementsAre("", "MDPC01", "svc", "late but fine"));
 }
 
+// Issue 11 item 7: a reply dropped because the client's pipe is full (it
+// does not read) is not "unroutable" (the client is there); it has its own
+// counter.  Before the fix every such drop was counted as unroutable.
+TEST_F(MdpHardeningTest, RepliesDroppedAtAFullPipeAreNotUnroutable) {
+  StartBroker(FastBroker(), "inproc://mdp-hardening-hwm");
+  AddWorker("echo", Echo());
+  ASSERT_TRUE(WaitFor([&] { return Workers("echo") == 1; }));
+  zmq::socket_t reader_that_never_reads(ctx_, zmq::socket_type::dealer);
+  reader_that_never_reads.set(zmq::sockopt::linger, 0);
+  reader_that_never_reads.set(zmq::sockopt::rcvhwm, 1);
+  reader_that_never_reads.connect(endpoint_);
+  constexpr int kRequests = 3000;  // well over the pipe's 1,000 + 1
+  for (int i = 0; i < kRequests; ++i) {
+    Frames f = MakeFrames({"", "MDPC01", "echo", "x"});
+    ASSERT_TRUE(zmq::send_multipart(reader_that_never_reads, f).has_value());
+  }
+  ASSERT_TRUE(WaitFor([&] {
+    auto s = Stats();
+    return s.replies + s.dropped_full_pipe + s.unroutable == kRequests;
+  }));
+  auto s = Stats();
+  EXPECT_EQ(s.unroutable, 0u);
+  EXPECT_GT(s.dropped_full_pipe, 0u);
+  EXPECT_GT(s.replies, 0u);
+}
+
 }  // namespace
 }  // namespace zb
