@@ -1700,30 +1700,8 @@ extern "C" int zb_mdp_broker_new(zb_reactor_t* r, int64_t heartbeat_interval_us,
                                                : ZB_LOG_WARNING,
                        line);
         });
-    b->broker->set_worker_event_hook(
-        [bp](const zb::MajordomoBroker::WorkerEvent& e) {
-          if (bp->log_fn == nullptr) return;  // joins and leaves are INFO
-          using Kind = zb::MajordomoBroker::WorkerEvent::Kind;
-          const char* what = "joined";
-          switch (e.kind) {
-            case Kind::kJoined:
-              break;
-            case Kind::kLeft:
-              what = "left";
-              break;
-            case Kind::kExpired:
-              what = "expired";
-              break;
-            case Kind::kDisconnected:
-              what = "disconnected";
-              break;
-          }
-          MdpBrokerLog(bp, ZB_LOG_INFO,
-                       std::string("worker ") + what +
-                           " service=" + std::string(e.service) +
-                           (e.reason.empty() ? "" : " reason=") +
-                           std::string(e.reason));
-        });
+    // Worker joins and leaves arrive as INFO lines of the log hook,
+    // rate-limited by the broker.
     *out = b.get();
     r->mdp_brokers.insert(b.release());
     return ZB_OK;

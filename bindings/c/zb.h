@@ -603,8 +603,10 @@ int zb_mdp_broker_destroy(zb_mdp_broker_t* broker);
 int zb_mdp_broker_bind(zb_mdp_broker_t* broker, const char* endpoint,
                        char* resolved, size_t capacity);
 
-/* Sends the broker's log lines (and worker joins/leaves, at ZB_LOG_INFO) to
- * fn(user, level, line); NULL restores the default. */
+/* Sends the broker's log lines (worker joins/leaves at ZB_LOG_INFO;
+ * refusals and malformed messages at ZB_LOG_WARNING; each kind rate-limited
+ * by the broker, with a count of what was held back) to fn(user, level,
+ * line); NULL restores the default. */
 int zb_mdp_broker_set_log(zb_mdp_broker_t* broker, zb_log_fn fn, void* user,
                           zb_free_fn free_user);
 

@@ -152,21 +152,6 @@ std::string TotalsLine(const std::string& kind, const BrokerSnapshot& s) {
       kind, s.requests, success, s.failures, s.timeouts, s.malformed);
 }
 
-std::string_view WorkerEventText(MajordomoBroker::WorkerEvent::Kind kind) {
-  using Kind = MajordomoBroker::WorkerEvent::Kind;
-  switch (kind) {
-    case Kind::kJoined:
-      return "joined";
-    case Kind::kLeft:
-      return "left (DISCONNECT)";
-    case Kind::kExpired:
-      return "expired (heartbeat silence)";
-    case Kind::kDisconnected:
-      return "disconnected by the broker";
-  }
-  return "?";
-}
-
 }  // namespace
 
 void BlockShutdownSignals() {
@@ -287,18 +272,8 @@ absl::Status Daemon::Impl::StartMajordomo() {
     r->destroy = [this] { majordomo.reset(); };
     MajordomoBroker& b = *majordomo;
     spdlog::logger* lg = log.get();
-    b.set_worker_event_hook([lg](const MajordomoBroker::WorkerEvent& e) {
-      if (e.kind == MajordomoBroker::WorkerEvent::Kind::kDisconnected &&
-          !e.reason.empty()) {
-        lg->info("majordomo: worker {} {} service \"{}\": {}",
-                 PrintableId(e.identity), WorkerEventText(e.kind),
-                 PrintableId(e.service), e.reason);
-      } else {
-        lg->info("majordomo: worker {} {} service \"{}\"",
-                 PrintableId(e.identity), WorkerEventText(e.kind),
-                 PrintableId(e.service));
-      }
-    });
+    // Worker joins and leaves come through the log hook, rate-limited by the
+    // broker (a join flood must not flood the log).
     BrokerMetrics* m = r->metrics;
     b.set_latency_hook([m](std::string_view, std::chrono::nanoseconds d) {
       m->ObserveLatency(d);

@@ -8,8 +8,10 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/escaping.h"
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/string_view.h"
+#include "brokers/common/log_limiter.h"
 #include "brokers/protocol/mdp.h"
 #include "reactor/frames.h"
 
@@ -28,14 +30,31 @@ std::string_view SV(absl::string_view s) {
   return std::string_view(s.data(), s.size());
 }
 
-// Identities are usually 5 binary bytes (libzmq's generated ones); print them
-// readably.
+// A socket identity for a log line: printable ASCII (no space) as it is,
+// anything else -- libzmq's generated identities are 5 binary bytes
+// starting with a zero -- as hex, so it is one word either way.  At most 64
+// bytes are shown.
 std::string Printable(std::string_view identity) {
-  return absl::CHexEscape(AV(identity));
+  constexpr std::size_t kMax = 64;
+  const bool truncated = identity.size() > kMax;
+  if (truncated) identity = identity.substr(0, kMax);
+  bool printable = !identity.empty();
+  for (char c : identity) printable = printable && c >= 0x21 && c <= 0x7e;
+  std::string out =
+      printable ? std::string(identity) : absl::BytesToHexString(AV(identity));
+  if (truncated) out += "...";
+  return out;
+}
+
+// A service name (or any peer-chosen text) for a log line, quoted and
+// C-escaped so that it cannot break the line.
+std::string Quoted(std::string_view text) {
+  return absl::StrCat("\"", absl::CHexEscape(AV(text.substr(0, 256))),
+                      text.size() > 256 ? "...\"" : "\"");
 }
 
 void DefaultLog(MajordomoBroker::LogLevel level, std::string_view line) {
-  if (level == MajordomoBroker::LogLevel::kDebug) return;
+  if (level != MajordomoBroker::LogLevel::kWarning) return;
   std::fprintf(stderr, "zb::MajordomoBroker: %.*s\n",
                static_cast<int>(line.size()), line.data());
 }
@@ -267,24 +286,19 @@ class MajordomoBroker::Impl {
     if (it != workers_.end()) {
       DisconnectWorker(it->second.get(), "malformed message");
     }
-    // Rate-limited: at most kLogBurst lines per second.
-    if (now_ - log_window_ >= std::chrono::seconds(1)) {
-      if (suppressed_ > 0) {
-        Log(LogLevel::kWarning,
-            absl::StrFormat("%d more malformed messages were not logged",
-                            suppressed_));
-      }
-      log_window_ = now_;
-      logged_in_window_ = 0;
-      suppressed_ = 0;
-    }
-    if (logged_in_window_ < kLogBurst) {
-      ++logged_in_window_;
+    if (malformed_log_.Admit(now_)) {
       Log(LogLevel::kWarning,
-          absl::StrFormat("dropped a message from \"%s\": %s",
-                          Printable(identity), why));
-    } else {
-      ++suppressed_;
+          absl::StrCat("dropped a message from ", Printable(identity), ": ",
+                       AV(why), malformed_log_.SuppressedNote()));
+    }
+  }
+
+  // A worker refused or a request dropped because of a cap (or a reserved
+  // name), logged rate-limited.
+  void Refused(std::string_view what) {
+    if (refused_log_.Admit(now_)) {
+      Log(LogLevel::kWarning,
+          absl::StrCat(AV(what), refused_log_.SuppressedNote()));
     }
   }
 
@@ -300,7 +314,14 @@ class MajordomoBroker::Impl {
     }
     Service* service = FindOrCreateService(m.service);
     if (service == nullptr) {
-      ++stats_.dropped_queue_full;
+      ++stats_.dropped_max_services;
+      if (refused_log_.Admit(now_)) {
+        Log(LogLevel::kWarning,
+            absl::StrCat("dropped a request from ", Printable(View(identity)),
+                         " for new service ", Quoted(m.service),
+                         ": max_services (", options_.max_services, ") reached",
+                         refused_log_.SuppressedNote()));
+      }
       return;
     }
     if (service->idle_head != nullptr) {
@@ -352,9 +373,9 @@ class MajordomoBroker::Impl {
           DisconnectWorker(w, "second READY");
         } else if (mdp::IsMmiService(m.service)) {
           SendDisconnect(View(identity));
-          Log(LogLevel::kInfo,
-              absl::StrFormat("refused worker \"%s\": \"%s\" is reserved (MMI)",
-                              Printable(View(identity)), m.service));
+          Refused(absl::StrCat("refused worker ", Printable(View(identity)),
+                               ": service ", Quoted(m.service),
+                               " is reserved (MMI)"));
         } else {
           RegisterWorker(View(identity), m.service);
         }
@@ -422,12 +443,22 @@ class MajordomoBroker::Impl {
   // --- Workers ---------------------------------------------------------------
 
   void RegisterWorker(std::string_view identity, std::string_view name) {
+    if (options_.max_workers != 0 && workers_.size() >= options_.max_workers) {
+      ++stats_.workers_refused;
+      SendDisconnect(identity);
+      Refused(absl::StrCat("refused worker ", Printable(identity),
+                           " for service ", Quoted(name), ": max_workers (",
+                           options_.max_workers, ") reached"));
+      return;
+    }
     Service* service = FindOrCreateService(name);
     if (service == nullptr) {
+      ++stats_.workers_refused;
       SendDisconnect(identity);
-      Log(LogLevel::kWarning,
-          absl::StrFormat("refused worker \"%s\": too many services (%d)",
-                          Printable(identity), options_.max_services));
+      Refused(absl::StrCat("refused worker ", Printable(identity),
+                           " for new service ", Quoted(name),
+                           ": max_services (", options_.max_services,
+                           ") reached"));
       return;
     }
     auto owned = std::make_unique<Worker>();
@@ -439,6 +470,11 @@ class MajordomoBroker::Impl {
     workers_.emplace(w->identity, std::move(owned));
     ++service->workers;
     ++stats_.workers_joined;
+    if (joins_log_.Admit(now_)) {
+      Log(LogLevel::kInfo,
+          absl::StrCat("worker ", Printable(w->identity), " joined service ",
+                       Quoted(service->name), joins_log_.SuppressedNote()));
+    }
     if (worker_hook_) {
       worker_hook_(WorkerEvent{WorkerEvent::Kind::kJoined, w->identity,
                                service->name, ""});
@@ -595,6 +631,13 @@ class MajordomoBroker::Impl {
                     std::string_view reason) {
     Service* s = w->service;
     ++removing_;
+    if (leaves_log_.Admit(now_)) {
+      Log(LogLevel::kInfo,
+          absl::StrCat("worker ", Printable(w->identity), " ",
+                       AV(LeaveText(kind)), " service ", Quoted(s->name),
+                       reason.empty() ? "" : ": ", AV(reason),
+                       leaves_log_.SuppressedNote()));
+    }
     if (worker_hook_) {
       worker_hook_(WorkerEvent{kind, w->identity, s->name, reason});
     }
@@ -653,7 +696,10 @@ class MajordomoBroker::Impl {
   Service* FindOrCreateService(std::string_view name) {
     auto it = services_.find(AV(name));
     if (it != services_.end()) return it->second.get();
-    if (services_.size() >= options_.max_services) return nullptr;
+    if (options_.max_services != 0 &&
+        services_.size() >= options_.max_services) {
+      return nullptr;
+    }
     auto s = std::make_unique<Service>();
     s->name = std::string(name);
     Service* raw = s.get();
@@ -726,6 +772,7 @@ class MajordomoBroker::Impl {
       if (s->workers == 0 && s->queue.empty()) unused.push_back(s->name);
     }
     for (const std::string& name : unused) services_.erase(name);
+    FlushLogLimiters();
     if (draining_) MaybeFinishDrain();
   }
 
@@ -783,6 +830,42 @@ class MajordomoBroker::Impl {
     if (log_) log_(level, line);
   }
 
+  static std::string_view LeaveText(WorkerEvent::Kind kind) {
+    switch (kind) {
+      case WorkerEvent::Kind::kJoined:
+        return "joined";
+      case WorkerEvent::Kind::kLeft:
+        return "left (DISCONNECT)";
+      case WorkerEvent::Kind::kExpired:
+        return "expired (heartbeat silence)";
+      case WorkerEvent::Kind::kDisconnected:
+        return "disconnected by the broker";
+    }
+    return "?";
+  }
+
+  // Reports lines each limiter held back since its last admitted line, so a
+  // flood that stops is still mentioned (called by the sweep).
+  void FlushLogLimiters() {
+    struct Kind {
+      LogLimiter* limiter;
+      LogLevel level;
+      std::string_view what;
+    };
+    const Kind kinds[] = {
+        {&joins_log_, LogLevel::kInfo, "worker joins"},
+        {&leaves_log_, LogLevel::kInfo, "worker leaves"},
+        {&refused_log_, LogLevel::kWarning, "refused workers or requests"},
+        {&malformed_log_, LogLevel::kWarning, "malformed messages"},
+    };
+    for (const Kind& k : kinds) {
+      if (std::uint64_t n = k.limiter->Flush(now_)) {
+        Log(k.level, absl::StrCat(n, " more ", AV(k.what),
+                                  " were not logged (rate limit)"));
+      }
+    }
+  }
+
   // Queued requests reuse frame vectors so that queueing does not allocate
   // once the broker has warmed up.
   Frames TakeSpareFrames() {
@@ -802,7 +885,6 @@ class MajordomoBroker::Impl {
   // REQUEST for a worker: [worker, "", MDPW01, 0x02, client, "", body...].
   static constexpr std::size_t kRequestClientFrame = 4;
   static constexpr std::size_t kRequestBodyFrame = 6;
-  static constexpr int kLogBurst = 5;
   static constexpr std::size_t kMaxSpareFrames = 1024;
 
   Reactor& reactor_;
@@ -836,9 +918,11 @@ class MajordomoBroker::Impl {
   WorkerEventHook worker_hook_;
   LatencyHook latency_hook_;
   LogHook log_;
-  Clock::time_point log_window_;
-  int logged_in_window_ = 0;
-  std::uint64_t suppressed_ = 0;
+  // One rate limit per kind of line (see LogHook in the header).
+  LogLimiter joins_log_{{.period = std::chrono::seconds(1), .burst = 10}};
+  LogLimiter leaves_log_{{.period = std::chrono::seconds(1), .burst = 10}};
+  LogLimiter refused_log_{{.period = std::chrono::seconds(1), .burst = 5}};
+  LogLimiter malformed_log_{{.period = std::chrono::seconds(1), .burst = 5}};
 };
 
 MajordomoBroker::MajordomoBroker(Reactor& reactor, zmq::context_t& context,

@@ -127,10 +127,17 @@ class MajordomoBroker {
     // heartbeat_interval late.  Zero means never.
     Duration reply_timeout{60'000};
     // Most services known at once (a service exists while it has workers or
-    // queued requests); requests naming a new service beyond it are dropped
-    // and counted as dropped_queue_full.  Guards against a client inventing
-    // service names without end.
+    // queued requests).  Beyond it, a request naming a new service is
+    // dropped (dropped_max_services) and a READY for a new service is
+    // refused with DISCONNECT (workers_refused); both are logged,
+    // rate-limited.  Guards against a client inventing service names
+    // without end.  0 means no bound.
     std::size_t max_services = 10'000;
+    // Most workers registered at once, over all services.  Beyond it a
+    // READY is refused with DISCONNECT (workers_refused, logged
+    // rate-limited); the worker retries after its reconnect delay.  0 means
+    // no bound.
+    std::size_t max_workers = 10'000;
     // Most requests outstanding at one worker (an opt-in extension of RFC 7,
     // see "Prefetch" above and docs/majordomo.md).  1, the default, is
     // RFC 7's one request per worker at a time.  Must be between 1 and
@@ -155,13 +162,16 @@ class MajordomoBroker {
     std::uint64_t failures = 0;      // dropped after max_redispatch failures
     std::uint64_t redispatched = 0;  // requests re-queued after a failure
     std::uint64_t expired = 0;       // dropped after queue_expiry
-    std::uint64_t dropped_queue_full = 0;
-    std::uint64_t rejected_draining = 0;  // new requests while draining
-    std::uint64_t malformed = 0;          // messages dropped as invalid
-    std::uint64_t unroutable = 0;         // sends to a peer that was gone
-    std::uint64_t dropped_full_pipe = 0;  // sends refused because the
-                                          // peer's pipe was full (HWM)
+    std::uint64_t dropped_queue_full = 0;    // service queue full
+    std::uint64_t dropped_max_services = 0;  // new service beyond the cap
+    std::uint64_t rejected_draining = 0;     // new requests while draining
+    std::uint64_t malformed = 0;             // messages dropped as invalid
+    std::uint64_t unroutable = 0;            // sends to a peer that was gone
+    std::uint64_t dropped_full_pipe = 0;     // sends refused because the
+                                             // peer's pipe was full (HWM)
     std::uint64_t workers_joined = 0;
+    std::uint64_t workers_refused = 0;       // READY beyond max_workers or
+                                             // max_services
     std::uint64_t workers_left = 0;          // sent DISCONNECT themselves
     std::uint64_t workers_expired = 0;       // heartbeat silence
     std::uint64_t reply_timeouts = 0;        // workers disconnected because
@@ -172,7 +182,9 @@ class MajordomoBroker {
     absl::flat_hash_map<std::string, ServiceStats> services;
   };
 
-  // Worker membership changes, for logging.
+  // Worker membership changes.  The hook is called for every one, not
+  // rate-limited (the log hook already carries rate-limited lines for
+  // them), so it must be cheap.
   struct WorkerEvent {
     enum class Kind {
       kJoined,        // READY accepted
@@ -194,8 +206,13 @@ class MajordomoBroker {
       std::string_view service, std::chrono::nanoseconds latency)>;
 
   enum class LogLevel { kDebug, kInfo, kWarning };
-  // Log lines (malformed messages, rate-limited to a few per second with a
-  // count of the suppressed ones).  Default: warnings to stderr.
+  // Log lines: worker joins and leaves (kInfo), refused workers and
+  // requests dropped by a cap, malformed messages (kWarning).  Each kind is
+  // rate-limited by its own zb::LogLimiter (joins and leaves: 10 lines per
+  // second; refusals and malformed messages: 5), and what was held back is
+  // reported: in the next line of that kind, or by the sweep in one
+  // summary line.  So a flooding peer cannot flood the log.  Default:
+  // warnings to stderr.
   using LogHook = absl::AnyInvocable<void(LogLevel, std::string_view)>;
 
   MajordomoBroker(Reactor& reactor, zmq::context_t& context, Options options);

@@ -6,8 +6,10 @@
 // DEALER peers play the clients and workers, so what is checked is the
 // wire behaviour any RFC 7 peer sees.
 
+#include <atomic>
 #include <chrono>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
@@ -164,6 +166,115 @@ TEST_F(MdpHardeningTest, RepliesDroppedAtAFullPipeAreNotUnroutable) {
   EXPECT_EQ(s.unroutable, 0u);
   EXPECT_GT(s.dropped_full_pipe, 0u);
   EXPECT_GT(s.replies, 0u);
+}
+
+// Issue 11 item 2 (Majordomo): max_services counts what it drops in its
+// own counter and logs it rate-limited; a READY for a new service beyond
+// it is refused.  Before the fix the dropped requests were counted as
+// dropped_queue_full and the refusals logged one line each.
+TEST_F(MdpHardeningTest, MaxServicesCountsAndLogsRateLimited) {
+  auto o = Prefetch(1);
+  o.max_services = 2;
+  StartBroker(o);
+  std::atomic<int> warnings{0};
+  broker_thread_.invoke([&](Reactor&) {
+    broker_->set_log_hook(
+        [&](MajordomoBroker::LogLevel level, std::string_view) {
+          if (level == MajordomoBroker::LogLevel::kWarning) ++warnings;
+        });
+  });
+  auto c = RawClient();
+  constexpr int kNames = 200;
+  for (int i = 0; i < kNames; ++i) {
+    c->Send({"", "MDPC01", "invented-" + std::to_string(i), "x"});
+  }
+  ASSERT_TRUE(WaitFor([&] { return Stats().requests == kNames; }));
+  auto s = Stats();
+  EXPECT_EQ(s.services.size(), 2u);
+  EXPECT_EQ(s.dropped_max_services, kNames - 2u);
+  EXPECT_EQ(s.dropped_queue_full, 0u);
+  // A worker for an existing service is welcome; one for a new one is not.
+  auto welcome = RawWorker("invented-0");
+  std::vector<std::unique_ptr<RawPeer>> refused;
+  for (int i = 0; i < 50; ++i) {
+    refused.push_back(RawClient());
+    refused.back()->Send({"", "MDPW01", kReady, "another"});
+  }
+  for (auto& w : refused) {
+    EXPECT_FALSE(RecvCommand(*w, kDisconnect).empty());
+  }
+  s = Stats();
+  EXPECT_EQ(s.workers_refused, 50u);
+  EXPECT_EQ(s.workers_joined, 1u);
+  // 198 + 50 refusals, logged as a handful of lines.
+  EXPECT_GT(warnings.load(), 0);
+  EXPECT_LT(warnings.load(), 30);
+}
+
+// Issue 11 item 2 (Majordomo): max_workers.
+TEST_F(MdpHardeningTest, MaxWorkersRefusesTheRest) {
+  auto o = Prefetch(1);
+  o.max_workers = 3;
+  StartBroker(o);
+  std::vector<std::unique_ptr<RawPeer>> peers;
+  for (int i = 0; i < 10; ++i) {
+    peers.push_back(RawClient());
+    peers.back()->Send({"", "MDPW01", kReady, i % 2 == 0 ? "even" : "odd"});
+  }
+  ASSERT_TRUE(WaitFor([&] { return Stats().workers_refused == 7; }));
+  auto s = Stats();
+  EXPECT_EQ(s.workers_joined, 3u);
+  EXPECT_EQ(s.services["even"].workers + s.services["odd"].workers, 3u);
+  // A worker that leaves makes room.
+  int refused_index = -1;
+  for (int i = 0; i < 10 && refused_index < 0; ++i) {
+    if (!RecvCommand(*peers[i], kDisconnect, 100ms).empty()) refused_index = i;
+  }
+  ASSERT_GE(refused_index, 0);
+  peers[0]->Send({"", "MDPW01", kDisconnect});
+  ASSERT_TRUE(WaitFor([&] { return Stats().workers_left == 1; }));
+  auto again = RawWorker("odd");
+  EXPECT_EQ(Stats().workers_joined, 4u);
+}
+
+// Issue 11 item 8: worker joins and leaves are logged through the log hook,
+// rate-limited, and what was held back is reported.  Before the fix the
+// broker logged none of them (the daemon logged every one from the event
+// hook: 1.27 MB in 140 s of a join flood).
+TEST_F(MdpHardeningTest, JoinAndLeaveFloodIsLoggedRateLimited) {
+  auto o = Prefetch(1);
+  o.heartbeat_interval = 200ms;  // the sweep reports what was held back
+  o.heartbeat_liveness = 50;
+  StartBroker(o);
+  std::mutex mu;
+  std::vector<std::string> lines;
+  broker_thread_.invoke([&](Reactor&) {
+    broker_->set_log_hook(
+        [&](MajordomoBroker::LogLevel, std::string_view line) {
+          std::lock_guard<std::mutex> lock(mu);
+          lines.emplace_back(line);
+        });
+  });
+  constexpr int kWorkers = 500;
+  std::vector<std::unique_ptr<RawPeer>> peers;
+  for (int i = 0; i < kWorkers; ++i) {
+    peers.push_back(RawClient());
+    peers.back()->Send({"", "MDPW01", kReady, "flood"});
+    peers.back()->Send({"", "MDPW01", kDisconnect});
+  }
+  ASSERT_TRUE(WaitFor([&] { return Stats().workers_left == kWorkers; }));
+  // The sweep's summary of what the limiter held back.
+  auto count = [&](std::string_view what) {
+    std::lock_guard<std::mutex> lock(mu);
+    int n = 0;
+    for (const std::string& l : lines) n += l.find(what) != l.npos;
+    return n;
+  };
+  ASSERT_TRUE(WaitFor([&] { return count("not logged") >= 2; }));
+  EXPECT_GT(count("joined service \"flood\""), 0);
+  EXPECT_LT(count("joined service \"flood\""), 60);
+  EXPECT_GT(count("left (DISCONNECT)"), 0);
+  EXPECT_LT(count("left (DISCONNECT)"), 60);
 }
 
 }  // namespace
