@@ -64,7 +64,7 @@ struct KeySpec {
 
 // The schema: every key the file may hold.  Adding a key here makes it
 // accepted in the file and, with a flag name, on the command line.
-const std::array<KeySpec, 15> kKeys = {{
+const std::array<KeySpec, 17> kKeys = {{
     {"daemon", "log_level", Kind::kLogLevel, "--log-level",
      [](DaemonConfig& c, Value&& v) { c.log_level = v.level; }},
     {"daemon", "stats_interval", Kind::kDuration, "--stats-interval",
@@ -95,8 +95,14 @@ const std::array<KeySpec, 15> kKeys = {{
      [](DaemonConfig& c, Value&& v) {
        c.majordomo.max_redispatch = v.integer;
      }},
-    {"majordomo", "max_services", Kind::kNonNegativeInt, "",
+    {"majordomo", "max_services", Kind::kNonNegativeInt, "--max-services",
      [](DaemonConfig& c, Value&& v) { c.majordomo.max_services = v.integer; }},
+    {"majordomo", "max_workers", Kind::kNonNegativeInt, "--max-workers",
+     [](DaemonConfig& c, Value&& v) { c.majordomo.max_workers = v.integer; }},
+    {"majordomo", "reply_timeout", Kind::kDuration, "--reply-timeout",
+     [](DaemonConfig& c, Value&& v) {
+       c.majordomo.reply_timeout = v.duration;
+     }},
     {"majordomo", "worker_prefetch", Kind::kPrefetch, "--worker-prefetch",
      [](DaemonConfig& c, Value&& v) {
        c.majordomo.worker_prefetch = v.integer;
@@ -604,6 +610,10 @@ Majordomo tuning (default: the broker's own):
   --queue-limit N                 most requests queued per service, 0 = no bound
   --queue-expiry DURATION         longest time a request may stay queued, 0s = no limit
   --max-redispatch N              times a request whose worker died is resent
+  --reply-timeout DURATION        longest a request may stay at a worker, then
+                                  the worker is disconnected, 0s = no limit
+  --max-services N                most services known at once, 0 = no bound
+  --max-workers N                 most workers registered at once, 0 = no bound
   --worker-prefetch N             requests outstanding per worker, 1-1000 [1]
                                   (>1 extends RFC 7; see docs/majordomo.md)
 

@@ -25,7 +25,9 @@
 //   queue_limit = 100000           # per service; 0 = unbounded
 //   queue_expiry = "30s"           # "0s" = never
 //   max_redispatch = 1
-//   max_services = 10000
+//   max_services = 10000           # 0 = no bound
+//   max_workers = 10000            # 0 = no bound
+//   reply_timeout = "60s"          # "0s" = never
 //   worker_prefetch = 1            # 1..1000; > 1 extends RFC 7
 //
 //   [consensus]
@@ -86,8 +88,14 @@ struct MajordomoSettings {
   std::optional<std::chrono::milliseconds> queue_expiry;
   // How often a request whose worker died is dispatched again.
   std::optional<std::int64_t> max_redispatch;
-  // Most services known at once (guards against invented service names).
+  // Most services known at once (guards against invented service names);
+  // 0 = no bound.
   std::optional<std::int64_t> max_services;
+  // Most workers registered at once; 0 = no bound.
+  std::optional<std::int64_t> max_workers;
+  // The longest a request may stay outstanding at a worker before that
+  // worker is disconnected and the request redispatched; 0 = never.
+  std::optional<std::chrono::milliseconds> reply_timeout;
   // Requests outstanding per worker (1 = RFC 7; more is an opt-in
   // extension, see majordomo_broker.h); 1 to 1000.
   std::optional<std::int64_t> worker_prefetch;

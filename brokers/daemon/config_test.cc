@@ -68,6 +68,8 @@ queue_limit = 1000
 queue_expiry = "1m"
 max_redispatch = 2
 max_services = 50
+max_workers = 70
+reply_timeout = "90s"
 worker_prefetch = 8
 
 [consensus]
@@ -91,6 +93,8 @@ TEST(ConfigFileTest, GoodFileSetsEveryKey) {
   EXPECT_EQ(c->majordomo.queue_expiry, milliseconds(60'000));
   EXPECT_EQ(c->majordomo.max_redispatch, 2);
   EXPECT_EQ(c->majordomo.max_services, 50);
+  EXPECT_EQ(c->majordomo.max_workers, 70);
+  EXPECT_EQ(c->majordomo.reply_timeout, milliseconds(90'000));
   EXPECT_EQ(c->majordomo.worker_prefetch, 8);
   EXPECT_THAT(c->consensus.endpoints, ElementsAre("tcp://127.0.0.1:5556"));
   EXPECT_EQ(c->consensus.request_deadline, milliseconds(3000));
@@ -108,6 +112,8 @@ TEST(ConfigFileTest, EmptyFileKeepsDefaults) {
   EXPECT_FALSE(c->majordomo.heartbeat_interval.has_value());
   EXPECT_FALSE(c->majordomo.queue_limit.has_value());
   EXPECT_FALSE(c->majordomo.worker_prefetch.has_value());
+  EXPECT_FALSE(c->majordomo.max_workers.has_value());
+  EXPECT_FALSE(c->majordomo.reply_timeout.has_value());
   EXPECT_FALSE(c->consensus.request_deadline.has_value());
   // Valid TOML but no broker: the daemon must refuse to start.
   EXPECT_FALSE(ValidateConfig(*c).ok());
@@ -117,9 +123,13 @@ TEST(ConfigFileTest, ZeroMeansOffWhereDocumented) {
   absl::StatusOr<DaemonConfig> c = ParseConfigText(
       "[daemon]\nstats_interval = \"0s\"\ngrace = \"0s\"\nmetrics = \"\"\n"
       "[majordomo]\nqueue_limit = 0\nqueue_expiry = \"0s\"\n"
-      "max_redispatch = 0\n",
+      "max_redispatch = 0\nmax_services = 0\nmax_workers = 0\n"
+      "reply_timeout = \"0s\"\n",
       "t.toml");
   ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->majordomo.max_services, 0);
+  EXPECT_EQ(c->majordomo.max_workers, 0);
+  EXPECT_EQ(c->majordomo.reply_timeout, milliseconds(0));
   EXPECT_EQ(c->stats_interval, milliseconds(0));
   EXPECT_EQ(c->grace, milliseconds(0));
   EXPECT_EQ(c->majordomo.queue_limit, 0);
@@ -217,6 +227,14 @@ INSTANTIATE_TEST_SUITE_P(
                  "majordomo.max_redispatch", "t.toml:2:"},
         BadValue{"[majordomo]\nmax_services = -3\n", "majordomo.max_services",
                  "t.toml:2:"},
+        BadValue{"[majordomo]\nmax_workers = -1\n", "majordomo.max_workers",
+                 "t.toml:2:"},
+        BadValue{"[majordomo]\nmax_workers = \"10\"\n", "majordomo.max_workers",
+                 "t.toml:2:"},
+        BadValue{"[majordomo]\n\nreply_timeout = 60\n",
+                 "majordomo.reply_timeout", "t.toml:3:"},
+        BadValue{"[majordomo]\nreply_timeout = \"-1s\"\n",
+                 "majordomo.reply_timeout", "t.toml:2:"},
         BadValue{"[majordomo]\nheartbeat_liveness = 4294967296\n",
                  "majordomo.heartbeat_liveness", "t.toml:2:"},
         BadValue{"[majordomo]\nworker_prefetch = 0\n",
@@ -319,6 +337,10 @@ TEST(CommandLineTest, BadFlagValueNamesTheFlag) {
        "--worker-prefetch"},
       {{"--consensus", "tcp://*:1", "--worker_prefetch=1001"},
        "--worker_prefetch"},
+      {{"--consensus", "tcp://*:1", "--reply-timeout", "5"}, "--reply-timeout"},
+      {{"--consensus", "tcp://*:1", "--max-workers", "-1"}, "--max-workers"},
+      {{"--consensus", "tcp://*:1", "--max-services", "many"},
+       "--max-services"},
   };
   for (const Case& c : cases) {
     absl::StatusOr<CommandLine> cli = Parse(c.args);
@@ -342,7 +364,8 @@ TEST(BuildConfigTest, FlagsOverrideTheFile) {
   absl::StatusOr<CommandLine> cli =
       Parse({"--config", file.path().c_str(), "--majordomo", "tcp://*:7000",
              "--log-level", "error", "--queue-limit", "7", "--grace=0s",
-             "--metrics=", "--worker-prefetch", "16"});
+             "--metrics=", "--worker-prefetch", "16", "--reply-timeout=2s",
+             "--max-workers", "3", "--max-services=4"});
   ASSERT_TRUE(cli.ok()) << cli.status();
   absl::StatusOr<DaemonConfig> c = BuildConfig(*cli);
   ASSERT_TRUE(c.ok()) << c.status();
@@ -353,6 +376,9 @@ TEST(BuildConfigTest, FlagsOverrideTheFile) {
   EXPECT_EQ(c->grace, milliseconds(0));
   EXPECT_EQ(c->metrics_address, "");
   EXPECT_EQ(c->majordomo.worker_prefetch, 16);  // the file says 8
+  EXPECT_EQ(c->majordomo.reply_timeout, milliseconds(2000));
+  EXPECT_EQ(c->majordomo.max_workers, 3);
+  EXPECT_EQ(c->majordomo.max_services, 4);
   // Kept from the file.
   EXPECT_THAT(c->consensus.endpoints, ElementsAre("tcp://127.0.0.1:5556"));
   EXPECT_EQ(c->majordomo.heartbeat_liveness, 5);

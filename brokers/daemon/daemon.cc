@@ -263,6 +263,10 @@ absl::Status Daemon::Impl::StartMajordomo() {
   if (s.max_services) {
     options.max_services = static_cast<std::size_t>(*s.max_services);
   }
+  if (s.max_workers) {
+    options.max_workers = static_cast<std::size_t>(*s.max_workers);
+  }
+  if (s.reply_timeout) options.reply_timeout = *s.reply_timeout;
   if (s.worker_prefetch) {
     options.worker_prefetch = static_cast<int>(*s.worker_prefetch);
   }
