@@ -393,15 +393,17 @@ class Harness {
   void CheckInvariants(const Broker& broker, bool final) {
     const Broker::Stats s = broker.stats();
     const std::uint64_t open = broker.open_requests();
-    const std::uint64_t answered =
-        s.replies + s.failures + s.expired + s.dropped_queue_full;
+    const std::uint64_t answered = s.replies + s.failures + s.expired +
+                                   s.dropped_queue_full +
+                                   s.dropped_max_services;
+    const std::uint64_t refused = s.unroutable + s.dropped_full_pipe;
     if (answered + open > s.requests ||
-        s.requests > answered + open + s.unroutable) {
+        s.requests > answered + open + refused) {
       Fail(absl::StrFormat(
           "requests %d, replies %d + failures %d + expired %d + dropped %d + "
-          "open %d, unroutable %d",
+          "%d + open %d, unroutable %d + full pipe %d",
           s.requests, s.replies, s.failures, s.expired, s.dropped_queue_full,
-          open, s.unroutable));
+          s.dropped_max_services, open, s.unroutable, s.dropped_full_pipe));
     }
     if (final) Check(open == 0, "requests open after the drain");
     std::size_t workers = 0;
