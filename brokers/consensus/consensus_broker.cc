@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <optional>
 #include <utility>
 
 #include "absl/strings/str_format.h"
@@ -14,6 +15,10 @@ namespace zb {
 namespace {
 
 using ccp::MessageType;
+
+// The service frame of the answer to a malformed REQUEST whose own service
+// name no client could parse (empty or too long).
+constexpr std::string_view kMalformedService = "zb:malformed";
 
 // Identities and service names in log lines: printable ASCII as is, anything
 // else (libzmq's generated identities start with a zero byte) as hex.
@@ -178,6 +183,13 @@ void ConsensusBroker::OnMessage(std::span<zmq::message_t> frames) {
   absl::StatusOr<ccp::Header> header = ccp::ParseHeader(*body, limits_);
   if (!header.ok()) {
     NoteMalformed(View(frames[0]), header.status());
+    // A REQUEST we can still tell the sequence id of is answered, so that
+    // its client is not left waiting (and its number is used up as for
+    // any answered request).
+    if (std::optional<ccp::SequenceId> id =
+            ccp::ReadableRequestSequence(*body)) {
+      OnMalformedRequest(frames, *body, *id, header.status());
+    }
     return;
   }
   const ccp::Header& h = *header;
@@ -278,46 +290,9 @@ void ConsensusBroker::OnRequest(std::span<zmq::message_t> frames,
     return;
   }
   const Clock::time_point now = Clock::now();
-  const std::string_view identity = View(frames[0]);
   const ccp::SequenceId id = h.sequence;
-
-  // Sequence rules (docs/protocols/ccp.md): first number 1, then exactly +1,
-  // always from the socket that sent number 1.
-  Client* client = nullptr;
-  auto cit = clients_.find(id.client_id);
-  if (cit == clients_.end()) {
-    if (id.sequence != 1) {
-      ++stats_.rejected_sequence;
-      FailNow(frames, body, ccp::kReasonBadSequence,
-              absl::StrFormat("unknown client id %08x: its first sequence "
-                              "number must be 1, got %d",
-                              id.client_id, id.sequence));
-      return;
-    }
-    client = clients_.emplace(id.client_id, std::make_unique<Client>())
-                 .first->second.get();
-    client->identity.assign(identity);
-  } else {
-    client = cit->second.get();
-    if (client->identity != identity) {
-      ++stats_.rejected_sequence;
-      FailNow(frames, body, ccp::kReasonBadSequence,
-              absl::StrFormat("client id %08x belongs to another socket",
-                              id.client_id));
-      return;
-    }
-    if (id.sequence != client->last_sequence + 1) {
-      ++stats_.rejected_sequence;
-      FailNow(frames, body, ccp::kReasonBadSequence,
-              absl::StrFormat("client id %08x: expected sequence number %d, "
-                              "got %d",
-                              id.client_id, client->last_sequence + 1,
-                              id.sequence));
-      return;
-    }
-  }
-  client->last_sequence = id.sequence;
-  client->last_seen = now;
+  Client* client = AcceptSequence(frames, body, id, now);
+  if (client == nullptr) return;  // rejected and answered
 
   auto sit = services_.find(Key(h.service));
   if (sit == services_.end() || sit->second->workers.empty()) {
@@ -409,6 +384,66 @@ void ConsensusBroker::OnRequest(std::span<zmq::message_t> frames,
     RemoveWorker(scratch_leaving_[i].first, scratch_leaving_[i].second);
   }
   scratch_leaving_.clear();
+}
+
+ConsensusBroker::Client* ConsensusBroker::AcceptSequence(
+    std::span<zmq::message_t> frames, std::span<zmq::message_t> body,
+    const ccp::SequenceId& id, Clock::time_point now) {
+  // Sequence rules (docs/protocols/ccp.md): first number 1, then exactly +1,
+  // always from the socket that sent number 1.
+  const std::string_view identity = View(frames[0]);
+  Client* client = nullptr;
+  auto cit = clients_.find(id.client_id);
+  if (cit == clients_.end()) {
+    if (id.sequence != 1) {
+      ++stats_.rejected_sequence;
+      FailNow(frames, body, ccp::kReasonBadSequence,
+              absl::StrFormat("unknown client id %08x: its first sequence "
+                              "number must be 1, got %d",
+                              id.client_id, id.sequence));
+      return nullptr;
+    }
+    client = clients_.emplace(id.client_id, std::make_unique<Client>())
+                 .first->second.get();
+    client->identity.assign(identity);
+  } else {
+    client = cit->second.get();
+    if (client->identity != identity) {
+      ++stats_.rejected_sequence;
+      FailNow(frames, body, ccp::kReasonBadSequence,
+              absl::StrFormat("client id %08x belongs to another socket",
+                              id.client_id));
+      return nullptr;
+    }
+    if (id.sequence != client->last_sequence + 1) {
+      ++stats_.rejected_sequence;
+      FailNow(frames, body, ccp::kReasonBadSequence,
+              absl::StrFormat("client id %08x: expected sequence number %d, "
+                              "got %d",
+                              id.client_id, client->last_sequence + 1,
+                              id.sequence));
+      return nullptr;
+    }
+  }
+  client->last_sequence = id.sequence;
+  client->last_seen = now;
+  return client;
+}
+
+void ConsensusBroker::OnMalformedRequest(std::span<zmq::message_t> frames,
+                                         std::span<zmq::message_t> body,
+                                         const ccp::SequenceId& id,
+                                         const absl::Status& error) {
+  ++stats_.requests;
+  ++stats_.malformed_requests;
+  // The answer must parse for any client (which matches it by sequence id
+  // alone): a service name a client could not parse is replaced.
+  const std::size_t service_size = body[ccp::kServiceIndex].size();
+  if (service_size == 0 || service_size > ccp::ParseLimits{}.max_service_size) {
+    body[ccp::kServiceIndex] = Frame(kMalformedService);
+  }
+  if (AcceptSequence(frames, body, id, Clock::now()) == nullptr) return;
+  FailNow(frames, body, ccp::kReasonMalformed, Std(error.message()));
 }
 
 void ConsensusBroker::OnReply(std::span<zmq::message_t> frames,

@@ -88,14 +88,20 @@ class ConsensusBroker {
   // exactly one of replies_success / replies_failure (or, if the client is
   // gone, unroutable / dropped_replies).
   struct Stats {
-    std::uint64_t requests = 0;           // REQUESTs received (well-formed)
-    std::uint64_t replies_success = 0;    // REPLY_SUCCESS sent to clients
-    std::uint64_t replies_failure = 0;    // REPLY_FAILURE sent to clients
-    std::uint64_t timeouts = 0;           // failures because of the deadline
-    std::uint64_t worker_failures = 0;    // failures because a worker failed
-    std::uint64_t no_workers = 0;         // failures because of no workers
-    std::uint64_t refused_draining = 0;   // failures because of Drain()
-    std::uint64_t malformed = 0;          // unparseable messages dropped
+    // REQUESTs received: well-formed ones, and malformed ones whose
+    // sequence id could be read (they are answered too).
+    std::uint64_t requests = 0;
+    std::uint64_t replies_success = 0;   // REPLY_SUCCESS sent to clients
+    std::uint64_t replies_failure = 0;   // REPLY_FAILURE sent to clients
+    std::uint64_t timeouts = 0;          // failures because of the deadline
+    std::uint64_t worker_failures = 0;   // failures because a worker failed
+    std::uint64_t no_workers = 0;        // failures because of no workers
+    std::uint64_t refused_draining = 0;  // failures because of Drain()
+    std::uint64_t malformed = 0;         // unparseable messages
+    // Malformed REQUESTs whose sequence id could be read: answered
+    // "zb:malformed" (or "zb:bad-sequence"), never dropped.  Also counted
+    // in `malformed` and in `requests`.
+    std::uint64_t malformed_requests = 0;
     std::uint64_t rejected_sequence = 0;  // requests breaking sequence rules
     std::uint64_t unroutable = 0;         // sends to a peer that is gone
     std::uint64_t dropped_replies = 0;    // sends refused by a full queue
@@ -171,6 +177,16 @@ class ConsensusBroker {
   void OnReady(std::span<zmq::message_t> frames, const ccp::Header& h);
   void OnRequest(std::span<zmq::message_t> frames,
                  std::span<zmq::message_t> body, const ccp::Header& h);
+  // A REQUEST that ParseHeader() rejected but whose sequence id `id` could
+  // be read: answered "zb:malformed" when it keeps the sequence rules.
+  void OnMalformedRequest(std::span<zmq::message_t> frames,
+                          std::span<zmq::message_t> body,
+                          const ccp::SequenceId& id, const absl::Status& error);
+  // Applies the client sequence rules to a request: returns its client's
+  // record, updated, or nullptr after answering "zb:bad-sequence".
+  Client* AcceptSequence(std::span<zmq::message_t> frames,
+                         std::span<zmq::message_t> body,
+                         const ccp::SequenceId& id, Clock::time_point now);
   void OnReply(std::span<zmq::message_t> frames, std::span<zmq::message_t> body,
                const ccp::Header& h);
   void OnDisconnect(std::string_view identity, const ccp::Header& h);

@@ -354,6 +354,95 @@ TEST_F(ConsensusBrokerTest, NoWorkersFailsAtOnce) {
   EXPECT_EQ(Stats().no_workers, 1u);
 }
 
+// Issue 10.1: a 2011 client whose message encodes to no frames sends
+// [CCp100][0x03][service][sequence id].  It was dropped as malformed and its
+// sequence number spent, so every later request failed with bad-sequence.
+TEST_F(ConsensusBrokerTest, RequestWithoutPayloadFramesIsServedAsSent) {
+  Start();
+  auto w = NewWorker("svc");
+  Peer client(ctx_, endpoint_);
+  client.Request("svc", {1, 40}, {});  // no payload frame at all
+  auto r = w->Recv();
+  ASSERT_TRUE(r.has_value());
+  EXPECT_EQ(r->sequence, (ccp::SequenceId{1, 40}));
+  // The worker sees it as sent: four body frames, no payload.
+  EXPECT_EQ(r->raw.size(), 4u);
+  EXPECT_TRUE(r->payload.empty());
+  w->Reply(*r, true, {"done"});
+  auto reply = client.Recv();
+  ASSERT_TRUE(reply.has_value());
+  EXPECT_EQ(reply->type, MessageType::kReplySuccess);
+  EXPECT_THAT(reply->payload, ElementsAre("done"));
+
+  // The next number is accepted: nothing was spent behind the client's back.
+  client.Request("svc", {2, 40}, {"next"});
+  r = w->Recv();
+  ASSERT_TRUE(r.has_value());
+  w->Reply(*r, true, {});
+  reply = client.Recv();
+  ASSERT_TRUE(reply.has_value());
+  EXPECT_EQ(reply->type, MessageType::kReplySuccess);
+  const auto stats = Stats();
+  EXPECT_EQ(stats.malformed, 0u);
+  EXPECT_EQ(stats.rejected_sequence, 0u);
+  EXPECT_EQ(stats.replies_success, 2u);
+}
+
+// Issue 10.1: a malformed REQUEST whose sender and sequence id can be read is
+// answered (never dropped in silence) and uses up its sequence number.
+TEST_F(ConsensusBrokerTest, MalformedRequestWithReadableSequenceIsAnswered) {
+  auto options = TestOptions();
+  options.max_frames = 16;
+  Start(options);
+  auto w = NewWorker("svc");
+  Peer client(ctx_, endpoint_);
+  // The answer parses for any client: a service name no client could parse
+  // is replaced by "zb:malformed".
+  auto expect_malformed = [&](std::uint64_t seq, std::string_view why,
+                              std::string_view service = "zb:malformed") {
+    auto reply = client.Recv();
+    ASSERT_TRUE(reply.has_value());
+    EXPECT_EQ(reply->type, MessageType::kReplyFailure);
+    EXPECT_EQ(reply->service, service);
+    EXPECT_EQ(reply->sequence, (ccp::SequenceId{seq, 41}));
+    ASSERT_EQ(reply->payload.size(), 2u);
+    EXPECT_EQ(reply->payload[0], ccp::kReasonMalformed);
+    EXPECT_THAT(reply->payload[1], HasSubstr(why));
+  };
+  client.Request(std::string(256, 's'), {1, 41});  // service name too long
+  expect_malformed(1, "service name is 256 bytes, limit is 255");
+  client.Request("", {2, 41});  // empty service name
+  expect_malformed(2, "empty service name");
+  client.Request("svc", {3, 41}, std::vector<std::string>(40, "x"));
+  expect_malformed(3, "44 frames, limit is 16", "svc");
+
+  // Each used up its number: number 4 is the next one, and it is served.
+  client.Request("svc", {4, 41}, {"fine"});
+  auto r = w->Recv();
+  ASSERT_TRUE(r.has_value());
+  EXPECT_THAT(r->payload, ElementsAre("fine"));
+  w->Reply(*r, true, {"ok"});
+  auto reply = client.Recv();
+  ASSERT_TRUE(reply.has_value());
+  EXPECT_EQ(reply->type, MessageType::kReplySuccess);
+  EXPECT_TRUE(w->Silent(milliseconds(30)));  // the bad ones never reached it
+  const auto stats = Stats();
+  EXPECT_EQ(stats.malformed, 3u);
+  EXPECT_EQ(stats.malformed_requests, 3u);
+  EXPECT_EQ(stats.requests, 4u);  // every answered one
+  EXPECT_EQ(stats.rejected_sequence, 0u);
+  EXPECT_EQ(stats.replies_failure, 3u);
+
+  // A malformed request that breaks the sequence rules is answered with
+  // bad-sequence and does not move the record.
+  client.Request("", {9, 41});
+  reply = client.Recv();
+  ASSERT_TRUE(reply.has_value());
+  EXPECT_EQ(reply->payload.at(0), ccp::kReasonBadSequence);
+  client.Request("", {5, 41});
+  expect_malformed(5, "empty service name");
+}
+
 // A worker whose socket closes without DISCONNECT is dropped (unroutable or
 // expired); the request completes with the workers that remain.
 TEST_F(ConsensusBrokerTest, WorkerSocketClosedMidRequest) {
@@ -596,7 +685,14 @@ TEST_F(ConsensusBrokerTest, MalformedMessagesAreCountedAndOthersServed) {
   bad.Send({kTagS, Byte(MessageType::kHeartbeat), "extra"});  // trailing
   bad.Send({kTagS, Byte(MessageType::kReady), "svc", "\x01", "\x01"});
   ASSERT_TRUE(WaitFor([&] { return Stats().malformed == 7; }));
-  EXPECT_TRUE(bad.Silent(milliseconds(30)));  // never answered
+  // Only the REQUEST whose sequence id can be read is answered; the others
+  // give nothing to answer to.
+  auto answer = bad.Recv();
+  ASSERT_TRUE(answer.has_value());
+  EXPECT_EQ(answer->type, MessageType::kReplyFailure);
+  EXPECT_EQ(answer->sequence, (ccp::SequenceId{1, 300}));
+  EXPECT_EQ(answer->payload.at(0), ccp::kReasonMalformed);
+  EXPECT_TRUE(bad.Silent(milliseconds(30)));
 
   // Everyone else is still served.
   Peer client(ctx_, endpoint_);
@@ -610,7 +706,7 @@ TEST_F(ConsensusBrokerTest, MalformedMessagesAreCountedAndOthersServed) {
   EXPECT_EQ(reply->type, MessageType::kReplySuccess);
   EXPECT_THAT(reply->payload, ElementsAre("served"));
   EXPECT_EQ(Stats().malformed, 7u);
-  EXPECT_EQ(Stats().requests, 1u);
+  EXPECT_EQ(Stats().requests, 2u);  // the answered malformed one, and this
   // Rate-limited log: the first one at once, the rest in one later line.
   ASSERT_TRUE(WaitFor([&] {
     int lines = 0;

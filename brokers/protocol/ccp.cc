@@ -236,17 +236,31 @@ absl::StatusOr<Header> ParseHeader(std::span<const zmq::message_t> body,
       h.sequence.sequence = (std::uint64_t{LoadBigEndian32(seq.data())} << 32) |
                             LoadBigEndian32(seq.data() + 4);
       h.sequence.client_id = LoadBigEndian32(seq.data() + 8);
-      if (h.type == MessageType::kRequest && n < 5) {
-        return Malformed(
-            "%s: missing payload frame (an empty request carries one empty "
-            "frame)",
-            name);
-      }
+      // Any number of payload frames, none included: zbrokers' encoders
+      // send one empty frame for an empty payload, but a 2011 client whose
+      // message encodes to nothing sends none (and the 2011 broker served
+      // it), and so do its broker's failure replies.
       h.payload_index = kPayloadIndex;
       return h;
     }
   }
   return Malformed("unknown message type 0x%02x", raw_type);  // unreachable
+}
+
+std::optional<SequenceId> ReadableRequestSequence(
+    std::span<const zmq::message_t> body) {
+  if (body.size() <= kSequenceIndex || View(body[kTagIndex]) != kTag) {
+    return std::nullopt;
+  }
+  const std::string_view type = View(body[kTypeIndex]);
+  if (type.size() != 1 ||
+      static_cast<unsigned char>(type[0]) !=
+          static_cast<unsigned char>(MessageType::kRequest)) {
+    return std::nullopt;
+  }
+  absl::StatusOr<SequenceId> id = DecodeSequenceId(View(body[kSequenceIndex]));
+  if (!id.ok()) return std::nullopt;
+  return *id;
 }
 
 MessageType TypeOf(const Message& message) {

@@ -11,6 +11,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
+#include <optional>
 #include <string_view>
 
 #include "brokers/protocol/ccp.h"
@@ -35,7 +36,21 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data,
   std::vector<std::string> before = zb::FramesToStrings(frames);
   absl::StatusOr<zb::ccp::Message> message = zb::ccp::Parse(frames, limits);
   if (header.ok() != message.ok()) std::abort();
-  if (!message.ok()) return 0;
+  if (!message.ok()) {
+    // What the broker answers instead of dropping must really be a REQUEST
+    // with that sequence id.
+    if (std::optional<zb::ccp::SequenceId> id =
+            zb::ccp::ReadableRequestSequence(frames)) {
+      if (frames.size() <= zb::ccp::kSequenceIndex ||
+          zb::View(frames[zb::ccp::kTypeIndex]) != "\x03") {
+        std::abort();
+      }
+      absl::StatusOr<zb::ccp::SequenceId> decoded =
+          zb::ccp::DecodeSequenceId(zb::View(frames[zb::ccp::kSequenceIndex]));
+      if (!decoded.ok() || *decoded != *id) std::abort();
+    }
+    return 0;
+  }
 
   zb::Frames encoded = zb::ccp::Encode(std::move(*message));
   if (header->payload_index == zb::ccp::kPayloadIndex &&

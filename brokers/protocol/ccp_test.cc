@@ -5,8 +5,10 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <optional>
 #include <random>
 #include <string>
+#include <variant>
 #include <vector>
 
 namespace zb::ccp {
@@ -209,8 +211,41 @@ TEST(CcpParseTest, SequencedMissingFrames) {
     EXPECT_THAT(ParseError({kTagS, type, "s"}).message(),
                 HasSubstr("missing sequence id frame"));
   }
-  EXPECT_THAT(ParseError({kTagS, kRequestB, "s", Seq(1, 1)}).message(),
-              HasSubstr("REQUEST: missing payload frame"));
+}
+
+// A 2011 client whose message encodes to no frames sends exactly
+// [CCp100][0x03][service][sequence id]; the 2011 broker served it.
+TEST(CcpParseTest, RequestMayHaveNoPayload) {
+  Frames f = FramesOf({kTagS, kRequestB, "svc", Seq(6, 9)});
+  auto h = ParseHeader(f);
+  ASSERT_TRUE(h.ok()) << h.status();
+  EXPECT_EQ(h->type, MessageType::kRequest);
+  EXPECT_EQ(h->sequence, (SequenceId{6, 9}));
+  EXPECT_EQ(h->payload_index, f.size());  // no payload frame at all
+  auto m = Parse(f);
+  ASSERT_TRUE(m.ok()) << m.status();
+  EXPECT_TRUE(std::get<Request>(*m).payload.empty());
+}
+
+TEST(CcpParseTest, ReadableRequestSequence) {
+  auto readable = [](const std::vector<std::string>& parts) {
+    Frames f = FramesOf(parts);
+    return ReadableRequestSequence(f);
+  };
+  // Malformed, but the broker can still tell whom to answer and for which
+  // sequence id.
+  EXPECT_EQ(readable({kTagS, kRequestB, "", Seq(3, 4)}), (SequenceId{3, 4}));
+  EXPECT_EQ(readable({kTagS, kRequestB, std::string(300, 's'), Seq(3, 4), "p"}),
+            (SequenceId{3, 4}));
+  EXPECT_EQ(readable({kTagS, kRequestB, "s", Seq(5, 6), "p", "q"}),
+            (SequenceId{5, 6}));
+  // Not a REQUEST, or no readable sequence id: nothing to answer.
+  EXPECT_EQ(readable({kTagS, kRequestB, "s"}), std::nullopt);
+  EXPECT_EQ(readable({kTagS, kRequestB, "s", "short"}), std::nullopt);
+  EXPECT_EQ(readable({kTagS, kSuccessB, "s", Seq(1, 1)}), std::nullopt);
+  EXPECT_EQ(readable({"CCp101", kRequestB, "s", Seq(1, 1)}), std::nullopt);
+  EXPECT_EQ(readable({kTagS, kRequestB + "x", "s", Seq(1, 1)}), std::nullopt);
+  EXPECT_EQ(readable({}), std::nullopt);
 }
 
 TEST(CcpParseTest, BadSequenceIdLength) {

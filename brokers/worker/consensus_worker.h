@@ -158,8 +158,10 @@ class ConsensusWorker {
     std::uint64_t connection_ = 0;
   };
 
-  // Called on the reactor thread for every REQUEST.  `payload` (at least one
-  // frame) is valid only during the call; move frames out to keep them.
+  // Called on the reactor thread for every REQUEST.  `payload` is valid only
+  // during the call; move frames out to keep them.  It may be empty: a 2011
+  // client sends a request without payload frames when its message encodes
+  // to nothing (ConsensusClient sends one empty frame instead).
   using Handler =
       absl::AnyInvocable<void(std::span<zmq::message_t> payload, Responder)>;
 

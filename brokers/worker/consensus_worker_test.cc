@@ -217,6 +217,29 @@ TEST_P(ConsensusWorkerTest, AnswersSuccessAndFailureWithTheRequestSequence) {
   EXPECT_EQ(worker.stats().replies_failure, 1u);
 }
 
+// Issue 10.1: the broker forwards a 2011 client's REQUEST without payload
+// frames as sent; the worker hands the handler an empty payload (it used to
+// drop the request as malformed, leaving it to the broker's deadline).
+TEST_P(ConsensusWorkerTest, HandlesARequestWithoutPayloadFrames) {
+  std::size_t seen = 99;
+  ConsensusWorker worker(reactor_, ctx_, broker_.endpoint(), "svc",
+                         [&](std::span<zmq::message_t> payload,
+                             ConsensusWorker::Responder responder) {
+                           seen = payload.size();
+                           responder.succeed(MakeFrames({"got nothing"}));
+                         });
+  const std::string id = AwaitReady();
+  broker_.SendRequest(id, "svc", {3, 8}, {});
+  ASSERT_TRUE(RunUntil(reactor_, [&] {
+    return !broker_.OfType(ccp::MessageType::kReplySuccess).empty();
+  }));
+  EXPECT_EQ(seen, 0u);
+  auto ok = broker_.OfType(ccp::MessageType::kReplySuccess);
+  EXPECT_EQ(ok[0].header.sequence, (ccp::SequenceId{3, 8}));
+  EXPECT_THAT(ok[0].payload(), ElementsAre("got nothing"));
+  EXPECT_EQ(worker.stats().malformed, 0u);
+}
+
 TEST_P(ConsensusWorkerTest, AnswersLaterFromAnotherThread) {
   std::vector<std::thread> threads;
   ConsensusWorker worker(
