@@ -69,13 +69,18 @@ void ConsensusClient::reopen() {
   // Attempts sent on the old socket can no longer be answered.
   attempts_.clear();
   for (Slot& s : slots_) s.sequences.clear();
+  renew_client_id();
+  timeouts_in_a_row_ = 0;
+  status_ = open_socket();
+}
+
+void ConsensusClient::renew_client_id() {
+  ++stats_.new_client_ids;
   const std::uint32_t old_id = client_id_;
   do {
     client_id_ = absl::Uniform<std::uint32_t>(random_);
   } while (client_id_ == 0 || client_id_ == old_id);
   next_sequence_ = 1;
-  timeouts_in_a_row_ = 0;
-  status_ = open_socket();
 }
 
 // --- Requests
@@ -210,11 +215,10 @@ void ConsensusClient::send_attempt(std::uint32_t index,
     return;
   }
 
-  const std::uint64_t sequence = next_sequence_;
+  const ccp::SequenceId sequence{next_sequence_, client_id_};
   out_.clear();
   out_.emplace_back();  // DEALER delimiter
-  ccp::AppendHeader(out_, ccp::MessageType::kRequest, s.service,
-                    ccp::SequenceId{sequence, client_id_});
+  ccp::AppendHeader(out_, ccp::MessageType::kRequest, s.service, sequence);
   std::span<zmq::message_t> body;
   if (payload != nullptr) {
     body = *payload;
@@ -248,7 +252,9 @@ void ConsensusClient::finish(std::uint32_t index, Outcome outcome,
                              FailedBy failed_by, std::string_view reason,
                              std::span<zmq::message_t> payload) {
   Slot& s = slots_[index];
-  for (std::uint64_t sequence : s.sequences) attempts_.erase(sequence);
+  for (const ccp::SequenceId& sequence : s.sequences) {
+    attempts_.erase(sequence);
+  }
   s.sequences.clear();
 
   Result r;
@@ -343,11 +349,7 @@ void ConsensusClient::on_message(std::span<zmq::message_t> frames) {
 
 void ConsensusClient::on_reply(const ccp::Header& h,
                                std::span<zmq::message_t> payload) {
-  if (h.sequence.client_id != client_id_) {
-    ++stats_.stale_replies;
-    return;
-  }
-  const auto it = attempts_.find(h.sequence.sequence);
+  const auto it = attempts_.find(h.sequence);
   if (it == attempts_.end()) {
     ++stats_.stale_replies;
     return;
@@ -363,10 +365,14 @@ void ConsensusClient::on_reply(const ccp::Header& h,
   }
   const std::string_view code = View(payload[0]);
   if (code == ccp::kReasonBadSequence) {
-    // The broker does not accept our client id (it restarted, or forgot an
-    // idle client): start over with a new one.
+    // The broker ties our client id to another socket (our connection was
+    // re-established, so the broker sees a new identity) or saw a gap: go
+    // on under a new client id, which the broker adopts.  The socket is
+    // fine -- the broker answered on it -- so attempts in flight under the
+    // old id stay answerable.  Unless the id was already renewed after an
+    // earlier rejection.
     ++stats_.rejected;
-    reopen();
+    if (h.sequence.client_id == client_id_) renew_client_id();
     Slot& s = slots_[index];
     if (s.retries_left > 0) {
       --s.retries_left;

@@ -52,17 +52,19 @@
 // why.
 //
 // Reconnects.  The client reopens its DEALER socket with a new random client
-// id (and sequence numbers restarting at 1) when
-//   - Options::reopen_after_timeouts attempts (or pings) sent on the current
-//     socket time out in a row with nothing heard from the broker in
-//     between (the broker may have restarted or be unreachable), or
-//   - the broker rejects a request with "zb:bad-sequence" (after a broker
-//     restart it no longer knows the client id).  The rejected request is
-//     resent at once on the new socket if it has retries left (that uses
-//     one), else it ends with that failure.
-// Attempts in flight on the old socket are lost with it; their requests are
-// resent at their deadline if they have retries left, and otherwise end as
-// kTimeout.
+// id (and sequence numbers restarting at 1) when Options::
+// reopen_after_timeouts attempts (or pings) sent on the current socket time
+// out in a row with nothing heard from the broker in between (the broker is
+// unreachable or the connection dead).  Attempts in flight on the old socket
+// are lost with it; their requests are resent at their deadline if they have
+// retries left, and otherwise end as kTimeout.  A broker restart needs
+// nothing: the new broker adopts the client id at the number it presents.
+// When the broker rejects a request with "zb:bad-sequence" (it ties the id
+// to another socket, e.g. after the connection was re-established, or saw a
+// gap), the client takes a new client id on the same socket, so attempts in
+// flight under the old id are still answered; the rejected request is resent
+// at once if it has retries left (that uses one), else it ends with that
+// failure.
 //
 // Performance.  On the request/reply path the client copies no payload
 // bytes (frames are moved into the socket and out of the reply; a request
@@ -168,7 +170,8 @@ class ConsensusClient {
     std::uint64_t timeouts = 0;          // requests that ended as kTimeout
     std::uint64_t attempt_timeouts = 0;  // attempts (and pings) timed out
     std::uint64_t retries = 0;           // attempts after the first
-    std::uint64_t reopens = 0;           // new sockets / client ids
+    std::uint64_t reopens = 0;           // new sockets (each a new id)
+    std::uint64_t new_client_ids = 0;    // ids taken after the first
     std::uint64_t rejected = 0;          // "zb:bad-sequence" answers
     std::uint64_t stale_replies = 0;     // replies to ended requests
     std::uint64_t malformed = 0;         // unparseable broker messages
@@ -242,8 +245,8 @@ class ConsensusClient {
     bool open = false;
     // Bumped whenever the request in this slot ends (call() waits for it).
     std::uint64_t generation = 0;
-    // Sequence numbers of this request's attempts on the current socket.
-    absl::InlinedVector<std::uint64_t, 2> sequences;
+    // Sequence ids of this request's attempts on the current socket.
+    absl::InlinedVector<ccp::SequenceId, 2> sequences;
   };
   struct PendingPing {
     Clock::time_point deadline;
@@ -254,6 +257,8 @@ class ConsensusClient {
   absl::Status open_socket();
   void close_socket();
   void reopen();
+  // A new random client id (never 0 or the current one), numbers from 1.
+  void renew_client_id();
   // request() without the immediate failures: opens a slot, sends the
   // first attempt and returns the slot's index.
   std::uint32_t start(std::string_view service,
@@ -297,8 +302,11 @@ class ConsensusClient {
   std::vector<Slot> slots_;
   std::vector<std::uint32_t> free_slots_;
   std::size_t open_ = 0;
-  // Sequence number of every live attempt on the current socket -> slot.
-  absl::flat_hash_map<std::uint64_t, std::uint32_t> attempts_;
+  // Sequence id of every live attempt on the current socket -> slot.  Keyed
+  // by the whole id: after a "zb:bad-sequence" the client takes a new id on
+  // the same socket, and attempts sent under the old one may still be
+  // answered.
+  absl::flat_hash_map<ccp::SequenceId, std::uint32_t> attempts_;
   std::deque<PendingPing> pings_;
 
   // The one timer for every deadline.  It is armed at or before the earliest

@@ -350,13 +350,17 @@ TEST_P(ConsensusClientTest, AnswerInBetweenResetsTheTimeoutCount) {
   EXPECT_EQ(client->stats().reopens, 0u);
 }
 
-TEST_P(ConsensusClientTest, BadSequenceReopensAndResendsWhenRetriesRemain) {
-  std::string rejected_identity;
+// Issue 10.2: "zb:bad-sequence" now only means that the broker ties our
+// client id to another socket or saw a gap.  A new client id fixes that on
+// the same socket; reopening the socket would lose every other attempt in
+// flight on it.
+TEST_P(ConsensusClientTest, BadSequenceTakesANewClientIdAndResends) {
+  std::uint32_t rejected_id = 0;
   broker_.on_receive = [&](const Received& r) {
-    if (rejected_identity.empty() || r.identity == rejected_identity) {
-      rejected_identity = r.identity;
+    if (rejected_id == 0 || r.sequence.client_id == rejected_id) {
+      rejected_id = r.sequence.client_id;
       broker_.Reply(r, ccp::MessageType::kReplyFailure,
-                    {std::string(ccp::kReasonBadSequence), "unknown client"});
+                    {std::string(ccp::kReasonBadSequence), "another socket"});
     } else {
       broker_.Reply(r, ccp::MessageType::kReplySuccess, {"welcome back"});
     }
@@ -374,10 +378,40 @@ TEST_P(ConsensusClientTest, BadSequenceReopensAndResendsWhenRetriesRemain) {
   EXPECT_EQ(reqs[0].sequence, (ccp::SequenceId{1, first_id}));
   EXPECT_NE(reqs[1].sequence.client_id, first_id);
   EXPECT_EQ(reqs[1].sequence.sequence, 1u);
-  EXPECT_NE(reqs[1].identity, reqs[0].identity);
+  EXPECT_EQ(reqs[1].identity, reqs[0].identity);  // the same socket
   EXPECT_THAT(reqs[1].payload, ElementsAre("a"));
   EXPECT_EQ(client->stats().rejected, 1u);
-  EXPECT_EQ(client->stats().reopens, 1u);
+  EXPECT_EQ(client->stats().new_client_ids, 1u);
+  EXPECT_EQ(client->stats().reopens, 0u);
+}
+
+// The other request in flight when one is rejected still gets its answer
+// (it used to be lost with the reopened socket and end as a timeout).
+TEST_P(ConsensusClientTest, BadSequenceKeepsOtherAttemptsInFlightAnswerable) {
+  std::vector<Received> held;
+  broker_.on_receive = [&](const Received& r) {
+    if (r.type != ccp::MessageType::kRequest) return;
+    if (r.payload.at(0) == "second") {
+      broker_.Reply(r, ccp::MessageType::kReplyFailure,
+                    {std::string(ccp::kReasonBadSequence), "a gap"});
+    } else {
+      held.push_back(r);
+    }
+  };
+  auto client = MakeClient();
+  client->request("svc", MakeFrames({"first"}), {.timeout = milliseconds(3000)},
+                  results_.For(1));
+  client->request("svc", MakeFrames({"second"}),
+                  {.timeout = milliseconds(3000)}, results_.For(2));
+  ASSERT_TRUE(RunUntil(reactor_, [&] { return results_.calls == 1; }));
+  EXPECT_EQ(results_.Only(2).reason, ccp::kReasonBadSequence);
+  ASSERT_EQ(held.size(), 1u);
+  broker_.Reply(held[0], ccp::MessageType::kReplySuccess, {"late but fine"});
+  ASSERT_TRUE(RunUntil(
+      reactor_, [&] { return results_.calls == 2; }, milliseconds(1000)));
+  EXPECT_TRUE(results_.Only(1).ok());
+  EXPECT_THAT(FramesToStrings(results_.Only(1).payload),
+              ElementsAre("late but fine"));
 }
 
 TEST_P(ConsensusClientTest, BadSequenceWithoutRetriesFails) {

@@ -389,23 +389,18 @@ void ConsensusBroker::OnRequest(std::span<zmq::message_t> frames,
 ConsensusBroker::Client* ConsensusBroker::AcceptSequence(
     std::span<zmq::message_t> frames, std::span<zmq::message_t> body,
     const ccp::SequenceId& id, Clock::time_point now) {
-  // Sequence rules (docs/protocols/ccp.md): first number 1, then exactly +1,
-  // always from the socket that sent number 1.
+  // Sequence rules (docs/protocols/ccp.md): a client id we do not know is
+  // adopted at the number it presents (a restarted broker knows nobody, and
+  // the 2011 clients only start again at 1 after timeouts); from then on
+  // exactly +1 each time, always from the socket we adopted it from.
   const std::string_view identity = View(frames[0]);
   Client* client = nullptr;
   auto cit = clients_.find(id.client_id);
   if (cit == clients_.end()) {
-    if (id.sequence != 1) {
-      ++stats_.rejected_sequence;
-      FailNow(frames, body, ccp::kReasonBadSequence,
-              absl::StrFormat("unknown client id %08x: its first sequence "
-                              "number must be 1, got %d",
-                              id.client_id, id.sequence));
-      return nullptr;
-    }
     client = clients_.emplace(id.client_id, std::make_unique<Client>())
                  .first->second.get();
     client->identity.assign(identity);
+    if (id.sequence != 1) ++stats_.clients_adopted;
   } else {
     client = cit->second.get();
     if (client->identity != identity) {

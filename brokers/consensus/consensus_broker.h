@@ -70,7 +70,7 @@ class ConsensusBroker {
     // deadlines and client expiry are up to one period late.
     std::chrono::milliseconds sweep_interval{100};
     // A client record with no open request and no request for this long is
-    // forgotten (its next request is then rejected with "zb:bad-sequence").
+    // forgotten (its next request is then adopted like a new client's).
     std::chrono::milliseconds client_idle_timeout{std::chrono::minutes(10)};
     // Messages with more frames than this (after the envelope) are
     // malformed.
@@ -112,6 +112,9 @@ class ConsensusBroker {
     std::uint64_t workers_left = 0;     // by DISCONNECT or unroutable
     std::uint64_t workers_expired = 0;  // by heartbeat silence
     std::uint64_t clients_expired = 0;  // idle client records forgotten
+    // Client ids first seen at a sequence number other than 1 (a client that
+    // outlived a broker restart or its idle record) and adopted there.
+    std::uint64_t clients_adopted = 0;
   };
 
   // Creates the ROUTER socket (ZMQ_ROUTER_MANDATORY on) and registers it and

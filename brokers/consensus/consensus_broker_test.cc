@@ -622,17 +622,57 @@ TEST_F(ConsensusBrokerTest, SequenceRules) {
   expect_reply(b, MessageType::kReplyFailure, 3);
   EXPECT_TRUE(a.Silent(milliseconds(30)));  // the owner hears nothing
 
-  b.Request("svc", {5, 200});  // unknown client id, not starting at 1
-  expect_reply(b, MessageType::kReplyFailure, 5);
-
   a.Request("svc", {3, 100});  // the owner carries on
   serve_one();
   expect_reply(a, MessageType::kReplySuccess, 3);
 
   EXPECT_TRUE(w->Silent(milliseconds(30)));  // rejected ones never reached it
   const auto stats = Stats();
-  EXPECT_EQ(stats.rejected_sequence, 4u);
+  EXPECT_EQ(stats.rejected_sequence, 3u);
   EXPECT_EQ(stats.replies_success, 3u);
+}
+
+// Issue 10.2: after a restart the broker knows nobody, and a 2011 client only
+// starts again at 1 after timeouts, so a client id the broker does not know
+// is adopted at the number it presents.  From then on the usual rules hold.
+TEST_F(ConsensusBrokerTest, UnknownClientIdIsAdoptedAtItsSequenceNumber) {
+  Start();
+  auto w = NewWorker("svc");
+  auto serve = [&](Peer& client, ccp::SequenceId id) {
+    client.Request("svc", id, {"p"});
+    auto r = w->Recv();
+    ASSERT_TRUE(r.has_value());
+    EXPECT_EQ(r->sequence, id);
+    w->Reply(*r, true, {"ok"});
+    auto reply = client.Recv();
+    ASSERT_TRUE(reply.has_value());
+    EXPECT_EQ(reply->type, MessageType::kReplySuccess);
+    EXPECT_EQ(reply->sequence, id);
+  };
+  auto expect_rejected = [](Peer& p, std::uint64_t seq) {
+    auto reply = p.Recv();
+    ASSERT_TRUE(reply.has_value());
+    EXPECT_EQ(reply->type, MessageType::kReplyFailure);
+    EXPECT_EQ(reply->sequence.sequence, seq);
+    EXPECT_EQ(reply->payload.at(0), ccp::kReasonBadSequence);
+  };
+  Peer a(ctx_, endpoint_);
+  Peer b(ctx_, endpoint_);
+  serve(a, {4, 0x1fb2297a});          // unknown, at 4: adopted
+  serve(a, {5, 0x1fb2297a});          // then exactly +1
+  a.Request("svc", {7, 0x1fb2297a});  // a gap is still refused
+  expect_rejected(a, 7);
+  a.Request("svc", {5, 0x1fb2297a});  // and so is a repeat
+  expect_rejected(a, 5);
+  b.Request("svc", {6, 0x1fb2297a});  // the adopted id from another socket
+  expect_rejected(b, 6);
+  EXPECT_TRUE(a.Silent(milliseconds(30)));
+  serve(a, {6, 0x1fb2297a});         // the owner is undisturbed
+  serve(b, {(1ull << 40) + 9, 77});  // any number, even above 2^32
+  const auto stats = Stats();
+  EXPECT_EQ(stats.rejected_sequence, 3u);
+  EXPECT_EQ(stats.clients_adopted, 2u);
+  EXPECT_EQ(stats.replies_success, 4u);
 }
 
 TEST_F(ConsensusBrokerTest, IdleClientRecordsExpire) {
@@ -650,11 +690,15 @@ TEST_F(ConsensusBrokerTest, IdleClientRecordsExpire) {
     return OnBroker([](ConsensusBroker& b) { return b.client_count(); }) == 0;
   }));
   EXPECT_EQ(Stats().clients_expired, 1u);
-  client.Request("svc", {2, 11});  // forgotten: like after a broker restart
+  // Forgotten, as after a broker restart: its next number is adopted.
+  client.Request("svc", {2, 11});
+  r = w->Recv();
+  ASSERT_TRUE(r.has_value());
+  w->Reply(*r, true, {});
   auto reply = client.Recv();
   ASSERT_TRUE(reply.has_value());
-  EXPECT_EQ(reply->type, MessageType::kReplyFailure);
-  EXPECT_EQ(reply->payload.at(0), ccp::kReasonBadSequence);
+  EXPECT_EQ(reply->type, MessageType::kReplySuccess);
+  EXPECT_EQ(Stats().clients_adopted, 1u);
 }
 
 TEST_F(ConsensusBrokerTest, PingIsEchoed) {

@@ -143,10 +143,10 @@ inline constexpr std::string_view kReasonWorkerLeft = "zb:worker-left";
 // A worker's queue was full (high-water mark), so the request could not be
 // delivered to every worker.
 inline constexpr std::string_view kReasonWorkerBusy = "zb:worker-busy";
-// The request broke the client's sequence rules (unknown client id with a
-// sequence number other than 1, a gap or a repeat, or a client id used from
-// another socket).  The client should reopen its socket with a new client
-// id and start again at sequence number 1.
+// The request broke the client's sequence rules: a gap or a repeat in a
+// known client id's numbers, or a known client id used from another socket
+// (an unknown client id is adopted at the number it presents).  The client
+// should take a new client id and start again at sequence number 1.
 inline constexpr std::string_view kReasonBadSequence = "zb:bad-sequence";
 // The broker shut down while the request was open.
 inline constexpr std::string_view kReasonShutdown = "zb:shutdown";

@@ -560,17 +560,20 @@ TEST(ConsensusRestartTest, WorkersReRegisterAndClientsRecover) {
   }),
             2u);
 
-  // The new broker does not know the client id: "zb:bad-sequence", then the
-  // client reopens with a new id and resends.
+  // The new broker does not know the client id: it adopts it at the number
+  // the client presents, so the client simply goes on (no rejection, no new
+  // socket, no retry spent).
   Result r = client.Request("svc", MakeFrames({"after restart"}),
-                            {.timeout = milliseconds(2000), .retries = 2});
+                            {.timeout = milliseconds(2000)});
   ASSERT_TRUE(r.ok()) << r.reason;
+  EXPECT_EQ(r.attempts, 1);
   // Both re-registered; in whatever order their READYs reached the broker.
   EXPECT_THAT(FramesToStrings(r.payload),
               ::testing::UnorderedElementsAre("a", "b"));
-  EXPECT_EQ(client.stats().rejected, 1u);
-  EXPECT_EQ(client.stats().reopens, 1u);
-  EXPECT_EQ(cluster.BrokerStats().rejected_sequence, 1u);
+  EXPECT_EQ(client.stats().rejected, 0u);
+  EXPECT_EQ(client.stats().reopens, 0u);
+  EXPECT_EQ(cluster.BrokerStats().rejected_sequence, 0u);
+  EXPECT_EQ(cluster.BrokerStats().clients_adopted, 1u);
 }
 
 TEST(ConsensusRestartTest, RequestSentWhileTheBrokerIsDownIsRetried) {
@@ -596,7 +599,8 @@ TEST(ConsensusRestartTest, RequestSentWhileTheBrokerIsDownIsRetried) {
   EXPECT_TRUE(r.ok() || r.reason == ccp::kReasonNoWorkers)
       << static_cast<int>(r.outcome) << " " << r.reason;
   EXPECT_GE(r.attempts, 2);
-  EXPECT_GE(client.stats().reopens, 1u);
+  // The new broker adopts the client id: no rejection along the way.
+  EXPECT_EQ(client.stats().rejected, 0u);
   ASSERT_TRUE(WaitFor([&] { return cluster.WorkerCount("svc") == 1; }));
   Result after = client.Request("svc", MakeFrames({"after"}));
   ASSERT_TRUE(after.ok()) << after.reason;
@@ -691,8 +695,8 @@ TEST(ZbBrokerProcessTest, ServesClientsAndWorkersAndSurvivesARestart) {
                 ::testing::UnorderedElementsAre("one", "two", "three"));
 
     // Crash the broker (no DISCONNECTs, no goodbyes) and start a new one on
-    // the same port: workers notice the silence and register again; the
-    // client is rejected once ("zb:bad-sequence"), reopens and succeeds.
+    // the same port: workers notice the silence and register again; the new
+    // broker adopts the client's id at the number it presents.
     broker->Stop(SIGKILL);
     broker = std::make_unique<Child>(
         std::vector<std::string>{exe, "--consensus", endpoint});
@@ -701,7 +705,7 @@ TEST(ZbBrokerProcessTest, ServesClientsAndWorkersAndSurvivesARestart) {
                          {.timeout = milliseconds(1000), .retries = 3});
       return r.ok() && r.payload.size() == 3;
     })) << r.reason;
-    EXPECT_GE(client.stats().reopens, 1u);
+    EXPECT_EQ(client.stats().rejected, 0u);
     EXPECT_GE(worker_thread.invoke([&](Reactor&) {
       std::uint64_t n = 0;
       for (auto& w : workers) n += w->stats().reconnects;
