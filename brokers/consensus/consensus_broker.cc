@@ -66,6 +66,10 @@ struct ConsensusBroker::Worker {
   std::string identity;
   zmq::message_t identity_frame;  // copied (zmq_msg_copy) for every send
   Service* service = nullptr;
+  // Index in service->workers, which is also this worker's slot in every
+  // request fanned out since the service's membership last changed: a
+  // reply finds its slot without scanning the quorum.
+  std::size_t position = 0;
   Clock::duration interval{};
   Clock::duration expiry{};  // interval x retries
   Clock::time_point last_recv;
@@ -261,6 +265,7 @@ void ConsensusBroker::OnReady(std::span<zmq::message_t> frames,
   w->expiry = interval * h.heartbeat_retries;
   w->last_recv = now;
   w->last_sent = now;
+  w->position = service->workers.size();
   workers_.emplace(w->identity, std::move(worker));
   service->workers.push_back(w);
   ++stats_.workers_joined;
@@ -457,11 +462,18 @@ void ConsensusBroker::OnReply(std::span<zmq::message_t> frames,
     return;
   }
   Request* r = rit->second;
+  // The worker's slot is at its position unless a worker of the service
+  // left while the request was open (positions shifted); only then search.
+  // A scan per reply made every request O(workers^2).
   Request::Slot* slot = nullptr;
-  for (std::size_t i = 0; i < r->quorum; ++i) {
-    if (r->slots[i].worker == w) {
-      slot = &r->slots[i];
-      break;
+  if (w->position < r->quorum && r->slots[w->position].worker == w) {
+    slot = &r->slots[w->position];
+  } else {
+    for (std::size_t i = 0; i < r->quorum; ++i) {
+      if (r->slots[i].worker == w) {
+        slot = &r->slots[i];
+        break;
+      }
     }
   }
   if (slot == nullptr || slot->answered) {
@@ -648,7 +660,8 @@ void ConsensusBroker::RemoveWorker(Worker* w, Leave why) {
     SendToWorker(w, MessageType::kDisconnect).IgnoreError();
   }
   auto& list = service->workers;
-  list.erase(std::find(list.begin(), list.end(), w));
+  auto at = list.erase(list.begin() + static_cast<std::ptrdiff_t>(w->position));
+  for (; at != list.end(); ++at) --(*at)->position;
 
   // Drop it from every open request of its service; a request with nobody
   // left to answer is completed now.

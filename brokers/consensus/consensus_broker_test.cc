@@ -981,6 +981,63 @@ TEST_F(ConsensusBrokerTest, AnswerOfAWorkerThatLeftStillCounts) {
   EXPECT_THAT(reply->payload, ElementsAre("w1 said yes", "w2 said yes"));
 }
 
+// A reply finds its slot by the worker's position in the service; a worker
+// leaving shifts the positions of the workers after it, so requests that
+// were open at that moment, the requests after it, a newcomer's reply to a
+// request it never got, and later removals must all still line up.
+TEST_F(ConsensusBrokerTest, RepliesFindTheirSlotAfterAWorkerLeft) {
+  Start();
+  auto w1 = NewWorker("svc");
+  auto w2 = NewWorker("svc");
+  auto w3 = NewWorker("svc");
+  Peer client(ctx_, endpoint_);
+  client.Request("svc", {1, 19});
+  auto a2 = w2->Recv();
+  auto a3 = w3->Recv();
+  ASSERT_TRUE(w1->Recv() && a2 && a3);
+  w1->Disconnect("svc");  // leaves without answering request 1
+  ASSERT_TRUE(WaitFor([&] { return Workers("svc") == 2; }));
+  auto w4 = NewWorker("svc");  // takes the last position; not in request 1
+  const std::uint64_t late_before = Stats().late_replies;
+  w4->Reply(*a3, true, {"w4 was never asked"});
+  ASSERT_TRUE(WaitFor([&] { return Stats().late_replies == late_before + 1; }));
+  w3->Reply(*a3, true, {"w3:1"});
+  w2->Reply(*a2, true, {"w2:1"});
+  auto reply = client.Recv();
+  ASSERT_TRUE(reply.has_value());
+  EXPECT_EQ(reply->type, MessageType::kReplySuccess);
+  EXPECT_THAT(reply->payload, ElementsAre("w2:1", "w3:1"));
+
+  // A request after the change goes to w2, w3, w4, in that order.
+  client.Request("svc", {2, 19});
+  auto b2 = w2->Recv();
+  auto b3 = w3->Recv();
+  auto b4 = w4->Recv();
+  ASSERT_TRUE(b2 && b3 && b4);
+  w4->Reply(*b4, true, {"w4:2"});
+  w2->Reply(*b2, true, {"w2:2"});
+  w3->Reply(*b3, true, {"w3:2"});
+  reply = client.Recv();
+  ASSERT_TRUE(reply.has_value());
+  EXPECT_EQ(reply->type, MessageType::kReplySuccess);
+  EXPECT_THAT(reply->payload, ElementsAre("w2:2", "w3:2", "w4:2"));
+
+  // Removing the first of them removes exactly that one.
+  w2->Disconnect("svc");
+  ASSERT_TRUE(WaitFor([&] { return Workers("svc") == 2; }));
+  client.Request("svc", {3, 19});
+  auto c3 = w3->Recv();
+  auto c4 = w4->Recv();
+  ASSERT_TRUE(c3 && c4);
+  EXPECT_TRUE(w2->Silent(milliseconds(100)));
+  w3->Reply(*c3, true, {"w3:3"});
+  w4->Reply(*c4, true, {"w4:3"});
+  reply = client.Recv();
+  ASSERT_TRUE(reply.has_value());
+  EXPECT_EQ(reply->type, MessageType::kReplySuccess);
+  EXPECT_THAT(reply->payload, ElementsAre("w3:3", "w4:3"));
+}
+
 TEST_F(ConsensusBrokerTest, BindsSeveralEndpoints) {
   Start();
   const std::string ipc =
