@@ -36,7 +36,8 @@ struct StepPlan {
   std::int64_t round_trips = 0;  // all clients together
   std::int64_t warmup = 0;       // per client
   int expected_workers = 1;
-  // How long a client may probe before every expected worker answers.
+  // How long a client may probe without one more of the expected workers
+  // answering (the broker registers them asynchronously).
   std::chrono::milliseconds register_timeout{10000};
 };
 
