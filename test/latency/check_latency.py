@@ -14,12 +14,20 @@ CASE is one of:
   options    bad options exit 2 with a message; --help exits 0
   broker     --broker ENDPOINT against a zb-broker process (path ZB_BROKER)
              started on an ephemeral port, with --baseline
+  outputs    --json /dev/stdout, --csv /dev/null, --svg into a pipe, a
+             regular file, and /dev/full (exit 1, the reason said)
+  cpus       --cpus pins every thread of the test and of its child
+             processes (read back from /proc); bad lists exit 2
+  many       256 workers with --baseline over tcp, started with the soft
+             open-file limit at 1024 (zb-latency raises it), and a hard
+             limit too low for them (exit 2, the reason said)
 
 For the measuring cases it checks: exit code 0; one line per step and
 system with the right workers/clients/round trips and failures 0; the fit
 line; and that the --csv, --json and --svg files parse (csv, json,
-xml.etree) and hold the same steps.  Only the Python standard library is
-used.
+xml.etree) and hold the same steps; the SVG is also rendered and checked
+by check_svg.py when rsvg-convert is installed.  Only the Python standard
+library is used.
 """
 
 import csv
@@ -27,11 +35,18 @@ import glob
 import json
 import os
 import re
+import resource
+import shutil
 import signal
 import subprocess
 import sys
 import tempfile
+import threading
+import time
 import xml.etree.ElementTree as ET
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import check_svg  # noqa: E402  (next to this file)
 
 ROUNDS = 300
 SVG_NS = "{http://www.w3.org/2000/svg}"
@@ -51,9 +66,9 @@ def check(cond, message):
         raise CheckFailed(message)
 
 
-def run(exe, args, timeout=120):
+def run(exe, args, timeout=120, **kwargs):
     return subprocess.run([exe] + args, capture_output=True, text=True,
-                          timeout=timeout)
+                          timeout=timeout, **kwargs)
 
 
 def parse_step_lines(stdout):
@@ -175,15 +190,24 @@ def check_measured(exe, args, expected, x_name, baseline, tmp):
     # SVG.
     root = ET.parse(paths["svg"]).getroot()
     check(root.tag == SVG_NS + "svg", f"SVG root is {root.tag}")
-    circles = root.findall(f".//{SVG_NS}circle")
+    data = check_svg.group(root, "data")
+    check(data is not None, "SVG has no data group")
+    circles = data.findall(f".//{SVG_NS}circle")
     check(len(circles) == len(expected) * len(systems),
-          f"{len(circles)} SVG dots")
-    check(len(root.findall(f".//{SVG_NS}polygon")) == 1, "SVG band")
-    check(len(root.findall(f".//{SVG_NS}polyline")) >= len(systems),
-          "SVG lines")
+          f"{len(circles)} SVG dots in the plot")
+    check(len(root.findall(f".//{SVG_NS}polyline")) >= 3 * len(systems),
+          "SVG lines (average, p50 and p99 per system)")
     texts = ["".join(t.itertext()) for t in root.iter(SVG_NS + "text")]
     check(x_name in texts, f"SVG x axis label {x_name!r} missing")
     check(any("latency" in t for t in texts), "SVG y axis label missing")
+    if shutil.which("rsvg-convert"):
+        try:
+            check_svg.check_svg(paths["svg"], tmp)
+        except check_svg.CheckFailed as e:
+            raise CheckFailed(f"SVG: {e}")
+    else:
+        print("note: rsvg-convert is not installed (librsvg2-bin); the SVG "
+              "was parsed but not rendered")
 
 
 def check_options(exe):
@@ -216,6 +240,174 @@ def check_options(exe):
                  "--transport", "--placement", "--payload-bytes", "--broker",
                  "--csv", "--json", "--svg", "--baseline"):
         check(flag in r.stdout, f"--help does not mention {flag}")
+
+
+def check_outputs(exe, tmp):
+    """The output files work on anything that can be written: a pipe or a
+    terminal behind /dev/stdout, /dev/null, a pipe, a regular file."""
+    quick = ["--max-workers", "2", "--rounds-per-step", "100",
+             "--transport", "inproc"]
+    # --json /dev/stdout (stdout is a pipe here) and --csv /dev/null.
+    r = run(exe, quick + ["--json", "/dev/stdout", "--csv", "/dev/null"])
+    check(r.returncode == 0,
+          f"--json /dev/stdout: exit {r.returncode}: {r.stderr}")
+    check("failed" not in r.stderr, f"--json /dev/stdout: {r.stderr}")
+    at = r.stdout.find("\n{\n")
+    check(at > 0, f"no JSON after the console lines: {r.stdout!r}")
+    check("fit zbrokers:" in r.stdout[:at],
+          "the console lines do not come before the JSON")
+    doc = json.loads(r.stdout[at + 1:])
+    check(len(doc["steps"]) == 2, "JSON on stdout: step count")
+    print("ok: --json /dev/stdout, --csv /dev/null")
+
+    # --svg into a pipe, read by a thread while zb-latency writes.
+    rfd, wfd = os.pipe()
+    got = []
+    reader = threading.Thread(
+        target=lambda: got.append(os.fdopen(rfd, "rb").read()))
+    reader.start()
+    try:
+        r = run(exe, quick + ["--svg", f"/dev/fd/{wfd}", "--csv",
+                              os.path.join(tmp, "regular.csv")],
+                pass_fds=(wfd,))
+    finally:
+        os.close(wfd)
+        reader.join(timeout=60)
+    check(r.returncode == 0, f"--svg into a pipe: exit {r.returncode}: "
+                             f"{r.stderr}")
+    check(got and got[0].startswith(b"<?xml"), "nothing SVG came out of the "
+                                               "pipe")
+    ET.fromstring(got[0])
+    with open(os.path.join(tmp, "regular.csv")) as fh:
+        rows = list(csv.DictReader(fh))
+    check(len(rows) == 2, f"regular CSV file: {len(rows)} rows")
+    print("ok: --svg into a pipe, --csv into a regular file")
+
+    # A device that refuses the data: the run fails, and says why.
+    if os.path.exists("/dev/full"):
+        r = run(exe, quick + ["--json", "/dev/full"])
+        check(r.returncode == 1, f"--json /dev/full: exit {r.returncode}")
+        check("writing /dev/full failed: No space left on device" in r.stderr,
+              f"--json /dev/full: stderr {r.stderr!r}")
+        print("ok: --json /dev/full -> exit 1: " + r.stderr.strip())
+
+
+def allowed_cpus(pid):
+    """{tid: Cpus_allowed_list} of every thread of `pid`."""
+    out = {}
+    for tid in os.listdir(f"/proc/{pid}/task"):
+        try:
+            with open(f"/proc/{pid}/task/{tid}/status") as fh:
+                for line in fh:
+                    if line.startswith("Cpus_allowed_list:"):
+                        out[int(tid)] = line.split(":", 1)[1].strip()
+        except FileNotFoundError:
+            pass  # the thread ended meanwhile
+    return out
+
+
+def children(pid):
+    kids = []
+    for tid in os.listdir(f"/proc/{pid}/task"):
+        try:
+            with open(f"/proc/{pid}/task/{tid}/children") as fh:
+                kids += [int(c) for c in fh.read().split()]
+        except FileNotFoundError:
+            pass
+    return kids
+
+
+def check_cpus(exe, tmp):
+    cpu = min(os.sched_getaffinity(0))
+    json_path = os.path.join(tmp, "cpus.json")
+    # Processes: the children must be pinned too.  Long enough steps to look
+    # at /proc while they measure.
+    p = subprocess.Popen(
+        [exe, "--cpus", str(cpu), "--placement", "processes", "--baseline",
+         "--max-workers", "2", "--rounds-per-step", "3000", "--json",
+         json_path], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        text=True)
+    try:
+        header = p.stdout.readline()
+        check(f"cpus {cpu} (pinned)" in header, f"header {header!r}")
+        # Look when the deployments are up (the header names the broker's
+        # endpoint) and again while the steps measure (after the column
+        # names, and after the first step's lines), so that threads made
+        # on the way are seen too.
+        seen = {}
+        for _ in range(3):
+            for pid in [p.pid] + children(p.pid):
+                for tid, cpus in allowed_cpus(pid).items():
+                    seen[(pid, tid)] = cpus
+            p.stdout.readline()
+        out, err = p.communicate(timeout=300)
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+    check(p.returncode == 0, f"--cpus {cpu}: exit {p.returncode}: {err}")
+    pids = {pid for pid, _ in seen}
+    # zb-latency and six children (broker, workers, client for each system).
+    check(len(pids) == 7, f"expected 7 processes, saw {sorted(pids)}")
+    # Each child has at least its main thread, a reactor or worker thread
+    # or libzmq's I/O and reaper threads.
+    check(len(seen) >= 1 + 6 * 2, f"only {len(seen)} threads seen")
+    wrong = {k: v for k, v in seen.items() if v != str(cpu)}
+    check(not wrong, f"threads not pinned to {cpu}: {wrong}")
+    with open(json_path) as fh:
+        check(json.load(fh)["config"]["cpus"] == str(cpu), "JSON cpus")
+    print(f"ok: --cpus {cpu}: {len(seen)} threads in {len(pids)} processes "
+          f"all on CPU {cpu}")
+
+    for args, message in [
+            (["--cpus", "0-"], "--cpus needs CPU numbers and ranges"),
+            (["--cpus", "1023"], "not available to this process"),
+            (["--cpus", "4096"], "CPU numbers go up to 1023")]:
+        if args[1] == "1023" and 1023 in os.sched_getaffinity(0):
+            continue
+        r = run(exe, args + ["--max-workers", "1"], timeout=30)
+        check(r.returncode == 2 and message in r.stderr,
+              f"{args}: exit {r.returncode}, stderr {r.stderr!r}")
+        print(f"ok: {' '.join(args)} -> exit 2: {r.stderr.strip()}")
+
+
+def check_many_workers(exe, tmp):
+    """256 workers in bounded time; the open-file limit handled."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    check(hard == resource.RLIM_INFINITY or hard >= 4096,
+          f"this test needs a hard open-file limit of 4096, have {hard}")
+
+    def low_soft_limit():
+        resource.setrlimit(resource.RLIMIT_NOFILE, (1024, hard))
+
+    args = ["--baseline", "--max-workers", "256", "--step", "255",
+            "--rounds-per-step", "40", "--warmup", "10", "--timeout-ms", "20000"]
+    started = time.monotonic()
+    r = run(exe, args, timeout=600, preexec_fn=low_soft_limit)
+    took = time.monotonic() - started
+    sys.stdout.write(r.stdout)
+    sys.stderr.write(r.stderr)
+    check(r.returncode == 0, f"256 workers: exit {r.returncode}")
+    steps = parse_step_lines(r.stdout)
+    for system in ("zbrokers", "raw"):
+        for workers in (1, 256):
+            f = steps.get((system, workers, 1))
+            check(f is not None, f"no line for {system} with {workers} "
+                                 "workers")
+            check(int(f[9]) == 0, f"{system} {workers} workers: {f[9]} "
+                                  "failures")
+    print(f"ok: 256 workers with --baseline over tcp in {took:.1f} s, "
+          "starting from a soft open-file limit of 1024")
+
+    def low_hard_limit():
+        resource.setrlimit(resource.RLIMIT_NOFILE, (256, 256))
+
+    r = run(exe, args, timeout=60, preexec_fn=low_hard_limit)
+    check(r.returncode == 2, f"hard limit 256: exit {r.returncode}")
+    check("need about" in r.stderr and "ulimit -Hn" in r.stderr,
+          f"hard limit 256: stderr {r.stderr!r}")
+    check(r.stdout == "", f"hard limit 256: printed {r.stdout!r}")
+    print("ok: hard limit 256 -> exit 2: " + r.stderr.strip())
 
 
 def check_external_broker(exe, broker_exe, tmp):
@@ -290,6 +482,12 @@ def main():
                                [(1, 1), (2, 1)], "workers", True, tmp)
             elif case == "options":
                 check_options(exe)
+            elif case == "outputs":
+                check_outputs(exe, tmp)
+            elif case == "cpus":
+                check_cpus(exe, tmp)
+            elif case == "many":
+                check_many_workers(exe, tmp)
             elif case == "broker" and len(sys.argv) == 4:
                 check_external_broker(exe, os.path.abspath(sys.argv[3]), tmp)
             else:

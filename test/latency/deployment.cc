@@ -80,7 +80,11 @@ class ThreadDeployment : public Deployment {
   }
 
  private:
-  explicit ThreadDeployment(const DeployConfig& cfg) : cfg_(cfg) {}
+  explicit ThreadDeployment(const DeployConfig& cfg) : cfg_(cfg) {
+    if (cfg.max_sockets > 0) {
+      context_.set(zmq::ctxopt::max_sockets, cfg.max_sockets);
+    }
+  }
 
   const DeployConfig cfg_;
   zmq::context_t context_;  // outlives everything below
@@ -117,9 +121,11 @@ class ProcessDeployment : public Deployment {
     std::unique_ptr<ProcessDeployment> d(new ProcessDeployment(cfg));
     const std::string exe = "/proc/self/exe";
     const std::string impl = absl::StrFormat("--impl=%s", ImplName(cfg.impl));
+    const std::string sockets =
+        absl::StrFormat("--max-sockets=%d", cfg.max_sockets);
     if (cfg.external_broker.empty()) {
       auto b = Subprocess::Start(
-          {exe, "--role=broker", impl,
+          {exe, "--role=broker", impl, sockets,
            "--bind=" + BindEndpoint(cfg.transport, cfg.impl)});
       if (!b.ok()) return b.status();
       d->broker_ = std::move(*b);
@@ -131,11 +137,12 @@ class ProcessDeployment : public Deployment {
     }
     const std::string connect = "--connect=" + d->endpoint_;
     const std::string service = "--service=" + cfg.service;
-    auto w = Subprocess::Start({exe, "--role=workers", impl, connect, service});
+    auto w = Subprocess::Start(
+        {exe, "--role=workers", impl, sockets, connect, service});
     if (!w.ok()) return w.status();
     d->workers_ = std::move(*w);
     auto c = Subprocess::Start(
-        {exe, "--role=client", impl, connect, service,
+        {exe, "--role=client", impl, sockets, connect, service,
          absl::StrFormat("--payload-bytes=%d", cfg.payload_bytes),
          cfg.client_uses_reactor ? "--client-wait=reactor"
                                  : "--client-wait=call",
@@ -301,6 +308,10 @@ int RunRole(const std::vector<std::string>& args) {
   const std::string role = kv["role"];
   const Impl impl = kv["impl"] == "raw" ? Impl::kRaw : Impl::kZbrokers;
   zmq::context_t context;
+  if (int max_sockets = 0;
+      absl::SimpleAtoi(kv["max-sockets"], &max_sockets) && max_sockets > 0) {
+    context.set(zmq::ctxopt::max_sockets, max_sockets);
+  }
   std::string line;
 
   if (role == "broker") {

@@ -47,6 +47,9 @@ struct DeployConfig {
   // zbrokers' client: request() + Reactor::run_once() instead of call().
   bool client_uses_reactor = false;
   std::chrono::milliseconds timeout{5000};
+  // ZMQ_MAX_SOCKETS of every context the deployment makes (libzmq's default
+  // of 1023 is too few for a thousand workers); 0 keeps the default.
+  int max_sockets = 0;
 };
 
 class Deployment {

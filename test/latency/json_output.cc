@@ -90,13 +90,14 @@ std::string ToJson(const Report& r) {
       "\"step\": %d, \"grow\": %s, \"workers\": %d, \"max_clients\": %d, "
       "\"transport\": %s, \"placement\": %s, \"payload_bytes\": %d, "
       "\"client_wait\": %s, \"timeout_ms\": %d, \"broker\": %s, "
-      "\"baseline\": %s, \"raw_only\": %s},\n",
+      "\"baseline\": %s, \"raw_only\": %s, \"cpus\": %s},\n",
       o.rounds_per_step, o.EffectiveWarmup(), o.max_workers, o.step,
       Quote(GrowName(grow)), o.workers, o.max_clients,
       Quote(TransportName(o.transport)), Quote(PlacementName(o.placement)),
       o.payload_bytes, Quote(ClientWaitName(o.client_wait)), o.timeout_ms,
       Quote(r.broker), o.baseline ? "true" : "false",
-      o.raw_only ? "true" : "false");
+      o.raw_only ? "true" : "false",
+      o.cpus.empty() ? std::string("null") : Quote(FormatCpuList(o.cpus)));
   absl::StrAppendFormat(&out, "  \"steps\": %s,\n", StepsJson(r.zbrokers));
   absl::StrAppendFormat(&out, "  \"fit\": %s,\n  \"fit_p50\": %s",
                         FitJson(r.zbrokers.fit, grow),
@@ -144,7 +145,14 @@ std::string ToJson(const Report& r) {
         Number(fits50 ? Ratio(r.zbrokers.fit_p50.slope, raw.fit_p50.slope)
                       : nan));
   }
-  out += "\n}\n";
+  // The poor fits (report.h), as the console's warning lists them.
+  out += ",\n  \"warnings\": [";
+  const std::vector<PoorFit> poor = PoorFits(r);
+  for (std::size_t i = 0; i < poor.size(); ++i) {
+    absl::StrAppendFormat(&out, "%s%s", i == 0 ? "" : ", ",
+                          Quote(poor[i].Describe("r^2")));
+  }
+  out += "]\n}\n";
   return out;
 }
 

@@ -41,6 +41,14 @@ std::int64_t Options::EffectiveWarmup() const {
   return std::clamp<std::int64_t>(rounds_per_step / 20, 50, 1000);
 }
 
+int Options::MostWorkers() const {
+  return grow == Grow::kWorkers ? StepSizes().back() : workers;
+}
+
+int Options::MostClients() const {
+  return grow == Grow::kClients ? StepSizes().back() : 1;
+}
+
 std::vector<int> Options::StepSizes() const {
   const int max = grow == Grow::kWorkers ? max_workers : max_clients;
   std::vector<int> sizes;
@@ -99,6 +107,66 @@ absl::Status ParseEitherTo(std::string_view flag, std::string_view text,
 
 }  // namespace
 
+absl::StatusOr<std::vector<int>> ParseCpuList(std::string_view text) {
+  constexpr int kMaxCpu = 1023;  // CPU_SETSIZE - 1
+  auto bad = [&](std::string_view why) {
+    return Bad(absl::StrFormat(
+        "--cpus needs CPU numbers and ranges such as 0, 0,1 or 0-3 (%s), got "
+        "'%s'",
+        why, text));
+  };
+  auto number = [&](std::string_view t, int* out) -> bool {
+    const char* end = t.data() + t.size();
+    auto [ptr, ec] = std::from_chars(t.data(), end, *out);
+    return !t.empty() && ec == std::errc() && ptr == end;
+  };
+  std::vector<int> cpus;
+  if (text.empty()) return bad("empty list");
+  std::size_t start = 0;
+  while (start <= text.size()) {
+    std::size_t comma = text.find(',', start);
+    if (comma == std::string_view::npos) comma = text.size();
+    const std::string_view item = text.substr(start, comma - start);
+    int lo = 0, hi = 0;
+    if (const std::size_t dash = item.find('-');
+        dash != std::string_view::npos) {
+      if (!number(item.substr(0, dash), &lo) ||
+          !number(item.substr(dash + 1), &hi)) {
+        return bad(absl::StrFormat("'%s' is not a range", item));
+      }
+      if (lo > hi) {
+        return bad(absl::StrFormat("range '%s' runs backwards", item));
+      }
+    } else {
+      if (!number(item, &lo)) {
+        return bad(absl::StrFormat("'%s' is not a CPU number", item));
+      }
+      hi = lo;
+    }
+    if (hi > kMaxCpu) {
+      return bad(absl::StrFormat("CPU numbers go up to %d", kMaxCpu));
+    }
+    for (int c = lo; c <= hi; ++c) cpus.push_back(c);
+    start = comma + 1;
+  }
+  std::sort(cpus.begin(), cpus.end());
+  cpus.erase(std::unique(cpus.begin(), cpus.end()), cpus.end());
+  return cpus;
+}
+
+std::string FormatCpuList(const std::vector<int>& cpus) {
+  std::string out;
+  for (std::size_t i = 0; i < cpus.size();) {
+    std::size_t j = i;
+    while (j + 1 < cpus.size() && cpus[j + 1] == cpus[j] + 1) ++j;
+    if (!out.empty()) out += ",";
+    out += j == i ? absl::StrFormat("%d", cpus[i])
+                  : absl::StrFormat("%d-%d", cpus[i], cpus[j]);
+    i = j + 1;
+  }
+  return out;
+}
+
 absl::StatusOr<Options> ParseOptions(const std::vector<std::string>& args) {
   Options o;
   bool max_workers_given = false;
@@ -149,7 +217,7 @@ absl::StatusOr<Options> ParseOptions(const std::vector<std::string>& args) {
     } else if (name == "--max-workers") {
       auto v = value();
       if (!v.ok()) return v.status();
-      st = ParseIntTo(name, *v, 1, 10000, &o.max_workers);
+      st = ParseIntTo(name, *v, 1, kMaxWorkersLimit, &o.max_workers);
       max_workers_given = true;
     } else if (name == "--step") {
       auto v = value();
@@ -168,7 +236,7 @@ absl::StatusOr<Options> ParseOptions(const std::vector<std::string>& args) {
     } else if (name == "--workers") {
       auto v = value();
       if (!v.ok()) return v.status();
-      st = ParseIntTo(name, *v, 1, 10000, &o.workers);
+      st = ParseIntTo(name, *v, 1, kMaxWorkersLimit, &o.workers);
       workers_given = true;
     } else if (name == "--transport") {
       auto v = value();
@@ -202,6 +270,13 @@ absl::StatusOr<Options> ParseOptions(const std::vector<std::string>& args) {
       auto v = value();
       if (!v.ok()) return v.status();
       st = ParseIntTo(name, *v, 1, kMaxInt, &o.timeout_ms);
+    } else if (name == "--cpus") {
+      auto v = value();
+      if (!v.ok()) return v.status();
+      absl::StatusOr<std::vector<int>> cpus = ParseCpuList(*v);
+      if (!cpus.ok()) return cpus.status();
+      o.cpus = *std::move(cpus);
+      o.cpus_text = std::string(*v);
     } else if (name == "--broker") {
       auto v = value();
       if (!v.ok()) return v.status();
@@ -311,6 +386,11 @@ Usage: zb-latency [options]
                        serves other sockets and timers
   --timeout-ms N       a round trip slower than this is a failure
                        (default 5000)
+  --cpus LIST          pin the whole test (every thread, and the child
+                       processes of --placement processes) to these CPUs,
+                       e.g. 0, 0,1 or 0-1.  On a small VM an unpinned run
+                       mostly measures cross-core wake-ups (see
+                       docs/latency.md, "Noisy fits and --cpus")
   --broker ENDPOINT    use a running zb-broker (tcp:// or ipc://) instead of
                        the embedded broker
   --csv FILE           write the steps as CSV

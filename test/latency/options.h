@@ -38,6 +38,12 @@ std::string_view TransportName(Transport t);
 std::string_view PlacementName(Placement p);
 std::string_view ClientWaitName(ClientWait w);
 
+// The most workers a run may have (--max-workers, --workers).  Every
+// zbrokers worker has a heartbeat timer on the one shared worker reactor,
+// and every worker costs the test three file descriptors over tcp or ipc;
+// 1024 stays well within both (docs/latency.md, "Many workers").
+inline constexpr int kMaxWorkersLimit = 1024;
+
 // The default --max-workers: chosen so that a default run (tcp, threads,
 // 10,000 round trips per step, no baseline) takes about three minutes on a
 // 2-core machine.  See docs/latency.md for the measurement behind it.
@@ -75,8 +81,16 @@ struct Options {
   // Per-request deadline: a round trip that takes longer counts as a
   // failure.
   int timeout_ms = 5000;
+  // --cpus LIST: the CPUs the whole test (every thread, every child
+  // process) is pinned to, ascending and without duplicates; empty: not
+  // pinned.  `cpus_text` is the list as given, for the output.
+  std::vector<int> cpus;
+  std::string cpus_text;
   bool help = false;
 
+  // The largest worker and client counts of the run.
+  int MostWorkers() const;
+  int MostClients() const;
   // The warm-up actually used per client (resolves -1).
   std::int64_t EffectiveWarmup() const;
   // The x values of the steps: worker counts (--grow workers) or client
@@ -90,6 +104,15 @@ struct Options {
 // conflicting options).  Does not touch the file system: whether output
 // files can be written is checked by the caller when it opens them.
 absl::StatusOr<Options> ParseOptions(const std::vector<std::string>& args);
+
+// Parses a CPU list as taskset -c and /proc's Cpus_allowed_list write it:
+// comma-separated CPU numbers and lo-hi ranges ("0", "0,1", "0-3,6").
+// Returns the CPUs ascending, without duplicates.  CPUs above 1023
+// (CPU_SETSIZE) are refused.
+absl::StatusOr<std::vector<int>> ParseCpuList(std::string_view text);
+
+// The inverse: "0-3,6" for {0, 1, 2, 3, 6}.
+std::string FormatCpuList(const std::vector<int>& cpus);
 
 // The --help text.
 std::string HelpText();

@@ -133,5 +133,50 @@ TEST(OptionsTest, BadOptionsHaveClearMessages) {
   EXPECT_THAT(ErrorOf({"--rounds-per-step", "-5"}), HasSubstr("between"));
 }
 
+TEST(OptionsTest, WorkerCountsUpToTheLimit) {
+  absl::StatusOr<Options> o =
+      Parse({"--max-workers", std::to_string(kMaxWorkersLimit)});
+  ASSERT_TRUE(o.ok()) << o.status();
+  EXPECT_EQ(o->MostWorkers(), kMaxWorkersLimit);
+  EXPECT_EQ(o->MostClients(), 1);
+  EXPECT_THAT(ErrorOf({"--max-workers", "1025"}),
+              HasSubstr("must be between 1 and 1024"));
+  EXPECT_THAT(ErrorOf({"--grow", "clients", "--workers", "1025"}),
+              HasSubstr("must be between 1 and 1024"));
+  o = Parse({"--grow", "clients", "--workers", "300", "--max-clients", "4",
+             "--step", "2"});
+  ASSERT_TRUE(o.ok()) << o.status();
+  EXPECT_EQ(o->MostWorkers(), 300);
+  EXPECT_EQ(o->MostClients(), 3);  // steps 1, 3
+}
+
+TEST(OptionsTest, CpuLists) {
+  EXPECT_THAT(*ParseCpuList("0"), ElementsAre(0));
+  EXPECT_THAT(*ParseCpuList("0,1"), ElementsAre(0, 1));
+  EXPECT_THAT(*ParseCpuList("0-1"), ElementsAre(0, 1));
+  EXPECT_THAT(*ParseCpuList("6,0-3,2"), ElementsAre(0, 1, 2, 3, 6));
+  EXPECT_THAT(*ParseCpuList("1023"), ElementsAre(1023));
+  for (const char* bad : {"", ",", "0,", ",0", "a", "1-", "-1", "3-1", "0-1-2",
+                          "1024", "0-1024", " 0", "0x1", "1.5"}) {
+    absl::StatusOr<std::vector<int>> c = ParseCpuList(bad);
+    EXPECT_FALSE(c.ok()) << "'" << bad << "'";
+    if (!c.ok()) {
+      EXPECT_THAT(c.status().message(), HasSubstr("--cpus"));
+    }
+  }
+  EXPECT_EQ(FormatCpuList({0}), "0");
+  EXPECT_EQ(FormatCpuList({0, 1}), "0-1");
+  EXPECT_EQ(FormatCpuList({0, 1, 2, 3, 6, 8, 9}), "0-3,6,8-9");
+  EXPECT_EQ(FormatCpuList({}), "");
+
+  absl::StatusOr<Options> o = Parse({"--cpus", "0-1"});
+  ASSERT_TRUE(o.ok()) << o.status();
+  EXPECT_THAT(o->cpus, ElementsAre(0, 1));
+  EXPECT_EQ(o->cpus_text, "0-1");
+  EXPECT_TRUE(Parse({}).value().cpus.empty());
+  EXPECT_THAT(ErrorOf({"--cpus"}), HasSubstr("needs a value"));
+  EXPECT_THAT(ErrorOf({"--cpus=x"}), HasSubstr("'x' is not a CPU number"));
+}
+
 }  // namespace
 }  // namespace zb::latency

@@ -8,6 +8,8 @@
 // more worker.  `zb-latency --help` lists the options; docs/latency.md
 // explains the test and how to read it.
 
+#include <sched.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -36,6 +38,8 @@ namespace {
 
 // An output file opened before the run, so that an unwritable path is
 // reported at once (exit code 2) rather than after minutes of measuring.
+// Written once, at the end.  Any file works: a regular file, /dev/stdout,
+// /dev/null, a pipe or a terminal.
 class OutputFile {
  public:
   OutputFile() = default;
@@ -56,17 +60,18 @@ class OutputFile {
     }
     return true;
   }
-  // Replaces the file's content.
+  // Writes `content` and flushes it.  (An earlier version rewound and
+  // truncated the file to replace what a previous call wrote, which fails
+  // with EINVAL on anything but a regular file.)
   bool Write(const std::string& content) {
     if (f_ == nullptr) return true;
-    std::rewind(f_);
-    bool ok =
+    errno = 0;
+    const bool ok =
         std::fwrite(content.data(), 1, content.size(), f_) == content.size() &&
-        std::fflush(f_) == 0 &&
-        ::ftruncate(::fileno(f_), static_cast<off_t>(content.size())) == 0;
+        std::fflush(f_) == 0;
     if (!ok) {
       std::fprintf(stderr, "zb-latency: writing %s failed: %s\n", path_.c_str(),
-                   std::strerror(errno));
+                   std::strerror(errno != 0 ? errno : EIO));
     }
     return ok;
   }
@@ -128,16 +133,107 @@ void PrintFit(const Series& s, Grow grow) {
     std::printf("fit %-9s needs at least two steps\n", (s.name + ":").c_str());
     return;
   }
+  const std::string per = absl::StrFormat(" x %ss", x);
   std::printf(
-      "fit %-9s latency = %.2f us + %.2f us x %ss, r^2 = %.4f; cost per "
-      "added %s: %.2f us\n",
-      (s.name + ":").c_str(), s.fit.intercept, s.fit.slope, x, s.fit.r2, x,
-      s.fit.slope);
-  std::printf("    (medians: p50 = %.2f us + %.2f us x %ss, r^2 = %.4f)\n",
-              s.fit_p50.intercept, s.fit_p50.slope, x, s.fit_p50.r2);
+      "fit %-9s latency = %s, r^2 = %.4f; cost per added %s: %.2f us\n",
+      (s.name + ":").c_str(),
+      FormatLine(s.fit.intercept, s.fit.slope, 2, 2, " us", per).c_str(),
+      s.fit.r2, x, s.fit.slope);
+  std::printf("    (medians: p50 = %s, r^2 = %.4f)\n",
+              FormatLine(s.fit_p50.intercept, s.fit_p50.slope, 2, 2, " us", per)
+                  .c_str(),
+              s.fit_p50.r2);
+}
+
+// The file descriptors a run needs, generously: over tcp and ipc every
+// worker and every client is a socket (its mailbox eventfd) and a
+// connection with a descriptor at each end; over inproc only the socket.
+// Each system also has a broker, contexts with I/O threads, a few eventfds.
+rlim_t FdsNeeded(const Options& o) {
+  const rlim_t per_peer = o.transport == Transport::kInproc ? 1 : 3;
+  const rlim_t peers = static_cast<rlim_t>(o.MostWorkers() + o.MostClients());
+  const rlim_t systems = o.baseline ? 2 : 1;
+  return systems * (per_peer * peers + 64) + 64;
+}
+
+// Raises the soft RLIMIT_NOFILE (1024 on most systems, too few for a few
+// hundred workers over tcp) towards the hard limit when the run needs more.
+// Child processes inherit it.  False, with a message, when even the hard
+// limit is too low.
+bool RaiseFdLimit(const Options& o) {
+  const rlim_t needed = FdsNeeded(o);
+  rlimit lim{};
+  if (::getrlimit(RLIMIT_NOFILE, &lim) != 0) return true;  // try anyway
+  // RLIM_INFINITY is the largest rlim_t: no special case needed.
+  if (lim.rlim_cur >= needed) return true;
+  if (lim.rlim_max < needed) {
+    std::fprintf(stderr,
+                 "zb-latency: %d workers and %d client(s)%s over %s need about "
+                 "%llu file descriptors, but this process may open at most "
+                 "%llu (ulimit -Hn); raise the limit or use fewer workers\n",
+                 o.MostWorkers(), o.MostClients(),
+                 o.baseline ? " with --baseline" : "",
+                 std::string(TransportName(o.transport)).c_str(),
+                 static_cast<unsigned long long>(needed),
+                 static_cast<unsigned long long>(lim.rlim_max));
+    return false;
+  }
+  lim.rlim_cur = needed;
+  if (::setrlimit(RLIMIT_NOFILE, &lim) != 0) {
+    std::fprintf(stderr,
+                 "zb-latency: cannot raise the open file limit to %llu: %s\n",
+                 static_cast<unsigned long long>(needed), std::strerror(errno));
+    return false;
+  }
+  return true;
+}
+
+// The CPUs this process may run on.
+std::vector<int> AllowedCpus() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  std::vector<int> cpus;
+  if (::sched_getaffinity(0, sizeof set, &set) != 0) return cpus;
+  for (int c = 0; c < CPU_SETSIZE; ++c) {
+    if (CPU_ISSET(c, &set)) cpus.push_back(c);
+  }
+  return cpus;
+}
+
+// Pins the calling thread to `cpus`.  Called while it is the process's only
+// thread: every thread and child process started later inherits the mask,
+// so the whole test (threads, libzmq's I/O threads, --placement processes'
+// children) runs there.
+bool PinToCpus(const Options& o) {
+  const std::vector<int> allowed = AllowedCpus();
+  std::vector<int> missing;
+  for (int c : o.cpus) {
+    if (!std::binary_search(allowed.begin(), allowed.end(), c)) {
+      missing.push_back(c);
+    }
+  }
+  if (!missing.empty()) {
+    std::fprintf(stderr,
+                 "zb-latency: --cpus %s: CPU %s not available to this "
+                 "process (it may use %s)\n",
+                 o.cpus_text.c_str(), FormatCpuList(missing).c_str(),
+                 FormatCpuList(allowed).c_str());
+    return false;
+  }
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  for (int c : o.cpus) CPU_SET(c, &set);
+  if (::sched_setaffinity(0, sizeof set, &set) != 0) {
+    std::fprintf(stderr, "zb-latency: --cpus %s: %s\n", o.cpus_text.c_str(),
+                 std::strerror(errno));
+    return false;
+  }
+  return true;
 }
 
 int Run(const Options& o) {
+  if (!o.cpus.empty() && !PinToCpus(o)) return 2;
+  if (!RaiseFdLimit(o)) return 2;
   OutputFile csv, json, svg;
   if (!csv.Open("--csv", o.csv_path) || !json.Open("--json", o.json_path) ||
       !svg.Open("--svg", o.svg_path)) {
@@ -169,6 +265,9 @@ int Run(const Options& o) {
     cfg.payload_bytes = o.payload_bytes;
     cfg.client_uses_reactor = o.client_wait == ClientWait::kReactor;
     cfg.timeout = std::chrono::milliseconds(o.timeout_ms);
+    // Every worker and client socket, the broker, and a margin for clients
+    // being replaced between chunks.
+    cfg.max_sockets = o.MostWorkers() + 2 * o.MostClients() + 16;
     auto d = Deploy(o.placement, cfg);
     if (!d.ok()) {
       std::fprintf(stderr, "zb-latency: cannot start the %s system: %s\n",
@@ -181,29 +280,34 @@ int Run(const Options& o) {
 
   const std::vector<int> sizes = o.StepSizes();
   const std::int64_t warmup = o.EffectiveWarmup();
+  const std::string cpus =
+      o.cpus.empty()
+          ? absl::StrFormat("cpus %s (not pinned)",
+                            FormatCpuList(AllowedCpus()))
+          : absl::StrFormat("cpus %s (pinned)", FormatCpuList(o.cpus));
   if (o.grow == Grow::kWorkers) {
     std::printf(
         "# zb-latency: 1 client, workers %d..%d (step %d), %lld round trips "
         "per step (+%lld warm-up), payload %d B, client wait %s, %s, %s, "
-        "broker %s\n",
+        "%s, broker %s\n",
         sizes.front(), sizes.back(), o.step,
         static_cast<long long>(o.rounds_per_step),
         static_cast<long long>(warmup), o.payload_bytes,
         std::string(ClientWaitName(o.client_wait)).c_str(),
         std::string(TransportName(o.transport)).c_str(),
-        std::string(PlacementName(o.placement)).c_str(),
+        std::string(PlacementName(o.placement)).c_str(), cpus.c_str(),
         systems[0].deployment->endpoint().c_str());
   } else {
     std::printf(
         "# zb-latency: %d worker(s), clients %d..%d (step %d), %lld round "
         "trips per step in all (+%lld warm-up per client), payload %d B, "
-        "client wait %s, %s, %s, broker %s\n",
+        "client wait %s, %s, %s, %s, broker %s\n",
         o.workers, sizes.front(), sizes.back(), o.step,
         static_cast<long long>(o.rounds_per_step),
         static_cast<long long>(warmup), o.payload_bytes,
         std::string(ClientWaitName(o.client_wait)).c_str(),
         std::string(TransportName(o.transport)).c_str(),
-        std::string(PlacementName(o.placement)).c_str(),
+        std::string(PlacementName(o.placement)).c_str(), cpus.c_str(),
         systems[0].deployment->endpoint().c_str());
   }
   PrintHeader();
@@ -212,6 +316,9 @@ int Run(const Options& o) {
   auto write_outputs = [&] {
     report.zbrokers.Refit(o.grow);
     if (report.raw) report.raw->Refit(o.grow);
+    // The console lines come first when a file is the console too
+    // (--json /dev/stdout).
+    std::fflush(stdout);
     bool ok = csv.Write(ToCsv(report));
     ok = json.Write(ToJson(report)) && ok;
     ok = svg.Write(ToSvg(report)) && ok;
@@ -332,7 +439,8 @@ int Run(const Options& o) {
     std::fflush(stdout);
   }
 
-  const bool written = write_outputs();
+  report.zbrokers.Refit(o.grow);
+  if (report.raw) report.raw->Refit(o.grow);
   PrintFit(report.zbrokers, o.grow);
   if (report.raw) {
     PrintFit(*report.raw, o.grow);
@@ -364,6 +472,10 @@ int Run(const Options& o) {
                         raw.steps.front().latency.p50_us))
                     .c_str());
   }
+  // A visible warning under the fits when one of them does not describe
+  // its steps.
+  std::fputs(FitWarning(report).c_str(), stdout);
+  const bool written = write_outputs();
   if (failures > 0) {
     std::fprintf(stderr, "zb-latency: %lld round trip(s) failed\n",
                  static_cast<long long>(failures));
