@@ -143,6 +143,10 @@ class Harness {
     static constexpr std::size_t kServiceLimits[] = {1, 3, 10'000};
     o.max_services = in_.PickValueInArray(kServiceLimits);
     o.worker_prefetch = in_.ConsumeIntegralInRange(1, 3);
+    static constexpr std::size_t kWorkerLimits[] = {1, 2, 10'000};
+    o.max_workers = in_.PickValueInArray(kWorkerLimits);
+    o.reply_timeout =
+        in_.ConsumeBool() ? Broker::Duration(500) : Broker::Duration(60'000);
     options_ = o;
 
     zb::Reactor reactor;
@@ -183,9 +187,12 @@ class Harness {
     for (std::size_t op = 0; op < kMaxOps && in_.remaining_bytes() > 0; ++op) {
       const int kind = in_.ConsumeIntegralInRange(0, 13);
       if (kind == 12) {
-        const Clock::duration steps[] = {
-            Clock::duration(0), std::chrono::milliseconds(1), kHeartbeat,
-            kHeartbeat * o.heartbeat_liveness, o.queue_expiry + kHeartbeat};
+        const Clock::duration steps[] = {Clock::duration(0),
+                                         std::chrono::milliseconds(1),
+                                         kHeartbeat,
+                                         kHeartbeat * o.heartbeat_liveness,
+                                         o.queue_expiry + kHeartbeat,
+                                         o.reply_timeout + kHeartbeat};
         now += in_.PickValueInArray(steps);
         broker->SweepForTesting();
       } else if (kind == 13) {
@@ -427,6 +434,7 @@ class Harness {
                           s.workers_expired, s.workers_disconnected));
     }
     Check(workers <= peers_.size(), "more workers than identities");
+    Check(workers <= options_.max_workers, "workers over the cap");
     if (replies_received_ != s.replies) {
       Fail(absl::StrFormat("%d replies received, the broker counts %d",
                            replies_received_, s.replies));
