@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "absl/strings/str_format.h"
+#include "brokers/common/endpoint.h"
 
 namespace zb {
 namespace {
@@ -39,6 +40,7 @@ absl::Status ConsensusClient::open_socket() {
     // What is still queued when the client closes or reopens belongs to
     // requests that have ended or will be resent: drop it.
     socket_->set(zmq::sockopt::linger, 0);
+    SetIpv6For(*socket_, endpoint_);
     socket_->connect(endpoint_);
   } catch (const zmq::error_t& e) {
     socket_.reset();

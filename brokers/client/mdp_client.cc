@@ -10,6 +10,7 @@
 
 #include "absl/strings/str_format.h"
 #include "absl/strings/string_view.h"
+#include "brokers/common/endpoint.h"
 #include "brokers/protocol/mdp.h"
 
 namespace zb {
@@ -52,6 +53,7 @@ absl::Status MdpClient::Open() {
   socket_.emplace(*context_, zmq::socket_type::dealer);
   socket_->set(zmq::sockopt::linger, 0);
   try {
+    SetIpv6For(*socket_, endpoint_);
     socket_->connect(endpoint_);
   } catch (const zmq::error_t& e) {
     socket_.reset();
@@ -169,6 +171,7 @@ absl::Status MdpAsyncClient::Open() {
   socket_.set(zmq::sockopt::sndhwm, 0);
   socket_.set(zmq::sockopt::rcvhwm, 0);
   try {
+    SetIpv6For(socket_, endpoint_);
     socket_.connect(endpoint_);
   } catch (const zmq::error_t& e) {
     socket_.close();

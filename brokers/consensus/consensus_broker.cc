@@ -10,6 +10,7 @@
 #include <utility>
 
 #include "absl/strings/str_format.h"
+#include "brokers/common/endpoint.h"
 
 namespace zb {
 namespace {
@@ -150,7 +151,9 @@ ConsensusBroker::~ConsensusBroker() {
 }
 
 absl::Status ConsensusBroker::Bind(const std::string& endpoint) {
+  if (absl::Status s = CheckEndpoint(endpoint); !s.ok()) return s;
   try {
+    SetIpv6For(router_, endpoint);
     router_.bind(endpoint);
   } catch (const zmq::error_t& e) {
     return absl::InvalidArgumentError(

@@ -13,6 +13,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/time/time.h"
+#include "brokers/common/endpoint.h"
 #include "brokers/majordomo/majordomo_broker.h"
 
 namespace zb {
@@ -158,7 +159,9 @@ std::string KeyName(const KeySpec& k) {
 
 // --- Value checks shared by the file and the flags ------------------------
 
-absl::Status CheckEndpoint(std::string_view ep) {
+// The shape of an endpoint, and what libzmq itself does not check (a tcp
+// port out of range; brokers/common/endpoint.h).
+absl::Status CheckEndpointText(std::string_view ep) {
   const std::size_t sep = ep.find("://");
   if (sep == std::string_view::npos || sep == 0 || sep + 3 >= ep.size()) {
     return absl::InvalidArgumentError(absl::StrFormat(
@@ -170,7 +173,7 @@ absl::Status CheckEndpoint(std::string_view ep) {
           absl::StrFormat("bad transport in endpoint \"%s\"", ep));
     }
   }
-  return absl::OkStatus();
+  return CheckEndpoint(ep);
 }
 
 absl::Status CheckAddress(std::string_view addr) {
@@ -238,7 +241,7 @@ absl::StatusOr<Value> ParseScalarText(Kind kind, std::string_view text) {
       return v;
     }
     case Kind::kEndpoints: {
-      absl::Status s = CheckEndpoint(text);
+      absl::Status s = CheckEndpointText(text);
       if (!s.ok()) return s;
       Value v;
       v.list.emplace_back(text);
@@ -297,7 +300,7 @@ absl::StatusOr<Value> ParseNode(const KeySpec& spec, const toml::node& node,
                        absl::StrFormat("expected an endpoint string, got %s",
                                        TypeName(el)));
         }
-        absl::Status st = CheckEndpoint(s->get());
+        absl::Status st = CheckEndpointText(s->get());
         if (!st.ok()) return error(el, std::string(st.message()));
         endpoints.push_back(s->get());
       }
@@ -530,7 +533,7 @@ absl::Status ApplyCommandLine(const CommandLine& cli, DaemonConfig& config) {
                       std::vector<std::string>& out) -> absl::Status {
     if (values.empty()) return absl::OkStatus();
     for (const std::string& ep : values) {
-      absl::Status s = CheckEndpoint(ep);
+      absl::Status s = CheckEndpointText(ep);
       if (!s.ok()) {
         return absl::InvalidArgumentError(
             absl::StrFormat("%s: %s", flag, s.message()));

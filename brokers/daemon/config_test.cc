@@ -460,5 +460,32 @@ TEST(LogLevelTest, RoundTrip) {
   EXPECT_FALSE(ParseLogLevel("verbose").ok());
 }
 
+// libzmq 4.3 binds "tcp://127.0.0.1:99999" as port 34463 without a word, so
+// the daemon refuses a port out of range before it binds anything.
+TEST(ConfigEndpointTest, PortOutOfRangeIsAnError) {
+  EXPECT_EQ(ParseError("[majordomo]\nendpoints = [\n  \"tcp://*:5555\",\n  "
+                       "\"tcp://127.0.0.1:99999\",\n]\n"),
+            "t.toml:4:3: majordomo.endpoints: tcp port \"99999\" in "
+            "\"tcp://127.0.0.1:99999\" is out of range (0 to 65535, or * for "
+            "any free port)");
+  EXPECT_THAT(ParseError("[consensus]\nendpoints = [\"tcp://*:-1\"]\n"),
+              HasSubstr("t.toml:2:"));
+  for (const char* ep : {"tcp://127.0.0.1:99999", "tcp://[::1]:65536",
+                         "tcp://127.0.0.1:", "tcp://*:5555x"}) {
+    absl::StatusOr<CommandLine> cli = Parse({"--consensus", ep});
+    ASSERT_TRUE(cli.ok()) << cli.status();
+    absl::StatusOr<DaemonConfig> c = BuildConfig(*cli);
+    ASSERT_FALSE(c.ok()) << ep;
+    EXPECT_THAT(c.status().message(),
+                AllOf(HasSubstr("--consensus: "), HasSubstr(ep)));
+  }
+  // In range, wildcards and IPv6 literals are fine.
+  absl::StatusOr<CommandLine> cli =
+      Parse({"--majordomo", "tcp://127.0.0.1:65535,tcp://[::1]:*,tcp://*:0",
+             "--consensus", "ipc:///tmp/x:99999"});
+  ASSERT_TRUE(cli.ok());
+  EXPECT_TRUE(BuildConfig(*cli).ok()) << BuildConfig(*cli).status();
+}
+
 }  // namespace
 }  // namespace zb

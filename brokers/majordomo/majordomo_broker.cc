@@ -12,6 +12,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/string_view.h"
 #include "brokers/common/log_limiter.h"
+#include "brokers/common/endpoint.h"
 #include "brokers/protocol/mdp.h"
 #include "reactor/frames.h"
 
@@ -143,7 +144,9 @@ class MajordomoBroker::Impl {
 
   absl::StatusOr<std::string> Bind(const std::string& endpoint) {
     if (!invalid_.ok()) return invalid_;
+    if (absl::Status s = CheckEndpoint(endpoint); !s.ok()) return s;
     try {
+      SetIpv6For(router_, endpoint);
       router_.bind(endpoint);
     } catch (const zmq::error_t& e) {
       return absl::InvalidArgumentError(

@@ -8,6 +8,7 @@
 #include <utility>
 
 #include "absl/strings/str_format.h"
+#include "brokers/common/endpoint.h"
 
 namespace zb {
 namespace internal {
@@ -152,6 +153,7 @@ absl::Status ConsensusWorker::open_socket() {
     // Closing a socket on reconnect drops what is queued for a broker that
     // is gone; shutdown() raises the linger for its DISCONNECT.
     socket_->set(zmq::sockopt::linger, 0);
+    SetIpv6For(*socket_, endpoint_);
     socket_->connect(endpoint_);
   } catch (const zmq::error_t& e) {
     socket_.reset();

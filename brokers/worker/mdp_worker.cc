@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "absl/strings/str_format.h"
+#include "brokers/common/endpoint.h"
 #include "brokers/protocol/mdp.h"
 
 namespace zb {
@@ -85,6 +86,7 @@ class MdpWorker::Core : public std::enable_shared_from_this<Core> {
     socket_ = zmq::socket_t(context_, zmq::socket_type::dealer);
     socket_.set(zmq::sockopt::linger, 0);
     try {
+      SetIpv6For(socket_, endpoint_);
       socket_.connect(endpoint_);
     } catch (const zmq::error_t& e) {
       socket_.close();
