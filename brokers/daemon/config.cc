@@ -14,6 +14,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/time/time.h"
 #include "brokers/common/endpoint.h"
+#include "brokers/consensus/consensus_broker.h"
 #include "brokers/majordomo/majordomo_broker.h"
 
 namespace zb {
@@ -39,6 +40,7 @@ enum class Kind {
   kNonNegativeInt,    // integer >= 0
   kPrefetch,          // integer from 1 to MajordomoBroker::kMaxWorkerPrefetch
   kLogLevel,          // string, one of the level names
+  kLogFormat,         // string, "text" or "json"
   kAddress,           // "host:port" or "" (off)
 };
 
@@ -51,6 +53,7 @@ struct Value {
   std::string text;
   std::vector<std::string> list;
   LogLevel level = LogLevel::kInfo;
+  LogFormat format = LogFormat::kText;
 };
 
 struct KeySpec {
@@ -61,65 +64,155 @@ struct KeySpec {
   // they are repeatable and parsed by ParseCommandLine itself.
   std::string_view flag;
   void (*apply)(DaemonConfig&, Value&&);
+  // The value the daemon runs with, as TOML (FormatConfig); a broker tuning
+  // key that is unset prints the broker's own default.
+  std::string (*print)(const DaemonConfig&);
 };
+
+// The brokers' defaults, for keys the configuration leaves unset.
+const MajordomoBroker::Options kMajordomoDefaults{};
+const ConsensusBroker::Options kConsensusDefaults{};
+
+// A TOML basic string.
+std::string Toml(std::string_view text) {
+  std::string out = "\"";
+  for (char c : text) {
+    const auto u = static_cast<unsigned char>(c);
+    if (c == '"' || c == '\\') {
+      out.push_back('\\');
+      out.push_back(c);
+    } else if (u < 0x20 || u == 0x7f) {
+      out += absl::StrFormat("\\u%04x", u);
+    } else {
+      out.push_back(c);
+    }
+  }
+  out.push_back('"');
+  return out;
+}
+std::string Toml(milliseconds d) { return Toml(FormatDuration(d)); }
+std::string Toml(const std::vector<std::string>& list) {
+  std::string out = "[";
+  for (const std::string& item : list) {
+    if (out.size() > 1) out += ", ";
+    out += Toml(std::string_view(item));
+  }
+  return out + "]";
+}
+template <typename Int>
+std::string TomlInt(Int n) {
+  return absl::StrFormat("%d", n);
+}
 
 // The schema: every key the file may hold.  Adding a key here makes it
 // accepted in the file and, with a flag name, on the command line.
-const std::array<KeySpec, 17> kKeys = {{
+const std::array<KeySpec, 18> kKeys = {{
     {"daemon", "log_level", Kind::kLogLevel, "--log-level",
-     [](DaemonConfig& c, Value&& v) { c.log_level = v.level; }},
+     [](DaemonConfig& c, Value&& v) { c.log_level = v.level; },
+     [](const DaemonConfig& c) { return Toml(LogLevelName(c.log_level)); }},
+    {"daemon", "log_format", Kind::kLogFormat, "--log-format",
+     [](DaemonConfig& c, Value&& v) { c.log_format = v.format; },
+     [](const DaemonConfig& c) { return Toml(LogFormatName(c.log_format)); }},
     {"daemon", "stats_interval", Kind::kDuration, "--stats-interval",
-     [](DaemonConfig& c, Value&& v) { c.stats_interval = v.duration; }},
+     [](DaemonConfig& c, Value&& v) { c.stats_interval = v.duration; },
+     [](const DaemonConfig& c) { return Toml(c.stats_interval); }},
     {"daemon", "metrics", Kind::kAddress, "--metrics",
-     [](DaemonConfig& c, Value&& v) { c.metrics_address = std::move(v.text); }},
+     [](DaemonConfig& c, Value&& v) { c.metrics_address = std::move(v.text); },
+     [](const DaemonConfig& c) {
+       return Toml(std::string_view(c.metrics_address));
+     }},
     {"daemon", "grace", Kind::kDuration, "--grace",
-     [](DaemonConfig& c, Value&& v) { c.grace = v.duration; }},
+     [](DaemonConfig& c, Value&& v) { c.grace = v.duration; },
+     [](const DaemonConfig& c) { return Toml(c.grace); }},
     {"majordomo", "endpoints", Kind::kEndpoints, "--majordomo",
      [](DaemonConfig& c, Value&& v) {
        c.majordomo.endpoints = std::move(v.list);
-     }},
+     },
+     [](const DaemonConfig& c) { return Toml(c.majordomo.endpoints); }},
     {"majordomo", "heartbeat_interval", Kind::kPositiveDuration,
      "--heartbeat-interval",
      [](DaemonConfig& c, Value&& v) {
        c.majordomo.heartbeat_interval = v.duration;
+     },
+     [](const DaemonConfig& c) {
+       return Toml(c.majordomo.heartbeat_interval.value_or(
+           kMajordomoDefaults.heartbeat_interval));
      }},
     {"majordomo", "heartbeat_liveness", Kind::kPositiveInt,
      "--heartbeat-liveness",
      [](DaemonConfig& c, Value&& v) {
        c.majordomo.heartbeat_liveness = v.integer;
+     },
+     [](const DaemonConfig& c) {
+       return TomlInt(c.majordomo.heartbeat_liveness.value_or(
+           kMajordomoDefaults.heartbeat_liveness));
      }},
     {"majordomo", "queue_limit", Kind::kNonNegativeInt, "--queue-limit",
-     [](DaemonConfig& c, Value&& v) { c.majordomo.queue_limit = v.integer; }},
+     [](DaemonConfig& c, Value&& v) { c.majordomo.queue_limit = v.integer; },
+     [](const DaemonConfig& c) {
+       return TomlInt(
+           c.majordomo.queue_limit.value_or(static_cast<std::int64_t>(
+               kMajordomoDefaults.max_queue_per_service)));
+     }},
     {"majordomo", "queue_expiry", Kind::kDuration, "--queue-expiry",
-     [](DaemonConfig& c, Value&& v) { c.majordomo.queue_expiry = v.duration; }},
+     [](DaemonConfig& c, Value&& v) { c.majordomo.queue_expiry = v.duration; },
+     [](const DaemonConfig& c) {
+       return Toml(
+           c.majordomo.queue_expiry.value_or(kMajordomoDefaults.queue_expiry));
+     }},
     {"majordomo", "max_redispatch", Kind::kNonNegativeInt, "--max-redispatch",
-     [](DaemonConfig& c, Value&& v) {
-       c.majordomo.max_redispatch = v.integer;
+     [](DaemonConfig& c, Value&& v) { c.majordomo.max_redispatch = v.integer; },
+     [](const DaemonConfig& c) {
+       return TomlInt(c.majordomo.max_redispatch.value_or(
+           kMajordomoDefaults.max_redispatch));
      }},
     {"majordomo", "max_services", Kind::kNonNegativeInt, "--max-services",
-     [](DaemonConfig& c, Value&& v) { c.majordomo.max_services = v.integer; }},
+     [](DaemonConfig& c, Value&& v) { c.majordomo.max_services = v.integer; },
+     [](const DaemonConfig& c) {
+       return TomlInt(c.majordomo.max_services.value_or(
+           static_cast<std::int64_t>(kMajordomoDefaults.max_services)));
+     }},
     {"majordomo", "max_workers", Kind::kNonNegativeInt, "--max-workers",
-     [](DaemonConfig& c, Value&& v) { c.majordomo.max_workers = v.integer; }},
+     [](DaemonConfig& c, Value&& v) { c.majordomo.max_workers = v.integer; },
+     [](const DaemonConfig& c) {
+       return TomlInt(c.majordomo.max_workers.value_or(
+           static_cast<std::int64_t>(kMajordomoDefaults.max_workers)));
+     }},
     {"majordomo", "reply_timeout", Kind::kDuration, "--reply-timeout",
      [](DaemonConfig& c, Value&& v) {
        c.majordomo.reply_timeout = v.duration;
+     },
+     [](const DaemonConfig& c) {
+       return Toml(c.majordomo.reply_timeout.value_or(
+           kMajordomoDefaults.reply_timeout));
      }},
     {"majordomo", "worker_prefetch", Kind::kPrefetch, "--worker-prefetch",
      [](DaemonConfig& c, Value&& v) {
        c.majordomo.worker_prefetch = v.integer;
+     },
+     [](const DaemonConfig& c) {
+       return TomlInt(c.majordomo.worker_prefetch.value_or(
+           kMajordomoDefaults.worker_prefetch));
      }},
     {"consensus", "endpoints", Kind::kEndpoints, "--consensus",
      [](DaemonConfig& c, Value&& v) {
        c.consensus.endpoints = std::move(v.list);
-     }},
+     },
+     [](const DaemonConfig& c) { return Toml(c.consensus.endpoints); }},
     {"consensus", "request_deadline", Kind::kPositiveDuration,
      "--request-deadline",
      [](DaemonConfig& c, Value&& v) {
        c.consensus.request_deadline = v.duration;
+     },
+     [](const DaemonConfig& c) {
+       return Toml(c.consensus.request_deadline.value_or(
+           kConsensusDefaults.request_timeout));
      }},
     {"consensus", "client_expiry", Kind::kPositiveDuration, "--client-expiry",
-     [](DaemonConfig& c, Value&& v) {
-       c.consensus.client_expiry = v.duration;
+     [](DaemonConfig& c, Value&& v) { c.consensus.client_expiry = v.duration; },
+     [](const DaemonConfig& c) {
+       return Toml(c.consensus.client_expiry.value_or(
+           kConsensusDefaults.client_idle_timeout));
      }},
 }};
 
@@ -233,6 +326,13 @@ absl::StatusOr<Value> ParseScalarText(Kind kind, std::string_view text) {
       v.level = *level;
       return v;
     }
+    case Kind::kLogFormat: {
+      absl::StatusOr<LogFormat> format = ParseLogFormat(text);
+      if (!format.ok()) return format.status();
+      Value v;
+      v.format = *format;
+      return v;
+    }
     case Kind::kAddress: {
       absl::Status s = CheckAddress(text);
       if (!s.ok()) return s;
@@ -330,13 +430,15 @@ absl::StatusOr<Value> ParseNode(const KeySpec& spec, const toml::node& node,
     case Kind::kDuration:
     case Kind::kPositiveDuration:
     case Kind::kLogLevel:
+    case Kind::kLogFormat:
     case Kind::kAddress: {
       const toml::value<std::string>* s = node.as_string();
       if (s == nullptr) {
         std::string_view expected =
-            spec.kind == Kind::kLogLevel  ? "a log level string like \"info\""
-            : spec.kind == Kind::kAddress ? "a \"host:port\" string"
-                                          : "a duration string like \"5s\"";
+            spec.kind == Kind::kLogLevel    ? "a log level string like \"info\""
+            : spec.kind == Kind::kLogFormat ? "\"text\" or \"json\""
+            : spec.kind == Kind::kAddress   ? "a \"host:port\" string"
+                                            : "a duration string like \"5s\"";
         return error(node, absl::StrFormat("expected %s, got %s", expected,
                                            TypeName(node)));
       }
@@ -387,6 +489,18 @@ std::string_view LogLevelName(LogLevel level) {
   return "?";
 }
 
+absl::StatusOr<LogFormat> ParseLogFormat(std::string_view name) {
+  const std::string lower = absl::AsciiStrToLower(Absl(name));
+  if (lower == "text") return LogFormat::kText;
+  if (lower == "json") return LogFormat::kJson;
+  return absl::InvalidArgumentError(absl::StrFormat(
+      "unknown log format \"%s\" (expected text or json)", name));
+}
+
+std::string_view LogFormatName(LogFormat format) {
+  return format == LogFormat::kJson ? "json" : "text";
+}
+
 absl::StatusOr<milliseconds> ParseDurationText(std::string_view text) {
   absl::Duration d;
   // absl accepts a bare "0" and signed/infinite values; a config wants
@@ -418,6 +532,10 @@ absl::StatusOr<CommandLine> ParseCommandLine(
     }
     if (arg == "--version") {
       cli.version = true;
+      continue;
+    }
+    if (CanonicalFlag(arg) == "--check-config") {
+      cli.check_config = true;
       continue;
     }
     if (!arg.starts_with("--")) {
@@ -590,11 +708,32 @@ absl::StatusOr<DaemonConfig> BuildConfig(const CommandLine& cli) {
   return config;
 }
 
+std::string FormatConfig(const DaemonConfig& config) {
+  std::string out;
+  std::string_view section;
+  for (const KeySpec& k : kKeys) {
+    if (k.section != section) {
+      if (!section.empty()) out += "\n";
+      section = k.section;
+      out += absl::StrFormat("[%s]\n", section);
+    }
+    out += absl::StrFormat("%s = %s\n", k.key, k.print(config));
+  }
+  return out;
+}
+
 std::string UsageText() {
-  return R"(Usage: zb-broker [FLAGS]
+  // Every default shown comes from where the daemon or a broker takes it.
+  const DaemonConfig d;
+  const MajordomoBroker::Options& m = kMajordomoDefaults;
+  const ConsensusBroker::Options& c = kConsensusDefaults;
+  auto dur = [](milliseconds v) { return FormatDuration(v); };
+  return absl::StrFormat(
+      R"(Usage: zb-broker [FLAGS]
 
 Runs one or more zbrokers brokers in one process.  At least one broker
-endpoint is required.  Flags override the config file.
+endpoint is required.  Flags override the config file.  Defaults are in
+[brackets].
 
 Brokers (each flag repeatable; given flags replace the file's list):
   --majordomo ENDPOINT       Majordomo (MDP/0.1 + MMI) broker, e.g. tcp://*:5555
@@ -602,27 +741,39 @@ Brokers (each flag repeatable; given flags replace the file's list):
 
 Daemon:
   --config FILE              TOML config file (see docs/daemon.md)
-  --log-level LEVEL          trace|debug|info|warn|error|critical|off [info]
-  --stats-interval DURATION  period of the counters log line, 0s = off [60s]
-  --metrics HOST:PORT        Prometheus text endpoint at /metrics [off]
-  --grace DURATION           drain period on SIGTERM/SIGINT [5s]
+  --check-config             check the flags and the file, print the
+                             configuration they give (TOML), exit 0 if valid
+                             and 2 if not; binds nothing
+  --log-level LEVEL          trace|debug|info|warn|error|critical|off [%s]
+  --log-format FORMAT        text|json (one JSON object per line) [%s]
+  --stats-interval DURATION  period of the counters log line, 0s = off [%s]
+  --metrics HOST:PORT        HTTP server for /metrics (Prometheus), /healthz
+                             and /readyz, e.g. 127.0.0.1:5580 [off]
+  --grace DURATION           drain period on SIGTERM/SIGINT [%s]
 
-Majordomo tuning (default: the broker's own):
-  --heartbeat-interval DURATION   heartbeat period towards workers
-  --heartbeat-liveness N          missed heartbeats before a worker is dropped
-  --queue-limit N                 most requests queued per service, 0 = no bound
-  --queue-expiry DURATION         longest time a request may stay queued, 0s = no limit
-  --max-redispatch N              times a request whose worker died is resent
+Majordomo tuning:
+  --heartbeat-interval DURATION   heartbeat period towards workers [%s]
+  --heartbeat-liveness N          heartbeats missed before a worker is
+                                  dropped [%d]
+  --queue-limit N                 most requests queued per service,
+                                  0 = no bound [%d]
+  --queue-expiry DURATION         longest wait in a queue, 0s = no limit [%s]
+  --max-redispatch N              times a request whose worker died is
+                                  resent [%d]
   --reply-timeout DURATION        longest a request may stay at a worker, then
-                                  the worker is disconnected, 0s = no limit
-  --max-services N                most services known at once, 0 = no bound
-  --max-workers N                 most workers registered at once, 0 = no bound
-  --worker-prefetch N             requests outstanding per worker, 1-1000 [1]
+                                  the worker is disconnected, 0s = no
+                                  limit [%s]
+  --max-services N                most services known at once,
+                                  0 = no bound [%d]
+  --max-workers N                 most workers registered at once,
+                                  0 = no bound [%d]
+  --worker-prefetch N             requests outstanding per worker, 1-1000 [%d]
                                   (>1 extends RFC 7; see docs/majordomo.md)
 
-Consensus tuning (default: the broker's own):
-  --request-deadline DURATION     a request fails when not done by then
-  --client-expiry DURATION        idle client records are forgotten after
+Consensus tuning:
+  --request-deadline DURATION     a request fails when not done by then [%s]
+  --client-expiry DURATION        idle client records are forgotten
+                                  after [%s]
 
   -h, --help                 this text
   --version                  print the version
@@ -630,9 +781,19 @@ Consensus tuning (default: the broker's own):
 Durations take a unit: 250ms, 5s, 1m30s.  A value may also be given as
 --flag=value.
 
-Exit codes: 0 after a clean stop (SIGTERM/SIGINT), 1 when the daemon fails at
-run time (e.g. an endpoint cannot be bound), 2 for a usage or config error.
-)";
+Signals: SIGTERM or SIGINT drains and stops; SIGHUP reads the config file
+again and applies its log_level and log_format (other keys need a restart).
+
+Exit codes: 0 after a clean stop (SIGTERM/SIGINT) or a valid --check-config,
+1 when the daemon fails at run time (e.g. an endpoint cannot be bound), 2 for
+a usage or config error.
+)",
+      LogLevelName(d.log_level), LogFormatName(d.log_format),
+      dur(d.stats_interval), dur(d.grace), dur(m.heartbeat_interval),
+      m.heartbeat_liveness, m.max_queue_per_service, dur(m.queue_expiry),
+      m.max_redispatch, dur(m.reply_timeout), m.max_services, m.max_workers,
+      m.worker_prefetch, dur(c.request_timeout),
+      dur(c.client_idle_timeout));
 }
 
 }  // namespace zb

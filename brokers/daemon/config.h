@@ -14,8 +14,9 @@
 //
 //   [daemon]
 //   log_level = "info"             # trace|debug|info|warn|error|critical|off
+//   log_format = "text"            # text | json (one JSON object per line)
 //   stats_interval = "60s"         # periodic counter log line; "0s" = off
-//   metrics = "127.0.0.1:9100"     # Prometheus endpoint; "" = off
+//   metrics = "127.0.0.1:5580"     # /metrics, /healthz, /readyz; "" = off
 //   grace = "5s"                   # drain period on SIGTERM/SIGINT
 //
 //   [majordomo]
@@ -69,6 +70,14 @@ enum class LogLevel { kTrace, kDebug, kInfo, kWarn, kError, kCritical, kOff };
 absl::StatusOr<LogLevel> ParseLogLevel(std::string_view name);
 std::string_view LogLevelName(LogLevel level);
 
+// How log lines are written (logging.h): plain text, or one JSON object per
+// line for log collectors.
+enum class LogFormat { kText, kJson };
+
+// "text" or "json".
+absl::StatusOr<LogFormat> ParseLogFormat(std::string_view name);
+std::string_view LogFormatName(LogFormat format);
+
 // A non-negative duration with a unit, e.g. "250ms", "5s", "1m30s".
 absl::StatusOr<std::chrono::milliseconds> ParseDurationText(
     std::string_view text);
@@ -114,6 +123,7 @@ struct DaemonConfig {
   ConsensusSettings consensus;
 
   LogLevel log_level = LogLevel::kInfo;
+  LogFormat log_format = LogFormat::kText;
   // Period of the "stats" log line with every broker's counters; 0 = off.
   std::chrono::milliseconds stats_interval = std::chrono::seconds(60);
   // "host:port" of the Prometheus text endpoint; empty = no endpoint.  Port 0
@@ -128,6 +138,8 @@ struct DaemonConfig {
 struct CommandLine {
   bool help = false;
   bool version = false;
+  // --check-config: validate, print the effective configuration, exit.
+  bool check_config = false;
   std::optional<std::string> config_file;
   // Every value of a repeatable flag, in order (a comma-separated value
   // counts as several); when non-empty it replaces (does not extend) the
@@ -169,7 +181,15 @@ absl::Status ValidateConfig(const DaemonConfig& config);
 // then ValidateConfig().
 absl::StatusOr<DaemonConfig> BuildConfig(const CommandLine& cli);
 
-// The text printed by --help.
+// The configuration the daemon runs with, as a TOML document that
+// ParseConfigText() reads back to the same values: every key of the schema,
+// in schema order, with the brokers' own defaults (MajordomoBroker::Options,
+// ConsensusBroker::Options) filled in where `config` leaves a key unset.
+// This is what --check-config prints.
+std::string FormatConfig(const DaemonConfig& config);
+
+// The text printed by --help, with every default (taken from the brokers'
+// Options, so it cannot drift from what they do).
 std::string UsageText();
 
 }  // namespace zb

@@ -10,6 +10,9 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
+#include "brokers/consensus/consensus_broker.h"
+#include "brokers/majordomo/majordomo_broker.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
@@ -20,6 +23,8 @@ using std::chrono::milliseconds;
 using ::testing::AllOf;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
+using ::testing::IsEmpty;
+using ::testing::Not;
 
 absl::StatusOr<CommandLine> Parse(std::vector<const char*> args) {
   return ParseCommandLine(std::span<const char* const>(args));
@@ -485,6 +490,131 @@ TEST(ConfigEndpointTest, PortOutOfRangeIsAnError) {
              "--consensus", "ipc:///tmp/x:99999"});
   ASSERT_TRUE(cli.ok());
   EXPECT_TRUE(BuildConfig(*cli).ok()) << BuildConfig(*cli).status();
+}
+
+// The description of `flag` in the usage text: its line and the
+// continuation lines below it (indented, not starting with "-").
+std::string UsageLine(const std::string& text, std::string_view flag) {
+  std::size_t at = 0;
+  while ((at = text.find(flag, at)) != std::string::npos) {
+    const std::size_t begin = text.rfind('\n', at) + 1;
+    if (text.find_first_not_of(' ', begin) == at &&
+        text.compare(at + flag.size(), 1, " ") == 0) {
+      std::size_t end = text.find('\n', at);
+      while (end != std::string::npos && end + 1 < text.size()) {
+        const std::size_t next = text.find_first_not_of(' ', end + 1);
+        if (next == std::string::npos || next - (end + 1) < 10 ||
+            text[next] == '-' || text[next] == '\n') {
+          break;
+        }
+        end = text.find('\n', next);
+      }
+      return text.substr(begin, end - begin);
+    }
+    at += flag.size();
+  }
+  return "";
+}
+
+// --help printed "(default: the broker's own)" instead of the values; the
+// values now come from the brokers' own Options, so they cannot drift.
+TEST(UsageTest, PrintsEveryDefault) {
+  const std::string usage = UsageText();
+  EXPECT_THAT(usage, Not(HasSubstr("broker's own")));
+  const MajordomoBroker::Options mdp;
+  const ConsensusBroker::Options ccp;
+  auto ms = [](auto d) {
+    return "[" + FormatDuration(std::chrono::duration_cast<milliseconds>(d)) +
+           "]";
+  };
+  const std::vector<std::pair<std::string_view, std::string>> expected = {
+      {"--log-level", "[info]"},
+      {"--log-format", "[text]"},
+      {"--stats-interval", "[1m]"},
+      {"--metrics", "[off]"},
+      {"--grace", "[5s]"},
+      {"--heartbeat-interval", ms(mdp.heartbeat_interval)},
+      {"--heartbeat-liveness", absl::StrCat("[", mdp.heartbeat_liveness, "]")},
+      {"--queue-limit", absl::StrCat("[", mdp.max_queue_per_service, "]")},
+      {"--queue-expiry", ms(mdp.queue_expiry)},
+      {"--max-redispatch", absl::StrCat("[", mdp.max_redispatch, "]")},
+      {"--worker-prefetch", absl::StrCat("[", mdp.worker_prefetch, "]")},
+      {"--request-deadline", ms(ccp.request_timeout)},
+      {"--client-expiry", ms(ccp.client_idle_timeout)},
+  };
+  for (const auto& [flag, value] : expected) {
+    EXPECT_THAT(UsageLine(usage, flag), HasSubstr(value)) << flag;
+  }
+  EXPECT_THAT(UsageLine(usage, "--check-config"), Not(IsEmpty()));
+  EXPECT_THAT(usage, HasSubstr("SIGHUP"));
+}
+
+TEST(ConfigFileTest, LogFormat) {
+  absl::StatusOr<DaemonConfig> c =
+      ParseConfigText("[daemon]\nlog_format = \"json\"\n", "t.toml");
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->log_format, LogFormat::kJson);
+  EXPECT_EQ(DaemonConfig().log_format, LogFormat::kText);
+  EXPECT_EQ(ParseError("[daemon]\nlog_format = \"xml\"\n"),
+            "t.toml:2:14: daemon.log_format: unknown log format \"xml\" "
+            "(expected text or json)");
+  absl::StatusOr<CommandLine> cli =
+      Parse({"--consensus", "tcp://*:1", "--log-format=json"});
+  ASSERT_TRUE(cli.ok()) << cli.status();
+  c = BuildConfig(*cli);
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->log_format, LogFormat::kJson);
+  cli = Parse({"--consensus", "tcp://*:1", "--log-format", "yaml"});
+  ASSERT_TRUE(cli.ok());
+  EXPECT_THAT(BuildConfig(*cli).status().message(),
+              HasSubstr("--log-format: unknown log format \"yaml\""));
+}
+
+TEST(CommandLineTest, CheckConfigFlag) {
+  absl::StatusOr<CommandLine> cli =
+      Parse({"--check-config", "--consensus", "tcp://*:1"});
+  ASSERT_TRUE(cli.ok()) << cli.status();
+  EXPECT_TRUE(cli->check_config);
+  EXPECT_FALSE(Parse({"--consensus", "tcp://*:1"})->check_config);
+}
+
+// What --check-config prints: every key with the value the daemon will use
+// (the brokers' defaults filled in), as TOML that reads back the same.
+TEST(FormatConfigTest, PrintsEffectiveValuesThatParseBack) {
+  absl::StatusOr<DaemonConfig> c = ParseConfigText(kGoodFile, "good.toml");
+  ASSERT_TRUE(c.ok()) << c.status();
+  const std::string text = FormatConfig(*c);
+  absl::StatusOr<DaemonConfig> back = ParseConfigText(text, "printed.toml");
+  ASSERT_TRUE(back.ok()) << back.status() << "\n" << text;
+  EXPECT_EQ(FormatConfig(*back), text);
+  EXPECT_THAT(text, HasSubstr("heartbeat_liveness = 5\n"));
+  EXPECT_THAT(text, HasSubstr("endpoints = [\"tcp://*:5555\", "
+                              "\"ipc:///tmp/zb-mdp\"]\n"));
+
+  // An empty file: every tuning key shows the broker's own default.
+  c = ParseConfigText("[consensus]\nendpoints = [\"tcp://*:1\"]\n", "t");
+  ASSERT_TRUE(c.ok());
+  const std::string defaults = FormatConfig(*c);
+  const MajordomoBroker::Options mdp;
+  const ConsensusBroker::Options ccp;
+  EXPECT_THAT(defaults, HasSubstr(absl::StrCat("heartbeat_liveness = ",
+                                               mdp.heartbeat_liveness, "\n")));
+  EXPECT_THAT(defaults, HasSubstr(absl::StrCat("queue_limit = ",
+                                               mdp.max_queue_per_service)));
+  EXPECT_THAT(defaults, HasSubstr("request_deadline = \"" +
+                                  FormatDuration(ccp.request_timeout) + "\""));
+  EXPECT_THAT(defaults, HasSubstr("log_format = \"text\""));
+  EXPECT_THAT(defaults, HasSubstr("metrics = \"\""));
+  EXPECT_THAT(defaults, HasSubstr("endpoints = []"));  // no Majordomo
+  back = ParseConfigText(defaults, "printed.toml");
+  ASSERT_TRUE(back.ok()) << back.status() << "\n" << defaults;
+  EXPECT_EQ(back->majordomo.heartbeat_liveness, mdp.heartbeat_liveness);
+  // A string that needs escaping stays TOML.
+  DaemonConfig odd;
+  odd.consensus.endpoints = {"ipc:///tmp/a \"quoted\" \\ path"};
+  back = ParseConfigText(FormatConfig(odd), "odd.toml");
+  ASSERT_TRUE(back.ok()) << back.status() << "\n" << FormatConfig(odd);
+  EXPECT_EQ(back->consensus.endpoints, odd.consensus.endpoints);
 }
 
 }  // namespace

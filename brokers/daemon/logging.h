@@ -7,13 +7,25 @@
 //   log->info("majordomo: worker {} joined service {}",
 //             zb::PrintableId(identity), service);
 //
-// Every line goes to stderr as
-//   2026-11-30T04:05:01.123 info    [zb-broker] majordomo: worker 00a1b2 ...
-// (ISO local time with milliseconds, level -- trace, debug, info, warning,
-// error, critical -- logger name, message).  stderr is
-// what a service manager (systemd, docker) collects.  The logger is thread
-// safe (spdlog's _mt sink), so every broker thread logs through the same one;
-// each line is written with one write() and never interleaves with another.
+// Every line goes to stderr, in one of two formats (log_format):
+//
+//   text (the default):
+//   2026-11-30T04:05:01.123+01:00 info    [zb-broker] majordomo: worker ...
+//   (local time, ISO 8601 with milliseconds and the UTC offset; level --
+//   trace, debug, info, warning, error, critical; logger name; message)
+//
+//   json: one JSON object per line, for log collectors:
+//   {"time":"2026-11-30T04:05:01.123+01:00","level":"info",
+//    "logger":"zb-broker","message":"majordomo: worker ..."}
+//   The message is escaped so that whatever bytes a peer puts into a line
+//   (service names, reasons) keep it valid JSON: quote, backslash and
+//   control characters are escaped, bytes that are not UTF-8 become U+FFFD.
+//
+// stderr is what a service manager (systemd, docker) collects.  The logger
+// is thread safe (spdlog's _mt sink), so every broker thread logs through
+// the same one; each line is written with one write() and never interleaves
+// with another.  SetLogFormat() and set_level() may be called while other
+// threads log (SIGHUP does).
 //
 // Ownership: the caller owns the returned logger; it is not registered in
 // spdlog's global registry, so tests may make as many as they like.
@@ -34,11 +46,22 @@ namespace zb {
 spdlog::level::level_enum ToSpdlogLevel(LogLevel level);
 
 // A logger named "zb-broker" writing to stderr at `level`.
-std::shared_ptr<spdlog::logger> MakeDaemonLogger(LogLevel level);
+std::shared_ptr<spdlog::logger> MakeDaemonLogger(
+    LogLevel level, LogFormat format = LogFormat::kText);
 
-// The same format, writing to `sink` (tests use an ostream sink).
+// The same, writing to `sink` (tests use an ostream sink).
 std::shared_ptr<spdlog::logger> MakeDaemonLogger(LogLevel level,
                                                  spdlog::sink_ptr sink);
+std::shared_ptr<spdlog::logger> MakeDaemonLogger(LogLevel level,
+                                                 LogFormat format,
+                                                 spdlog::sink_ptr sink);
+
+// Switches a logger made by MakeDaemonLogger() to `format`.  Any thread.
+void SetLogFormat(spdlog::logger& logger, LogFormat format);
+
+// `text` as the inside of a JSON string (no quotes around it): see the
+// escaping rules above.
+std::string JsonEscape(std::string_view text);
 
 // A socket identity or service name made safe for a log line: printable
 // ASCII is kept as is; anything else (libzmq's generated identities start

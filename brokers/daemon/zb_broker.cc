@@ -9,9 +9,9 @@
 // (logging.h), and the Daemon (daemon.h), which runs the brokers until
 // SIGTERM/SIGINT and drains them.  docs/daemon.md is the user's manual.
 //
-// Exit codes: 0 after --help, --version or a clean stop; 1 when the daemon
-// fails at run time (e.g. an endpoint cannot be bound); 2 for a usage or
-// config error.
+// Exit codes: 0 after --help, --version, a valid --check-config or a clean
+// stop; 1 when the daemon fails at run time (e.g. an endpoint cannot be
+// bound); 2 for a usage or config error.
 
 #include <cstdio>
 #include <span>
@@ -51,7 +51,13 @@ int main(int argc, char** argv) {
                  std::string(config.status().message()).c_str());
     return 2;
   }
-  std::shared_ptr<spdlog::logger> log = zb::MakeDaemonLogger(config->log_level);
+  if (cli->check_config) {
+    // Valid: what the daemon would run with.  Nothing is bound.
+    std::fputs(zb::FormatConfig(*config).c_str(), stdout);
+    return 0;
+  }
+  std::shared_ptr<spdlog::logger> log =
+      zb::MakeDaemonLogger(config->log_level, config->log_format);
   absl::StatusOr<std::unique_ptr<zb::Daemon>> daemon =
       zb::Daemon::Start(*config, log);
   if (!daemon.ok()) {
