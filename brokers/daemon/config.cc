@@ -277,7 +277,7 @@ absl::Status CheckAddress(std::string_view addr) {
       !absl::SimpleAtoi(Absl(addr.substr(colon + 1)), &port) || port < 0 ||
       port > 65535) {
     return absl::InvalidArgumentError(absl::StrFormat(
-        "expected \"host:port\" like \"127.0.0.1:9100\" (or \"\" for off), "
+        "expected \"host:port\" like \"127.0.0.1:5580\" (or \"\" for off), "
         "got \"%s\"",
         addr));
   }

@@ -617,5 +617,19 @@ TEST(FormatConfigTest, PrintsEffectiveValuesThatParseBack) {
   EXPECT_EQ(back->consensus.endpoints, odd.consensus.endpoints);
 }
 
+// The example used 127.0.0.1:9100, node_exporter's port; 9100-9999 is the
+// range Prometheus exporters have taken.
+TEST(BuildConfigTest, ExampleMetricsPortIsOutsideTheExporterRange) {
+  const char* path = std::getenv("ZB_EXAMPLE_CONFIG");
+  ASSERT_NE(path, nullptr) << "ZB_EXAMPLE_CONFIG not set (meson sets it)";
+  absl::StatusOr<DaemonConfig> c = LoadConfigFile(path);
+  ASSERT_TRUE(c.ok()) << c.status();
+  const std::string& addr = c->metrics_address;
+  ASSERT_FALSE(addr.empty());
+  const int port = std::atoi(addr.substr(addr.rfind(':') + 1).c_str());
+  EXPECT_TRUE(port < 9100 || port > 9999) << addr;
+  EXPECT_EQ(addr, "127.0.0.1:5580");  // what docs/daemon.md says
+}
+
 }  // namespace
 }  // namespace zb

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <cstring>
 #include <functional>
@@ -16,6 +17,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/synchronization/notification.h"
 #include "brokers/consensus/consensus_broker.h"
+#include "brokers/daemon/http_server.h"
 #include "brokers/daemon/logging.h"
 #include "brokers/daemon/metrics.h"
 #include "brokers/majordomo/majordomo_broker.h"
@@ -189,6 +191,7 @@ struct Daemon::Impl {
   absl::Status StartMajordomo();
   absl::Status StartConsensus();
   absl::Status StartControl();
+  absl::Status StartHttp();
   void InstallTimers(BrokerRuntime& rt, Reactor& reactor);
 
   // Control-thread side of the drain.
@@ -215,6 +218,12 @@ struct Daemon::Impl {
   // Destroyed last: the brokers' sockets must be closed before it.
   zmq::context_t context{1};
   Metrics metrics;
+  // What /readyz reports; read by the HTTP threads.
+  enum class Phase { kStarting, kReady, kDraining, kStopped };
+  std::atomic<Phase> phase{Phase::kStarting};
+  // /metrics, /healthz, /readyz; destroyed before `metrics` and `phase`,
+  // which its handlers read.
+  std::unique_ptr<HttpServer> http;
 
   // Brokers; each object lives on its runtime's thread.
   std::unique_ptr<MajordomoBroker> majordomo;
@@ -371,6 +380,43 @@ void Daemon::Impl::InstallTimers(BrokerRuntime& rt, Reactor& reactor) {
   }
 }
 
+absl::Status Daemon::Impl::StartHttp() {
+  int major = 0, minor = 0, patch = 0;
+  zmq_version(&major, &minor, &patch);
+  metrics.SetBuildInfo(
+      {{"version", ZB_VERSION},
+       {"libzmq", absl::StrFormat("%d.%d.%d", major, minor, patch)}});
+  absl::StatusOr<std::unique_ptr<HttpServer>> server = HttpServer::Start(
+      config.metrics_address,
+      {{"/metrics",
+        [this] {
+          return HttpServer::Response{200, metrics.Serialize(),
+                                      "text/plain; version=0.0.4"};
+        }},
+       // Liveness: the process runs and answers.
+       {"/healthz",
+        [] {
+          return HttpServer::Response{200, "ok\n"};
+        }},
+       // Readiness: every broker is bound and taking requests.
+       {"/readyz", [this] {
+          switch (phase.load()) {
+            case Phase::kReady:
+              return HttpServer::Response{200, "ready\n"};
+            case Phase::kStarting:
+              return HttpServer::Response{503, "starting\n"};
+            case Phase::kDraining:
+              return HttpServer::Response{503, "draining\n"};
+            case Phase::kStopped:
+              break;
+          }
+          return HttpServer::Response{503, "stopped\n"};
+        }}});
+  if (!server.ok()) return server.status();
+  http = *std::move(server);
+  return absl::OkStatus();
+}
+
 absl::Status Daemon::Impl::StartControl() {
   sigset_t set;
   sigemptyset(&set);
@@ -406,6 +452,7 @@ void Daemon::Impl::OnSignal() {
 void Daemon::Impl::BeginDrain(std::string_view why) {
   if (state != State::kRunning) return;
   state = State::kDraining;
+  phase.store(Phase::kDraining);
   log->info(
       "{}: shutting down, draining for up to {}: no new requests, open ones "
       "may finish",
@@ -462,6 +509,7 @@ void Daemon::Impl::OnBrokerDrained(const std::string& kind) {
 void Daemon::Impl::Finish(std::string_view why) {
   if (state == State::kStopped) return;
   state = State::kStopped;
+  phase.store(Phase::kStopped);
   log->info("stopping ({})", why);
   done.Notify();
 }
@@ -519,10 +567,7 @@ absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Start(
   auto impl = std::make_unique<Impl>(config, log);
   log->info("zb-broker {} starting", ZB_VERSION);
   if (!config.metrics_address.empty()) {
-    if (absl::Status s = impl->metrics.Listen(config.metrics_address);
-        !s.ok()) {
-      return s;
-    }
+    if (absl::Status s = impl->StartHttp(); !s.ok()) return s;
   }
   if (!config.majordomo.endpoints.empty()) {
     if (absl::Status s = impl->StartMajordomo(); !s.ok()) return s;
@@ -533,6 +578,7 @@ absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Start(
   if (absl::Status s = impl->StartControl(); !s.ok()) return s;
 
   impl->ready = true;
+  impl->phase.store(Impl::Phase::kReady);
   std::unique_ptr<Daemon> daemon(new Daemon(std::move(impl)));
   Impl& d = *daemon->impl_;
   if (d.majordomo != nullptr) {
@@ -551,10 +597,10 @@ absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Start(
   for (const std::string& ep : daemon->consensus_endpoints_) {
     log->info("consensus: listening on {}", ep);
   }
-  if (d.metrics.port() != 0) {
-    const std::string& addr = config.metrics_address;
-    log->info("metrics: listening on http://{}:{}/metrics",
-              addr.substr(0, addr.rfind(':')), d.metrics.port());
+  if (d.http != nullptr) {
+    log->info(
+        "metrics: listening on http://{}:{}/metrics (and /healthz, /readyz)",
+        d.http->host(), d.http->port());
   }
   log->info("ready: {} broker(s), log level {}, stats every {}, grace {}",
             d.runtimes.size(), LogLevelName(config.log_level),
@@ -581,6 +627,8 @@ void Daemon::Shutdown() {
   d->PostToControl([d] { d->BeginDrain("Shutdown()"); });
 }
 
-int Daemon::metrics_port() const { return impl_->metrics.port(); }
+int Daemon::metrics_port() const {
+  return impl_->http != nullptr ? impl_->http->port() : 0;
+}
 
 }  // namespace zb

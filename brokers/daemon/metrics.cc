@@ -2,22 +2,15 @@
 
 #include "brokers/daemon/metrics.h"
 
-#include <netdb.h>
 #include <prometheus/counter.h>
-#include <prometheus/exposer.h>
 #include <prometheus/family.h>
 #include <prometheus/gauge.h>
 #include <prometheus/histogram.h>
 #include <prometheus/registry.h>
 #include <prometheus/text_serializer.h>
-#include <sys/socket.h>
-#include <unistd.h>
 
 #include <algorithm>
-#include <atomic>
-#include <exception>
 #include <sstream>
-#include <thread>
 
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_format.h"
@@ -190,76 +183,18 @@ Metrics::Metrics()
     : registry_(std::make_shared<prometheus::Registry>()),
       families_(std::make_unique<MetricFamilies>(*registry_)) {}
 
-namespace {
+Metrics::~Metrics() = default;
 
-// Connects to host:port and closes at once; errors are ignored.
-void Poke(const std::string& host, int port) {
-  addrinfo hints{};
-  hints.ai_socktype = SOCK_STREAM;
-  hints.ai_flags = AI_NUMERICSERV;
-  addrinfo* res = nullptr;
-  if (getaddrinfo(host.c_str(), std::to_string(port).c_str(), &hints, &res) !=
-      0) {
-    return;
-  }
-  for (addrinfo* ai = res; ai != nullptr; ai = ai->ai_next) {
-    const int fd =
-        socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC, ai->ai_protocol);
-    if (fd < 0) continue;
-    const bool connected = connect(fd, ai->ai_addr, ai->ai_addrlen) == 0;
-    close(fd);
-    if (connected) break;
-  }
-  freeaddrinfo(res);
-}
-
-}  // namespace
-
-Metrics::~Metrics() {
-  if (exposer_ == nullptr) return;
-  // civetweb's listener thread waits in poll() with a fixed 2 s timeout and
-  // only notices the stop request when it wakes, so a plain destruction takes
-  // up to 2 s.  Connecting to the listener wakes it at once; keep poking until
-  // the destructor has returned (a connection that lands before the stop flag
-  // is set just wakes one more poll).
-  std::atomic<bool> stopped{false};
-  std::thread poker([&] {
-    while (!stopped.load()) {
-      Poke(poke_host_, port_);
-      std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    }
-  });
-  exposer_.reset();
-  stopped.store(true);
-  poker.join();
-}
-
-absl::Status Metrics::Listen(const std::string& address) {
-  if (exposer_ != nullptr) {
-    return absl::FailedPreconditionError("metrics: already listening");
-  }
-  try {
-    // One HTTP thread: scrapes are rare and cheap.
-    exposer_ = std::make_unique<prometheus::Exposer>(address, 1);
-  } catch (const std::exception& e) {
-    return absl::UnavailableError(
-        absl::StrFormat("metrics: cannot listen on %s: %s", address, e.what()));
-  }
-  exposer_->RegisterCollectable(registry_);
-  const std::vector<int> ports = exposer_->GetListeningPorts();
-  port_ = ports.empty() ? 0 : ports.front();
-  // Where the destructor connects to wake the listener: the bound host, or
-  // loopback for a wildcard address.
-  poke_host_ = address.substr(0, address.rfind(':'));
-  if (poke_host_.size() >= 2 && poke_host_.front() == '[') {
-    poke_host_ = poke_host_.substr(1, poke_host_.size() - 2);
-  }
-  if (poke_host_.empty() || poke_host_ == "0.0.0.0" || poke_host_ == "*") {
-    poke_host_ = "127.0.0.1";
-  } else if (poke_host_ == "::") {
-    poke_host_ = "::1";
-  }
-  return absl::OkStatus();
+void Metrics::SetBuildInfo(
+    const std::vector<std::pair<std::string, std::string>>& labels) {
+  prometheus::Labels l;
+  for (const auto& [name, value] : labels) l[name] = value;
+  prometheus::BuildGauge()
+      .Name("zb_build_info")
+      .Help("Build of this zb-broker: version, libzmq in use; always 1")
+      .Register(*registry_)
+      .Add(l)
+      .Set(1);
 }
 
 BrokerMetrics& Metrics::AddBroker(const std::string& kind) {

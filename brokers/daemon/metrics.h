@@ -6,11 +6,12 @@
 // takes a snapshot of them on each broker's reactor every refresh period
 // (and once more at shutdown) and hands it to that broker's BrokerMetrics,
 // which turns it into prometheus-cpp metrics.  prometheus-cpp metrics are
-// thread-safe, so the HTTP threads of the Exposer can scrape while the
-// reactor threads update; the brokers themselves never see a lock.
+// thread-safe, so the HTTP threads (http_server.h, which serves Serialize()
+// at /metrics) can scrape while the reactor threads update; the brokers
+// themselves never see a lock.
 //
-//   zb::Metrics metrics;                                 // registry only
-//   if (absl::Status s = metrics.Listen("127.0.0.1:9100"); !s.ok()) { ... }
+//   zb::Metrics metrics;
+//   metrics.SetBuildInfo({{"version", "0.1.0"}, {"libzmq", "4.3.4"}});
 //   zb::BrokerMetrics& mdp = metrics.AddBroker("majordomo");
 //   // On the majordomo reactor thread:
 //   mdp.ObserveLatency(std::chrono::microseconds(180));  // per reply
@@ -28,6 +29,8 @@
 //   zb_open_requests             gauge     requests queued or in flight
 //   zb_draining                  gauge     1 while the broker drains
 //   zb_request_latency_seconds   histogram request arrival -> reply sent
+// and one without the broker label:
+//   zb_build_info{version=...,libzmq=...}  gauge  always 1
 // docs/daemon.md says which broker counter feeds which metric.
 //
 // Threading: Metrics' methods are called on one thread (the daemon's main
@@ -51,7 +54,6 @@
 
 namespace prometheus {
 class Counter;
-class Exposer;
 class Gauge;
 class Histogram;
 class Registry;
@@ -149,11 +151,9 @@ class Metrics {
   Metrics(const Metrics&) = delete;
   Metrics& operator=(const Metrics&) = delete;
 
-  // Serves the registry at http://ADDRESS/metrics.  "host:0" picks a free
-  // port (see port()).  Fails (Unavailable) when the address cannot be bound.
-  absl::Status Listen(const std::string& address);
-  // The bound port, 0 when not listening.
-  int port() const { return port_; }
+  // Publishes zb_build_info with these labels and the value 1.  Call once.
+  void SetBuildInfo(
+      const std::vector<std::pair<std::string, std::string>>& labels);
 
   // Metrics for one broker, labelled broker=`kind`.  Owned by this object.
   BrokerMetrics& AddBroker(const std::string& kind);
@@ -165,9 +165,6 @@ class Metrics {
   std::shared_ptr<prometheus::Registry> registry_;
   std::unique_ptr<MetricFamilies> families_;
   std::vector<std::unique_ptr<BrokerMetrics>> brokers_;
-  std::unique_ptr<prometheus::Exposer> exposer_;
-  int port_ = 0;
-  std::string poke_host_;
 };
 
 }  // namespace zb

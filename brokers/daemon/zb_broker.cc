@@ -3,7 +3,7 @@
 // zb-broker: runs zbrokers' brokers (Majordomo, consensus) in one process.
 //
 //   zb-broker --majordomo tcp://*:5555 --consensus tcp://*:5556
-//   zb-broker --config /etc/zb-broker.toml --metrics 127.0.0.1:9100
+//   zb-broker --config /etc/zb-broker.toml --metrics 127.0.0.1:5580
 //
 // main() only wires the parts together: flags and file (config.h), logging
 // (logging.h), and the Daemon (daemon.h), which runs the brokers until

@@ -1,0 +1,282 @@
+// Copyright 2026 The zbrokers Authors.
+//
+// In-process tests of the daemon's operational surface: the HTTP server's
+// /healthz, /readyz and zb_build_info, metrics addresses that cannot be
+// used, SIGHUP reloads, and ipc socket files.  daemon_test.cc covers the
+// brokers, metrics and drain; zb_broker_ops_test.py runs the same features
+// against the real zb-broker process.
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <spdlog/sinks/ostream_sink.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/time.h>
+#include <unistd.h>
+#include <zmq.h>
+
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <functional>
+#include <future>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+#include <zmq.hpp>
+#include <zmq_addon.hpp>
+
+#include "absl/strings/str_cat.h"
+#include "brokers/daemon/daemon.h"
+#include "brokers/daemon/logging.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+#ifndef ZB_VERSION
+#define ZB_VERSION "dev"
+#endif
+
+namespace zb {
+namespace {
+
+using ::testing::HasSubstr;
+using ::testing::Not;
+using namespace std::chrono_literals;
+
+class BlockSignals : public ::testing::Environment {
+ public:
+  void SetUp() override { BlockShutdownSignals(); }
+};
+const auto* const kBlockSignals =
+    ::testing::AddGlobalTestEnvironment(new BlockSignals);
+
+struct CapturedLog {
+  std::ostringstream out;
+  std::shared_ptr<spdlog::logger> logger = MakeDaemonLogger(
+      LogLevel::kInfo,
+      std::make_shared<spdlog::sinks::ostream_sink_mt>(out, true));
+  // Only once the daemon's threads are joined, or for a quick look while
+  // they run (the ostream sink's mutex guards `out` only for writes).
+  std::string text() {
+    logger->flush();
+    return out.str();
+  }
+};
+
+DaemonConfig LoopbackConfig() {
+  DaemonConfig c;
+  c.majordomo.endpoints = {"tcp://127.0.0.1:*"};
+  c.consensus.endpoints = {"tcp://127.0.0.1:*"};
+  c.metrics_address = "127.0.0.1:0";
+  c.stats_interval = 0ms;
+  c.grace = 3s;
+  return c;
+}
+
+struct HttpResponse {
+  int status = 0;  // 0: no response
+  std::string body;
+  std::string raw;
+};
+
+HttpResponse HttpGet(int port, const std::string& path) {
+  HttpResponse r;
+  const int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return r;
+  timeval tv{10, 0};
+  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(static_cast<std::uint16_t>(port));
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0) {
+    const std::string req =
+        "GET " + path + " HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n";
+    if (write(fd, req.data(), req.size()) == static_cast<ssize_t>(req.size())) {
+      char buf[4096];
+      ssize_t n;
+      while ((n = read(fd, buf, sizeof(buf))) > 0) {
+        r.raw.append(buf, static_cast<std::size_t>(n));
+      }
+    }
+  }
+  close(fd);
+  if (r.raw.rfind("HTTP/1.", 0) == 0 && r.raw.size() > 12) {
+    r.status = std::atoi(r.raw.c_str() + 9);
+  }
+  if (const std::size_t end = r.raw.find("\r\n\r\n");
+      end != std::string::npos) {
+    r.body = r.raw.substr(end + 4);
+  }
+  return r;
+}
+
+// GETs `path` until `done(response)` or 10 s; returns the last response.
+HttpResponse GetUntil(int port, const std::string& path,
+                      const std::function<bool(const HttpResponse&)>& done) {
+  HttpResponse r;
+  const auto deadline = std::chrono::steady_clock::now() + 10s;
+  while (std::chrono::steady_clock::now() < deadline) {
+    r = HttpGet(port, path);
+    if (done(r)) break;
+    std::this_thread::sleep_for(20ms);
+  }
+  return r;
+}
+
+absl::Status WaitBounded(Daemon& d, std::chrono::seconds bound) {
+  auto result = std::async(std::launch::async, [&d] { return d.Wait(); });
+  if (result.wait_for(bound) != std::future_status::ready) {
+    ADD_FAILURE() << "daemon did not stop within " << bound.count() << "s";
+    return absl::DeadlineExceededError("daemon did not stop");
+  }
+  return result.get();
+}
+
+void SendAll(zmq::socket_t& s, const std::vector<std::string>& frames) {
+  std::vector<zmq::const_buffer> parts;
+  for (const std::string& f : frames) parts.push_back(zmq::buffer(f));
+  ASSERT_TRUE(zmq::send_multipart(s, parts));
+}
+
+std::vector<std::string> RecvAll(zmq::socket_t& s) {
+  std::vector<zmq::message_t> frames;
+  if (!zmq::recv_multipart(s, std::back_inserter(frames))) return {};
+  std::vector<std::string> out;
+  for (const zmq::message_t& m : frames) out.push_back(m.to_string());
+  return out;
+}
+
+// A TCP port on 127.0.0.1 held (listening) for the object's lifetime.
+class BusyPort {
+ public:
+  BusyPort() {
+    fd_ = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    EXPECT_EQ(bind(fd_, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
+    EXPECT_EQ(listen(fd_, 1), 0);
+    socklen_t len = sizeof(addr);
+    getsockname(fd_, reinterpret_cast<sockaddr*>(&addr), &len);
+    port_ = ntohs(addr.sin_port);
+  }
+  ~BusyPort() { close(fd_); }
+  int port() const { return port_; }
+
+ private:
+  int fd_ = -1;
+  int port_ = 0;
+};
+
+// A busy metrics port used to fail with civetweb's "null context when
+// constructing CivetServer", which says nothing about the address.
+TEST(MetricsAddressTest, BusyPortIsAnErrorInPlainWords) {
+  BusyPort busy;
+  CapturedLog log;
+  DaemonConfig config = LoopbackConfig();
+  config.metrics_address = absl::StrCat("127.0.0.1:", busy.port());
+  absl::StatusOr<std::unique_ptr<Daemon>> d = Daemon::Start(config, log.logger);
+  ASSERT_FALSE(d.ok());
+  const std::string msg(d.status().message());
+  EXPECT_THAT(msg,
+              HasSubstr(absl::StrCat("metrics: cannot listen on "
+                                     "127.0.0.1:",
+                                     busy.port(), ": Address already in use")));
+  EXPECT_THAT(msg, Not(HasSubstr("null context")));
+  EXPECT_THAT(msg, Not(HasSubstr("CivetServer")));
+}
+
+TEST(MetricsAddressTest, UnknownHostAndForeignAddressAreErrorsInPlainWords) {
+  CapturedLog log;
+  DaemonConfig config = LoopbackConfig();
+  config.metrics_address = "no-such-host.invalid:5580";
+  absl::StatusOr<std::unique_ptr<Daemon>> d = Daemon::Start(config, log.logger);
+  ASSERT_FALSE(d.ok());
+  EXPECT_THAT(std::string(d.status().message()),
+              HasSubstr("metrics: cannot listen on no-such-host.invalid:5580: "
+                        "unknown host \"no-such-host.invalid\""));
+  // An address this machine does not have (TEST-NET-1, RFC 5737).
+  config.metrics_address = "192.0.2.1:5580";
+  d = Daemon::Start(config, log.logger);
+  ASSERT_FALSE(d.ok());
+  EXPECT_THAT(std::string(d.status().message()),
+              HasSubstr("metrics: cannot listen on 192.0.2.1:5580: Cannot "
+                        "assign requested address"));
+}
+
+// A hostname works (civetweb itself takes only numeric addresses).
+TEST(MetricsAddressTest, HostnameIsResolved) {
+  CapturedLog log;
+  DaemonConfig config = LoopbackConfig();
+  config.metrics_address = "localhost:0";
+  absl::StatusOr<std::unique_ptr<Daemon>> d = Daemon::Start(config, log.logger);
+  ASSERT_TRUE(d.ok()) << d.status();
+  EXPECT_EQ(HttpGet((*d)->metrics_port(), "/healthz").status, 200);
+  (*d)->Shutdown();
+  EXPECT_TRUE(WaitBounded(**d, 15s).ok());
+}
+
+TEST(HttpEndpointsTest, HealthzReadyzAndBuildInfo) {
+  CapturedLog log;
+  DaemonConfig config = LoopbackConfig();
+  config.grace = 1s;  // the held request keeps the drain going this long
+  absl::StatusOr<std::unique_ptr<Daemon>> d = Daemon::Start(config, log.logger);
+  ASSERT_TRUE(d.ok()) << d.status();
+  Daemon& daemon = **d;
+  const int port = daemon.metrics_port();
+  ASSERT_GT(port, 0);
+
+  HttpResponse health = HttpGet(port, "/healthz");
+  EXPECT_EQ(health.status, 200) << health.raw;
+  EXPECT_EQ(health.body, "ok\n");
+  HttpResponse ready = HttpGet(port, "/readyz");
+  EXPECT_EQ(ready.status, 200) << ready.raw;
+  EXPECT_EQ(ready.body, "ready\n");
+  EXPECT_EQ(HttpGet(port, "/nope").status, 404);
+
+  // zb_build_info: one series, value 1, the version and the libzmq in use.
+  int major = 0, minor = 0, patch = 0;
+  zmq_version(&major, &minor, &patch);
+  const HttpResponse metrics = HttpGet(port, "/metrics");
+  EXPECT_EQ(metrics.status, 200);
+  EXPECT_THAT(metrics.body, HasSubstr("# TYPE zb_build_info gauge"));
+  EXPECT_THAT(metrics.body, HasSubstr(absl::StrCat("libzmq=\"", major, ".",
+                                                   minor, ".", patch, "\"")));
+  EXPECT_THAT(metrics.body,
+              HasSubstr(absl::StrCat("version=\"", ZB_VERSION, "\"} 1\n")));
+  EXPECT_THAT(metrics.body,
+              HasSubstr("zb_requests_total{broker=\"majordomo\"}"));
+
+  // Hold a request open (a raw Majordomo worker that never answers), so
+  // that the drain lasts: readiness turns 503 at once, liveness stays 200.
+  zmq::context_t ctx;
+  zmq::socket_t worker(ctx, zmq::socket_type::dealer);
+  worker.set(zmq::sockopt::linger, 0);
+  worker.set(zmq::sockopt::rcvtimeo, 5000);
+  worker.connect(daemon.majordomo_endpoints()[0]);
+  SendAll(worker, {"", "MDPW01", "\x01", "hold"});
+  zmq::socket_t client(ctx, zmq::socket_type::dealer);
+  client.set(zmq::sockopt::linger, 0);
+  client.connect(daemon.majordomo_endpoints()[0]);
+  SendAll(client, {"", "MDPC01", "hold", "body"});
+  std::vector<std::string> request = RecvAll(worker);
+  while (!request.empty() && request.size() > 2 && request[2] == "\x04") {
+    request = RecvAll(worker);  // a heartbeat came first
+  }
+  ASSERT_GE(request.size(), 3u);
+  ASSERT_EQ(request[2], "\x02");  // REQUEST: the client's request is open
+
+  daemon.Shutdown();
+  ready = GetUntil(port, "/readyz",
+                   [](const HttpResponse& r) { return r.status == 503; });
+  EXPECT_EQ(ready.status, 503) << ready.raw;
+  EXPECT_EQ(ready.body, "draining\n");
+  EXPECT_EQ(HttpGet(port, "/healthz").status, 200);
+  EXPECT_TRUE(WaitBounded(daemon, 15s).ok());
+}
+
+}  // namespace
+}  // namespace zb
