@@ -2,6 +2,8 @@
 
 #include "brokers/common/endpoint.h"
 
+#include <unistd.h>
+
 #include <string>
 
 #include "absl/strings/str_format.h"
@@ -102,6 +104,14 @@ bool NeedsIpv6(std::string_view endpoint) {
 
 void SetIpv6For(zmq::socket_t& socket, std::string_view endpoint) {
   socket.set(zmq::sockopt::ipv6, NeedsIpv6(endpoint));
+}
+
+void RemoveIpcSocketFile(std::string_view bound_endpoint) {
+  constexpr std::string_view kIpc = "ipc://";
+  if (!bound_endpoint.starts_with(kIpc)) return;
+  const std::string path(bound_endpoint.substr(kIpc.size()));
+  if (path.empty() || path.front() == '@') return;  // abstract: no file
+  ::unlink(path.c_str());
 }
 
 }  // namespace zb

@@ -6,6 +6,9 @@
 //   if (absl::Status s = zb::CheckEndpoint(ep); !s.ok()) return s;
 //   zb::SetIpv6For(socket, ep);   // before each bind() or connect()
 //   socket.bind(ep);
+//   ...
+//   socket.close();
+//   zb::RemoveIpcSocketFile(resolved_ep);   // ipc:// files libzmq leaves
 //
 // - libzmq reads a tcp port without a range check: "tcp://127.0.0.1:99999"
 //   binds port 34463 (99999 mod 65536) and ":-1" binds 65535, silently.
@@ -44,6 +47,12 @@ bool NeedsIpv6(std::string_view endpoint);
 // Sets ZMQ_IPV6 on `socket` to NeedsIpv6(endpoint).  Throws zmq::error_t
 // like zmq::socket_t::set().
 void SetIpv6For(zmq::socket_t& socket, std::string_view endpoint);
+
+// libzmq 4.3 leaves the socket file of a bound ipc:// endpoint behind when
+// the socket closes.  A broker calls this for each endpoint it bound (as
+// ZMQ_LAST_ENDPOINT resolved it), after closing its socket, to remove the
+// file.  Anything else (tcp://, abstract "ipc://@name") is left alone.
+void RemoveIpcSocketFile(std::string_view bound_endpoint);
 
 }  // namespace zb
 

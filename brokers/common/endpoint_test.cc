@@ -4,7 +4,9 @@
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <unistd.h>
 
+#include <cstdio>
 #include <string>
 #include <zmq.hpp>
 
@@ -87,6 +89,35 @@ TEST(SetIpv6ForTest, RoundTripOverIpv6Loopback) {
   ASSERT_TRUE(router.recv(identity));
   ASSERT_TRUE(router.recv(body));
   EXPECT_EQ(body.to_string(), "over ipv6");
+}
+
+TEST(RemoveIpcSocketFileTest, RemovesOnlyTheIpcFile) {
+  char dir[] = "/tmp/zb_endpoint_test_XXXXXX";
+  ASSERT_NE(mkdtemp(dir), nullptr);
+  const std::string path = std::string(dir) + "/broker.sock";
+  {
+    zmq::context_t ctx;
+    zmq::socket_t router(ctx, zmq::socket_type::router);
+    router.set(zmq::sockopt::linger, 0);
+    router.bind("ipc://" + path);
+    const std::string bound = router.get(zmq::sockopt::last_endpoint);
+    router.close();
+    EXPECT_EQ(access(path.c_str(), F_OK), 0) << "libzmq removed it itself";
+    RemoveIpcSocketFile(bound);
+  }
+  EXPECT_NE(access(path.c_str(), F_OK), 0);
+  // Nothing else is touched.
+  const std::string other = std::string(dir) + "/keep";
+  FILE* f = std::fopen(other.c_str(), "w");
+  ASSERT_NE(f, nullptr);
+  std::fclose(f);
+  RemoveIpcSocketFile("tcp://" + other);
+  RemoveIpcSocketFile("ipc://@" + other);
+  RemoveIpcSocketFile("inproc://" + other);
+  RemoveIpcSocketFile("ipc://");
+  EXPECT_EQ(access(other.c_str(), F_OK), 0);
+  std::remove(other.c_str());
+  rmdir(dir);
 }
 
 }  // namespace

@@ -2,8 +2,6 @@
 
 #include "brokers/consensus/consensus_broker.h"
 
-#include <unistd.h>
-
 #include <algorithm>
 #include <cstdio>
 #include <optional>
@@ -139,15 +137,8 @@ ConsensusBroker::~ConsensusBroker() {
   }
   FlushMalformedLog(Clock::now(), /*force=*/true);
   reactor_.remove(router_).IgnoreError();
-  // libzmq 4.3 leaves the socket files of ipc:// endpoints behind; remove
-  // ours (not abstract "ipc://@name" ones, which have no file).
-  for (const std::string& endpoint : endpoints_) {
-    constexpr std::string_view kIpc = "ipc://";
-    if (endpoint.starts_with(kIpc) && endpoint.size() > kIpc.size() &&
-        endpoint[kIpc.size()] != '@') {
-      ::unlink(endpoint.c_str() + kIpc.size());
-    }
-  }
+  // libzmq 4.3 leaves the socket files of ipc:// endpoints behind.
+  for (const std::string& endpoint : endpoints_) RemoveIpcSocketFile(endpoint);
 }
 
 absl::Status ConsensusBroker::Bind(const std::string& endpoint) {

@@ -708,6 +708,14 @@ absl::StatusOr<DaemonConfig> BuildConfig(const CommandLine& cli) {
   return config;
 }
 
+std::vector<std::pair<std::string, std::string>> ConfigValues(
+    const DaemonConfig& config) {
+  std::vector<std::pair<std::string, std::string>> out;
+  out.reserve(kKeys.size());
+  for (const KeySpec& k : kKeys) out.emplace_back(KeyName(k), k.print(config));
+  return out;
+}
+
 std::string FormatConfig(const DaemonConfig& config) {
   std::string out;
   std::string_view section;

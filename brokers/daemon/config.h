@@ -56,6 +56,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -187,6 +188,11 @@ absl::StatusOr<DaemonConfig> BuildConfig(const CommandLine& cli);
 // ConsensusBroker::Options) filled in where `config` leaves a key unset.
 // This is what --check-config prints.
 std::string FormatConfig(const DaemonConfig& config);
+
+// The same values as ("section.key", TOML value) pairs, in schema order
+// (SIGHUP compares them to tell which keys changed).
+std::vector<std::pair<std::string, std::string>> ConfigValues(
+    const DaemonConfig& config);
 
 // The text printed by --help, with every default (taken from the brokers'
 // Options, so it cannot drift from what they do).

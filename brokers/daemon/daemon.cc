@@ -13,6 +13,7 @@
 #include <functional>
 #include <utility>
 
+#include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_format.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/synchronization/notification.h"
@@ -163,6 +164,7 @@ void BlockShutdownSignals() {
   sigemptyset(&set);
   sigaddset(&set, SIGINT);
   sigaddset(&set, SIGTERM);
+  sigaddset(&set, SIGHUP);
   pthread_sigmask(SIG_BLOCK, &set, nullptr);
   // A scraper or log reader that hangs up must not kill the daemon.
   signal(SIGPIPE, SIG_IGN);
@@ -184,8 +186,12 @@ struct BrokerRuntime {
 };
 
 struct Daemon::Impl {
-  Impl(const DaemonConfig& c, std::shared_ptr<spdlog::logger> l)
-      : config(c), log(std::move(l)) {}
+  Impl(const DaemonConfig& c, std::shared_ptr<spdlog::logger> l,
+       ConfigSource source)
+      : config(c),
+        log(std::move(l)),
+        reload_source(std::move(source)),
+        applied(c) {}
   ~Impl() { Teardown(); }
 
   absl::Status StartMajordomo();
@@ -196,6 +202,8 @@ struct Daemon::Impl {
 
   // Control-thread side of the drain.
   void OnSignal();
+  // SIGHUP: reads the configuration again and applies what it can.
+  void Reload();
   void BeginDrain(std::string_view why);
   void OnBrokerDrained(const std::string& kind);
   void Finish(std::string_view why);
@@ -214,6 +222,12 @@ struct Daemon::Impl {
 
   const DaemonConfig config;
   std::shared_ptr<spdlog::logger> log;
+  // SIGHUP.  `applied` is the configuration the last reload applied (the
+  // start-up one at first); both are used on the control thread only.
+  ConfigSource reload_source;
+  DaemonConfig applied;
+  absl::Mutex reload_mu;
+  std::vector<ReloadHandler> reload_handlers ABSL_GUARDED_BY(reload_mu);
 
   // Destroyed last: the brokers' sockets must be closed before it.
   zmq::context_t context{1};
@@ -422,6 +436,7 @@ absl::Status Daemon::Impl::StartControl() {
   sigemptyset(&set);
   sigaddset(&set, SIGINT);
   sigaddset(&set, SIGTERM);
+  sigaddset(&set, SIGHUP);
   signal_fd = signalfd(-1, &set, SFD_NONBLOCK | SFD_CLOEXEC);
   if (signal_fd < 0) {
     return absl::InternalError(
@@ -439,6 +454,10 @@ void Daemon::Impl::OnSignal() {
   signalfd_siginfo info;
   while (read(signal_fd, &info, sizeof(info)) ==
          static_cast<ssize_t>(sizeof(info))) {
+    if (info.ssi_signo == SIGHUP) {
+      Reload();
+      continue;
+    }
     const char* name = info.ssi_signo == SIGINT ? "SIGINT" : "SIGTERM";
     if (state == State::kRunning) {
       BeginDrain(name);
@@ -514,6 +533,64 @@ void Daemon::Impl::Finish(std::string_view why) {
   done.Notify();
 }
 
+void Daemon::Impl::Reload() {
+  if (!reload_source) {
+    log->warn("SIGHUP: no configuration to read again; nothing changed");
+    return;
+  }
+  log->info("SIGHUP: reading the configuration again");
+  absl::StatusOr<DaemonConfig> next = reload_source();
+  if (!next.ok()) {
+    log->error("SIGHUP: {}; keeping the running configuration",
+               std::string(next.status().message()));
+    return;
+  }
+  if (next->log_level != applied.log_level) {
+    log->info("SIGHUP: log level {} -> {}", LogLevelName(applied.log_level),
+              LogLevelName(next->log_level));
+    log->set_level(ToSpdlogLevel(next->log_level));
+  }
+  if (next->log_format != applied.log_format) {
+    log->info("SIGHUP: log format {} -> {}", LogFormatName(applied.log_format),
+              LogFormatName(next->log_format));
+    SetLogFormat(*log, next->log_format);
+  }
+  std::vector<ReloadHandler> handlers;
+  {
+    absl::MutexLock lock(&reload_mu);
+    handlers = reload_handlers;
+  }
+  // Every key that differs and nothing applies: named, so that nobody
+  // believes a change took effect.
+  absl::flat_hash_set<std::string> live = {"daemon.log_level",
+                                           "daemon.log_format"};
+  for (const ReloadHandler& h : handlers)
+    live.insert(h.keys.begin(), h.keys.end());
+  const auto before = ConfigValues(applied);
+  const auto after = ConfigValues(*next);
+  for (std::size_t i = 0; i < before.size() && i < after.size(); ++i) {
+    if (before[i].second != after[i].second &&
+        !live.contains(before[i].first)) {
+      log->warn("SIGHUP: {} changed; it takes effect after a restart",
+                before[i].first);
+    }
+  }
+  for (const ReloadHandler& h : handlers) {
+    if (absl::Status s = h.apply(*next); !s.ok()) {
+      log->error("SIGHUP: {}: {}", h.name, std::string(s.message()));
+    }
+  }
+  // What needs a restart keeps the values the daemon runs with, so that a
+  // later SIGHUP reports it again rather than forget it.
+  const DaemonConfig previous = applied;
+  applied = *next;
+  applied.majordomo = previous.majordomo;
+  applied.consensus = previous.consensus;
+  applied.metrics_address = previous.metrics_address;
+  applied.stats_interval = previous.stats_interval;
+  applied.grace = previous.grace;
+}
+
 void Daemon::Impl::PostToControl(Reactor::Task task) {
   absl::MutexLock lock(&control_mu);
   if (control != nullptr) control->reactor().post(std::move(task));
@@ -562,9 +639,10 @@ Daemon::Daemon(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 Daemon::~Daemon() { impl_.reset(); }
 
 absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Start(
-    const DaemonConfig& config, std::shared_ptr<spdlog::logger> log) {
+    const DaemonConfig& config, std::shared_ptr<spdlog::logger> log,
+    ConfigSource reload) {
   if (absl::Status s = ValidateConfig(config); !s.ok()) return s;
-  auto impl = std::make_unique<Impl>(config, log);
+  auto impl = std::make_unique<Impl>(config, log, std::move(reload));
   log->info("zb-broker {} starting", ZB_VERSION);
   if (!config.metrics_address.empty()) {
     if (absl::Status s = impl->StartHttp(); !s.ok()) return s;
@@ -625,6 +703,11 @@ absl::Status Daemon::Wait() {
 void Daemon::Shutdown() {
   Impl* d = impl_.get();
   d->PostToControl([d] { d->BeginDrain("Shutdown()"); });
+}
+
+void Daemon::AddReloadHandler(ReloadHandler handler) {
+  absl::MutexLock lock(&impl_->reload_mu);
+  impl_->reload_handlers.push_back(std::move(handler));
 }
 
 int Daemon::metrics_port() const {

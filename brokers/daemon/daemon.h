@@ -30,10 +30,18 @@
 // worker is sent DISCONNECT, requests still open are failed the same way,
 // and Wait() returns OK.  A second signal during the drain stops at once.
 //
+// Reload.  SIGHUP reads the configuration again through the ConfigSource
+// given to Start() (zb-broker's runs BuildConfig() on its command line, so
+// flags still override the file) and applies what can change while running:
+// log_level and log_format, then every ReloadHandler, in the order they were
+// added.  Keys that differ but need a restart (endpoints, metrics, tuning)
+// are named in a warning.  A configuration that does not load is logged and
+// changes nothing.  Reloads run on the control thread, during a drain too.
+//
 // Signals.  signalfd only sees signals that are blocked in every thread, so
 // BlockShutdownSignals() must run before any thread exists (first thing in
 // main()).  Without it, Start() still works and Shutdown() drains, but
-// SIGTERM/SIGINT keep their default action.
+// SIGTERM/SIGINT/SIGHUP keep their default action.
 //
 // Thread-safety: Start(), Wait() and the destructor are called from one
 // thread; Shutdown() may be called from any thread.
@@ -44,6 +52,7 @@
 #include <spdlog/logger.h>
 
 #include <chrono>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -54,19 +63,36 @@
 
 namespace zb {
 
-// Blocks SIGTERM, SIGINT (and ignores SIGPIPE) in the calling thread, so
-// that every thread created afterwards inherits the mask and the daemon's
-// signalfd receives them.  Idempotent.
+// Blocks SIGTERM, SIGINT, SIGHUP (and ignores SIGPIPE) in the calling
+// thread, so that every thread created afterwards inherits the mask and the
+// daemon's signalfd receives them.  Idempotent.
 void BlockShutdownSignals();
 
 class Daemon {
  public:
+  // Reads the configuration again for a SIGHUP reload (see above).  Called on
+  // the control thread.
+  using ConfigSource = std::function<absl::StatusOr<DaemonConfig>()>;
+
+  // Applies part of a reloaded configuration.  `keys` ("section.key") are
+  // the keys it applies, so that a change in them is not reported as
+  // needing a restart.  `apply` runs on the control thread after the log
+  // settings are applied; an error is logged ("NAME: message") and the
+  // other handlers still run.  (The CURVE allowlist reload hooks in here.)
+  struct ReloadHandler {
+    std::string name;
+    std::vector<std::string> keys;
+    std::function<absl::Status(const DaemonConfig&)> apply;
+  };
+
   // Builds and binds every configured broker and the metrics endpoint, and
   // logs one "listening on" line per endpoint and a "ready" line.  On any
   // failure (e.g. an endpoint already in use) everything built so far is
   // torn down and the error, naming the broker and endpoint, is returned.
+  // `reload` may be empty: SIGHUP is then logged and ignored.
   static absl::StatusOr<std::unique_ptr<Daemon>> Start(
-      const DaemonConfig& config, std::shared_ptr<spdlog::logger> log);
+      const DaemonConfig& config, std::shared_ptr<spdlog::logger> log,
+      ConfigSource reload = nullptr);
 
   // Stops at once if still running (no drain), and joins every thread.
   ~Daemon();
@@ -80,6 +106,9 @@ class Daemon {
 
   // Starts the drain, as SIGTERM would.  Any thread; idempotent.
   void Shutdown();
+
+  // Adds a handler for SIGHUP reloads.  Any thread.
+  void AddReloadHandler(ReloadHandler handler);
 
   // The resolved endpoints (ZMQ_LAST_ENDPOINT: "tcp://127.0.0.1:*" becomes
   // the real port).

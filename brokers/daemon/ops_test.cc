@@ -9,18 +9,20 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <signal.h>
-#include <spdlog/sinks/ostream_sink.h>
+#include <spdlog/sinks/base_sink.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/time.h>
 #include <unistd.h>
 #include <zmq.h>
 
+#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <fstream>
 #include <functional>
 #include <future>
+#include <mutex>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -29,6 +31,7 @@
 #include <zmq_addon.hpp>
 
 #include "absl/strings/str_cat.h"
+#include "brokers/daemon/config.h"
 #include "brokers/daemon/daemon.h"
 #include "brokers/daemon/logging.h"
 #include "gmock/gmock.h"
@@ -52,17 +55,31 @@ class BlockSignals : public ::testing::Environment {
 const auto* const kBlockSignals =
     ::testing::AddGlobalTestEnvironment(new BlockSignals);
 
-struct CapturedLog {
-  std::ostringstream out;
-  std::shared_ptr<spdlog::logger> logger = MakeDaemonLogger(
-      LogLevel::kInfo,
-      std::make_shared<spdlog::sinks::ostream_sink_mt>(out, true));
-  // Only once the daemon's threads are joined, or for a quick look while
-  // they run (the ostream sink's mutex guards `out` only for writes).
+// A sink that keeps every formatted line, readable while others log.
+class LinesSink : public spdlog::sinks::base_sink<std::mutex> {
+ public:
   std::string text() {
-    logger->flush();
-    return out.str();
+    std::lock_guard<std::mutex> lock(mutex_);
+    return text_;
   }
+
+ protected:
+  void sink_it_(const spdlog::details::log_msg& msg) override {
+    spdlog::memory_buf_t line;
+    formatter_->format(msg, line);
+    text_.append(line.data(), line.size());
+  }
+  void flush_() override {}
+
+ private:
+  std::string text_;
+};
+
+struct CapturedLog {
+  std::shared_ptr<LinesSink> sink = std::make_shared<LinesSink>();
+  std::shared_ptr<spdlog::logger> logger =
+      MakeDaemonLogger(LogLevel::kInfo, sink);
+  std::string text() { return sink->text(); }
 };
 
 DaemonConfig LoopbackConfig() {
@@ -276,6 +293,155 @@ TEST(HttpEndpointsTest, HealthzReadyzAndBuildInfo) {
   EXPECT_EQ(ready.body, "draining\n");
   EXPECT_EQ(HttpGet(port, "/healthz").status, 200);
   EXPECT_TRUE(WaitBounded(daemon, 15s).ok());
+}
+
+// A config file the test rewrites.
+class ConfigFile {
+ public:
+  ConfigFile() {
+    char name[] = "/tmp/zb_ops_test_XXXXXX";
+    const int fd = mkstemp(name);
+    EXPECT_GE(fd, 0);
+    close(fd);
+    path_ = name;
+  }
+  ~ConfigFile() { std::remove(path_.c_str()); }
+  void Write(const std::string& text) { std::ofstream(path_) << text; }
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+};
+
+std::string FileText(const std::string& level, const std::string& grace) {
+  return absl::StrCat("[daemon]\nlog_level = \"", level, "\"\ngrace = \"",
+                      grace,
+                      "\"\nstats_interval = \"0s\"\n\n[consensus]\n"
+                      "endpoints = [\"tcp://127.0.0.1:*\"]\n");
+}
+
+// Waits until the captured log contains `text` (10 s at most).
+bool WaitForLog(CapturedLog& log, const std::string& text) {
+  const auto deadline = std::chrono::steady_clock::now() + 10s;
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (log.text().find(text) != std::string::npos) return true;
+    std::this_thread::sleep_for(10ms);
+  }
+  return false;
+}
+
+// SIGHUP used to kill the daemon (its default action) without a log line.
+// Now it reads the configuration again: the log level changes at once,
+// keys that need a restart are named, reload handlers run, and a file that
+// does not load changes nothing.
+TEST(SighupTest, ReloadsLogLevelAndRunsReloadHandlers) {
+  ConfigFile file;
+  file.Write(FileText("info", "5s"));
+  absl::StatusOr<DaemonConfig> config = LoadConfigFile(file.path());
+  ASSERT_TRUE(config.ok()) << config.status();
+  CapturedLog log;
+  const std::string path = file.path();
+  absl::StatusOr<std::unique_ptr<Daemon>> d = Daemon::Start(
+      *config, log.logger, [path]() -> absl::StatusOr<DaemonConfig> {
+        absl::StatusOr<DaemonConfig> c = LoadConfigFile(path);
+        if (c.ok()) {
+          if (absl::Status s = ValidateConfig(*c); !s.ok()) return s;
+        }
+        return c;
+      });
+  ASSERT_TRUE(d.ok()) << d.status();
+  Daemon& daemon = **d;
+  std::atomic<int> handled{0};
+  std::string seen_level;  // written on the control thread, read after Wait
+  daemon.AddReloadHandler(
+      {"test handler", {"daemon.log_level"}, [&](const DaemonConfig& c) {
+         seen_level = std::string(LogLevelName(c.log_level));
+         ++handled;
+         return absl::OkStatus();
+       }});
+  daemon.AddReloadHandler({"failing handler", {}, [](const DaemonConfig&) {
+                             return absl::InternalError("cannot apply");
+                           }});
+
+  log.logger->debug("hidden before the reload");
+  file.Write(FileText("debug", "7s"));
+  ASSERT_EQ(kill(getpid(), SIGHUP), 0);
+  ASSERT_TRUE(WaitForLog(log, "SIGHUP: log level info -> debug")) << log.text();
+  ASSERT_TRUE(WaitForLog(log, "failing handler: cannot apply")) << log.text();
+  log.logger->debug("shown after the reload");
+  EXPECT_EQ(handled.load(), 1);
+  EXPECT_THAT(log.text(), HasSubstr("SIGHUP: reading the configuration again"));
+  EXPECT_THAT(log.text(),
+              HasSubstr("SIGHUP: daemon.grace changed; it takes effect after "
+                        "a restart"));
+
+  // A file that does not load: logged, nothing changes, still serving.
+  file.Write("[daemon]\nlog_level = \"loud\"\n");
+  ASSERT_EQ(kill(getpid(), SIGHUP), 0);
+  ASSERT_TRUE(WaitForLog(log, "keeping the running configuration"))
+      << log.text();
+  EXPECT_EQ(handled.load(), 1);
+  zmq::context_t ctx;
+  zmq::socket_t client(ctx, zmq::socket_type::dealer);
+  client.set(zmq::sockopt::linger, 0);
+  client.set(zmq::sockopt::rcvtimeo, 5000);
+  client.connect(daemon.consensus_endpoints()[0]);
+  SendAll(client, {"", "CCp100", "\x07"});  // PING
+  EXPECT_EQ(RecvAll(client), (std::vector<std::string>{"", "CCp100", "\x07"}));
+
+  daemon.Shutdown();
+  EXPECT_TRUE(WaitBounded(daemon, 15s).ok());
+  const std::string text = log.text();
+  EXPECT_THAT(text, Not(HasSubstr("hidden before the reload")));
+  EXPECT_THAT(text, HasSubstr("shown after the reload"));
+  EXPECT_THAT(text, HasSubstr("daemon.log_level: unknown log level \"loud\""));
+  EXPECT_EQ(seen_level, "debug");
+}
+
+// Without a source (Start() without one) SIGHUP is logged and ignored.
+TEST(SighupTest, WithoutASourceIsLoggedAndIgnored) {
+  CapturedLog log;
+  DaemonConfig config = LoopbackConfig();
+  config.metrics_address.clear();
+  absl::StatusOr<std::unique_ptr<Daemon>> d = Daemon::Start(config, log.logger);
+  ASSERT_TRUE(d.ok()) << d.status();
+  ASSERT_EQ(kill(getpid(), SIGHUP), 0);
+  ASSERT_TRUE(WaitForLog(log, "SIGHUP: no configuration to read again"))
+      << log.text();
+  (*d)->Shutdown();
+  EXPECT_TRUE(WaitBounded(**d, 15s).ok());
+}
+
+bool Exists(const std::string& path) {
+  struct stat st;
+  return ::stat(path.c_str(), &st) == 0;
+}
+
+// libzmq 4.3 leaves an ipc:// endpoint's socket file behind when the socket
+// closes.  The consensus broker removed its own; the Majordomo broker left
+// its file, so a restarted daemon's clients could connect to a dead path.
+TEST(IpcCleanupTest, BothBrokersRemoveTheirSocketFilesOnExit) {
+  char dir[] = "/tmp/zb_ops_ipc_XXXXXX";
+  ASSERT_NE(mkdtemp(dir), nullptr);
+  const std::string mdp = std::string(dir) + "/mdp.sock";
+  const std::string ccp = std::string(dir) + "/ccp.sock";
+  CapturedLog log;
+  DaemonConfig config = LoopbackConfig();
+  config.metrics_address.clear();
+  config.majordomo.endpoints = {"ipc://" + mdp, "tcp://127.0.0.1:*"};
+  config.consensus.endpoints = {"ipc://" + ccp};
+  absl::StatusOr<std::unique_ptr<Daemon>> d = Daemon::Start(config, log.logger);
+  ASSERT_TRUE(d.ok()) << d.status();
+  EXPECT_TRUE(Exists(mdp));
+  EXPECT_TRUE(Exists(ccp));
+  (*d)->Shutdown();
+  EXPECT_TRUE(WaitBounded(**d, 15s).ok());
+  d->reset();
+  EXPECT_FALSE(Exists(mdp)) << mdp << " is left behind";
+  EXPECT_FALSE(Exists(ccp)) << ccp << " is left behind";
+  std::remove(mdp.c_str());
+  std::remove(ccp.c_str());
+  rmdir(dir);
 }
 
 }  // namespace

@@ -58,8 +58,10 @@ int main(int argc, char** argv) {
   }
   std::shared_ptr<spdlog::logger> log =
       zb::MakeDaemonLogger(config->log_level, config->log_format);
-  absl::StatusOr<std::unique_ptr<zb::Daemon>> daemon =
-      zb::Daemon::Start(*config, log);
+  // SIGHUP reads the same command line again: the file may have changed,
+  // and flags still override it.
+  absl::StatusOr<std::unique_ptr<zb::Daemon>> daemon = zb::Daemon::Start(
+      *config, log, [cli = *cli] { return zb::BuildConfig(cli); });
   if (!daemon.ok()) {
     log->error("{}", std::string(daemon.status().message()));
     return 1;

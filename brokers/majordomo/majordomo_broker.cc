@@ -932,7 +932,10 @@ MajordomoBroker::MajordomoBroker(Reactor& reactor, zmq::context_t& context,
                                  Options options)
     : impl_(std::make_unique<Impl>(reactor, context, options)) {}
 
-MajordomoBroker::~MajordomoBroker() = default;
+MajordomoBroker::~MajordomoBroker() {
+  impl_.reset();  // closes the socket
+  for (const std::string& endpoint : endpoints_) RemoveIpcSocketFile(endpoint);
+}
 
 absl::Status MajordomoBroker::Bind(const std::string& endpoint) {
   absl::StatusOr<std::string> bound = impl_->Bind(endpoint);
