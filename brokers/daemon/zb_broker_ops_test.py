@@ -1,0 +1,495 @@
+#!/usr/bin/python3
+# Copyright 2026 The zbrokers Authors.
+"""The zb-broker process operated like a production broker: what an
+operator and a service manager see.  Run with /usr/bin/python3 (pyzmq).
+
+  zb_broker_ops_test.py --broker PATH/zb-broker SCENARIO [SCENARIO...]
+  zb_broker_ops_test.py --broker PATH/zb-broker all
+
+Scenarios (each bounded, each kills and reaps every process it starts):
+
+  ports        tcp ports out of range refused (exit 2, the endpoint named),
+               also by --check-config; in range still runs
+  ipv6         both brokers on tcp://[::1]:*: an MDP round trip (pyzmq
+               worker and client with ZMQ_IPV6) and a consensus PING
+  http         /healthz, /readyz (200 when bound, 503 while draining),
+               zb_build_info; a busy metrics port is exit 1 in plain words
+  sighup       SIGHUP is logged, the daemon survives, the file's new
+               log_level applies at once; a bad file changes nothing
+  ipc          both brokers on ipc://: no socket file left after exit
+  checkconfig  --check-config prints TOML (parsed here) with every default,
+               exit 0; a bad file is exit 2 with its line
+  logs         every line's timestamp carries a UTC offset; with
+               --log-format json every line is a JSON object, also for a
+               service name full of quotes and backslashes
+  help         --help shows the defaults and SIGHUP
+"""
+
+import argparse
+import ctypes
+import json
+import os
+import re
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import tomllib
+import urllib.error
+import urllib.request
+
+import zmq
+
+_libc = ctypes.CDLL(None, use_errno=True)
+PR_SET_PDEATHSIG = 1
+
+# Local time with milliseconds and the UTC offset, e.g.
+# 2026-12-01T09:36:45.141+00:00 (or Z).
+STAMP = r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}(?:[+-]\d\d:\d\d|Z)"
+
+
+def _die_with_parent():
+    _libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+
+
+class Failure(Exception):
+    pass
+
+
+def check(cond, what):
+    if not cond:
+        raise Failure(what)
+
+
+_live = []
+
+
+class Broker:
+    """zb-broker as a child process; stderr lines are collected."""
+
+    def __init__(self, argv):
+        self.lines = []
+        self.cond = threading.Condition()
+        self.p = subprocess.Popen(argv, stdout=subprocess.PIPE,
+                                  stderr=subprocess.PIPE,
+                                  preexec_fn=_die_with_parent)
+        _live.append(self)
+        self.out = b""
+        self.readers = [
+            threading.Thread(target=self._read_err, daemon=True),
+            threading.Thread(target=self._read_out, daemon=True)]
+        for r in self.readers:
+            r.start()
+
+    def _read_err(self):
+        for raw in self.p.stderr:
+            with self.cond:
+                self.lines.append(raw.rstrip(b"\n"))
+                self.cond.notify_all()
+        with self.cond:
+            self.cond.notify_all()
+
+    def _read_out(self):
+        self.out = self.p.stdout.read()
+
+    def text(self):
+        with self.cond:
+            return "\n".join(l.decode("utf-8", "replace") for l in self.lines)
+
+    def wait_line(self, pattern, timeout=10):
+        rx = re.compile(pattern)
+        deadline = time.monotonic() + timeout
+        seen = 0
+        with self.cond:
+            while True:
+                for raw in self.lines[seen:]:
+                    m = rx.search(raw.decode("utf-8", "replace"))
+                    if m:
+                        return m
+                seen = len(self.lines)
+                left = deadline - time.monotonic()
+                if left <= 0 or (self.p.poll() is not None and
+                                 not self.readers[0].is_alive()):
+                    return None
+                self.cond.wait(min(left, 0.1))
+
+    def wait(self, timeout=15):
+        try:
+            code = self.p.wait(timeout)
+        except subprocess.TimeoutExpired:
+            return None
+        for r in self.readers:
+            r.join(5)
+        if self in _live:
+            _live.remove(self)
+        return code
+
+    def signal(self, sig):
+        if self.p.poll() is None:
+            self.p.send_signal(sig)
+
+    def stop(self):
+        """SIGTERM and the exit code (the process must stop in time)."""
+        self.signal(signal.SIGTERM)
+        code = self.wait(15)
+        check(code is not None, "zb-broker did not stop after SIGTERM")
+        return code
+
+
+def kill_all():
+    for b in list(_live):
+        if b.p.poll() is None:
+            b.p.kill()
+        b.wait(5)
+
+
+def run(argv, timeout=15):
+    """Runs zb-broker to completion: (exit code, stdout, stderr)."""
+    r = subprocess.run(argv, capture_output=True, text=True, timeout=timeout,
+                       preexec_fn=_die_with_parent)
+    return r.returncode, r.stdout, r.stderr
+
+
+def listening(broker, kind):
+    m = broker.wait_line(kind + r": listening on (\S+)")
+    check(m is not None, f"no '{kind}: listening on' line:\n{broker.text()}")
+    return m.group(1)
+
+
+def metrics_port(broker):
+    m = broker.wait_line(r"metrics: listening on http://[^:]+:(\d+)/metrics")
+    check(m is not None, f"no metrics line:\n{broker.text()}")
+    return int(m.group(1))
+
+
+def http_get(port, path):
+    """(status, body) of GET http://127.0.0.1:port/path."""
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}{path}",
+                                    timeout=10) as r:
+            return r.status, r.read().decode()
+    except urllib.error.HTTPError as e:
+        return e.code, e.read().decode()
+
+
+def recv(sock, timeout_ms=5000):
+    check(sock.poll(timeout_ms), "no message within %d ms" % timeout_ms)
+    return sock.recv_multipart()
+
+
+# --- scenarios ----------------------------------------------------------------
+
+
+def scenario_ports(zb):
+    for flag, ep in (("--majordomo", "tcp://127.0.0.1:99999"),
+                     ("--consensus", "tcp://*:65536"),
+                     ("--consensus", "tcp://127.0.0.1:-1")):
+        for extra in ([], ["--check-config"]):
+            code, out, err = run([zb, flag, ep] + extra)
+            check(code == 2, f"{flag} {ep} {extra}: exit {code}, want 2")
+            check(f'in "{ep}" is out of range' in err and flag in err,
+                  f"{flag} {ep}: message does not name it: {err!r}")
+    with tempfile.TemporaryDirectory() as d:
+        path = os.path.join(d, "zb.toml")
+        with open(path, "w") as f:
+            f.write('[majordomo]\nendpoints = ["tcp://127.0.0.1:70000"]\n')
+        code, _, err = run([zb, "--config", path])
+        check(code == 2 and f"{path}:2:" in err and "70000" in err,
+              f"file: exit {code}: {err!r}")
+    b = Broker([zb, "--majordomo", "tcp://127.0.0.1:*",
+                "--stats-interval", "0s"])
+    listening(b, "majordomo")
+    check(b.stop() == 0, "a good endpoint did not run and stop cleanly")
+
+
+def scenario_ipv6(zb):
+    b = Broker([zb, "--majordomo", "tcp://[::1]:*",
+                "--consensus", "tcp://[::1]:*", "--stats-interval", "0s"])
+    mdp = listening(b, "majordomo")
+    ccp = listening(b, "consensus")
+    check(mdp.startswith("tcp://[::1]:") and ccp.startswith("tcp://[::1]:"),
+          f"not IPv6: {mdp} {ccp}")
+    ctx = zmq.Context()
+    try:
+        worker = ctx.socket(zmq.DEALER)
+        worker.ipv6 = 1
+        worker.linger = 0
+        worker.connect(mdp)
+        worker.send_multipart([b"", b"MDPW01", b"\x01", b"echo"])
+        client = ctx.socket(zmq.DEALER)
+        client.ipv6 = 1
+        client.linger = 0
+        client.connect(mdp)
+        time.sleep(0.2)  # let READY land before the request
+        client.send_multipart([b"", b"MDPC01", b"echo", b"over ipv6"])
+        while True:
+            msg = recv(worker)
+            if msg[2] == b"\x02":  # REQUEST (skip heartbeats)
+                break
+        # [empty, MDPW01, REQUEST, client address, empty, body]
+        check(msg[5:] == [b"over ipv6"], f"worker got {msg!r}")
+        worker.send_multipart([b"", b"MDPW01", b"\x03", msg[3], b"",
+                               b"echo: over ipv6"])
+        reply = recv(client)
+        check(reply == [b"", b"MDPC01", b"echo", b"echo: over ipv6"],
+              f"client got {reply!r}")
+        ping = ctx.socket(zmq.DEALER)
+        ping.ipv6 = 1
+        ping.linger = 0
+        ping.connect(ccp)
+        ping.send_multipart([b"", b"CCp100", b"\x07"])
+        check(recv(ping) == [b"", b"CCp100", b"\x07"], "no PING echo")
+        for s in (worker, client, ping):
+            s.close()
+    finally:
+        ctx.destroy(linger=0)
+    check(b.stop() == 0, "exit code")
+
+
+def scenario_http(zb):
+    # A busy metrics port: exit 1, in plain words.
+    busy = socket.socket()
+    busy.bind(("127.0.0.1", 0))
+    busy.listen()
+    port = busy.getsockname()[1]
+    code, _, err = run([zb, "--consensus", "tcp://127.0.0.1:*", "--metrics",
+                        f"127.0.0.1:{port}"])
+    busy.close()
+    check(code == 1, f"busy metrics port: exit {code}, want 1")
+    check(f"metrics: cannot listen on 127.0.0.1:{port}: Address already in "
+          "use" in err and "CivetServer" not in err, f"message: {err!r}")
+
+    b = Broker([zb, "--majordomo", "tcp://127.0.0.1:*", "--metrics",
+                "127.0.0.1:0", "--grace", "10s", "--stats-interval", "0s"])
+    mdp = listening(b, "majordomo")
+    port = metrics_port(b)
+    check(b.wait_line(r"ready: ") is not None, "no ready line")
+    check(http_get(port, "/healthz") == (200, "ok\n"), "healthz")
+    check(http_get(port, "/readyz") == (200, "ready\n"), "readyz")
+    status, text = http_get(port, "/metrics")
+    check(status == 200, f"/metrics {status}")
+    m = re.search(r'^zb_build_info\{(.*)\} 1$', text, re.M)
+    check(m is not None, "no zb_build_info series")
+    labels = dict(re.findall(r'(\w+)="([^"]*)"', m.group(1)))
+    version = run([zb, "--version"])[1].split()[-1]
+    check(labels.get("version") == version, f"build info {labels}")
+    check(labels.get("libzmq") == zmq.zmq_version(), f"build info {labels}")
+
+    # Hold a request open, drain: /readyz says 503 at once, /healthz 200.
+    ctx = zmq.Context()
+    try:
+        worker = ctx.socket(zmq.DEALER)
+        worker.linger = 0
+        worker.connect(mdp)
+        worker.send_multipart([b"", b"MDPW01", b"\x01", b"hold"])
+        client = ctx.socket(zmq.DEALER)
+        client.linger = 0
+        client.connect(mdp)
+        time.sleep(0.2)
+        client.send_multipart([b"", b"MDPC01", b"hold", b"x"])
+        while recv(worker)[2] != b"\x02":
+            pass
+        b.signal(signal.SIGTERM)
+        check(b.wait_line("SIGTERM: shutting down") is not None, "no drain")
+        check(http_get(port, "/readyz") == (503, "draining\n"),
+              "readyz while draining")
+        check(http_get(port, "/healthz") == (200, "ok\n"),
+              "healthz while draining")
+        b.signal(signal.SIGTERM)  # second signal: stop now
+        code = b.wait(15)
+        check(code == 0, f"exit {code}")
+        worker.close()
+        client.close()
+    finally:
+        ctx.destroy(linger=0)
+
+
+def scenario_sighup(zb):
+    with tempfile.TemporaryDirectory() as d:
+        path = os.path.join(d, "zb.toml")
+
+        def write(level):
+            with open(path, "w") as f:
+                f.write(f'[daemon]\nlog_level = "{level}"\n'
+                        'stats_interval = "0s"\n'
+                        '[consensus]\nendpoints = ["tcp://127.0.0.1:*"]\n')
+
+        write("info")
+        b = Broker([zb, "--config", path])
+        ep = listening(b, "consensus")
+        check(b.wait_line("ready: ") is not None, "not ready")
+        ctx = zmq.Context()
+        try:
+            sock = ctx.socket(zmq.DEALER)
+            sock.linger = 0
+            sock.connect(ep)
+            write("debug")
+            b.signal(signal.SIGHUP)
+            check(b.wait_line("SIGHUP: log level info -> debug") is not None,
+                  f"no reload line:\n{b.text()}")
+            check(b.p.poll() is None, "SIGHUP killed zb-broker")
+            # Debug lines now: a malformed message makes the consensus
+            # broker log (at warning at least); a PING still works.
+            sock.send_multipart([b"", b"CCp100", b"\x07"])
+            check(recv(sock) == [b"", b"CCp100", b"\x07"], "no PING echo")
+            # A file that does not load changes nothing.
+            with open(path, "w") as f:
+                f.write('[daemon]\nlog_level = "loud"\n')
+            b.signal(signal.SIGHUP)
+            check(b.wait_line("keeping the running configuration") is not None,
+                  f"bad file not reported:\n{b.text()}")
+            check(b.p.poll() is None, "a bad file killed zb-broker")
+            sock.send_multipart([b"", b"CCp100", b"\x07"])
+            check(recv(sock) == [b"", b"CCp100", b"\x07"], "no PING echo")
+            sock.close()
+        finally:
+            ctx.destroy(linger=0)
+        check(b.stop() == 0, "exit code")
+
+
+def scenario_ipc(zb):
+    with tempfile.TemporaryDirectory() as d:
+        mdp = os.path.join(d, "mdp.sock")
+        ccp = os.path.join(d, "ccp.sock")
+        b = Broker([zb, "--majordomo", f"ipc://{mdp}", "--consensus",
+                    f"ipc://{ccp}", "--stats-interval", "0s"])
+        listening(b, "majordomo")
+        listening(b, "consensus")
+        check(os.path.exists(mdp) and os.path.exists(ccp), "no socket files")
+        check(b.stop() == 0, "exit code")
+        left = [p for p in (mdp, ccp) if os.path.exists(p)]
+        check(not left, f"left behind after exit: {left}")
+
+
+def scenario_checkconfig(zb):
+    here = os.path.dirname(os.path.abspath(__file__))
+    example = os.path.join(here, "zb-broker.example.toml")
+    code, out, err = run([zb, "--check-config", "--config", example,
+                          "--log-level", "debug"])
+    check(code == 0, f"exit {code}: {err}")
+    printed = tomllib.loads(out)
+    with open(example, "rb") as f:
+        original = tomllib.load(f)
+    check(printed["daemon"]["log_level"] == "debug", "flag not applied")
+    for section, keys in original.items():
+        for key, value in keys.items():
+            if (section, key) == ("daemon", "log_level"):
+                continue
+            got = printed[section][key]
+            if isinstance(value, str) and re.fullmatch(r"[\dmsh.]+", value):
+                continue  # a duration: "60s" may print as "1m"
+            check(got == value, f"{section}.{key}: {got!r} != {value!r}")
+    # Defaults are printed too (the flag-only form names no tuning key).
+    code, out, _ = run([zb, "--check-config", "--consensus", "tcp://*:5556"])
+    check(code == 0, "flags only")
+    printed = tomllib.loads(out)
+    check(printed["majordomo"]["heartbeat_liveness"] == 3 and
+          printed["consensus"]["request_deadline"] == "5s" and
+          printed["majordomo"]["endpoints"] == [], f"defaults: {out}")
+    with tempfile.TemporaryDirectory() as d:
+        bad = os.path.join(d, "bad.toml")
+        with open(bad, "w") as f:
+            f.write("[consensus]\nendpoints = [\"tcp://*:1\"]\n"
+                    "request_deadline = 5\n")
+        code, out, err = run([zb, "--check-config", "--config", bad])
+        check(code == 2 and f"{bad}:3:" in err and out == "",
+              f"bad file: exit {code}, {err!r}")
+
+
+def scenario_logs(zb):
+    # Text: every line starts with a timestamp carrying its UTC offset.
+    b = Broker([zb, "--majordomo", "tcp://127.0.0.1:*", "--stats-interval",
+                "0s"])
+    listening(b, "majordomo")
+    check(b.stop() == 0, "exit code")
+    for line in b.text().splitlines():
+        check(re.match(STAMP + r" \w+ +\[zb-broker\] ", line),
+              f"text line without a zoned timestamp: {line!r}")
+
+    # JSON: every line is one object; a service name full of quotes,
+    # backslashes and a tab must not break it.
+    b = Broker([zb, "--majordomo", "tcp://127.0.0.1:*", "--log-format",
+                "json", "--stats-interval", "0s"])
+    m = b.wait_line(r'"majordomo: listening on (\S+?)"')
+    check(m is not None, f"no listening line:\n{b.text()}")
+    ep = m.group(1)
+    ctx = zmq.Context()
+    try:
+        worker = ctx.socket(zmq.DEALER)
+        worker.linger = 0
+        worker.connect(ep)
+        worker.send_multipart([b"", b"MDPW01", b"\x01",
+                               b'he said "hi"\\\tthere'])
+        check(b.wait_line(r"joined service") is not None,
+              f"no join line:\n{b.text()}")
+        worker.close()
+    finally:
+        ctx.destroy(linger=0)
+    check(b.stop() == 0, "exit code")
+    records = []
+    for raw in b.lines:
+        try:
+            records.append(json.loads(raw))
+        except ValueError as e:
+            raise Failure(f"not a JSON line ({e}): {raw!r}")
+    for r in records:
+        check(set(r) == {"time", "level", "logger", "message"}, f"keys {r}")
+        check(re.fullmatch(STAMP, r["time"]), f"time without zone: {r}")
+        check(r["logger"] == "zb-broker", f"logger {r}")
+    joined = [r for r in records if "joined service" in r["message"]]
+    check(joined, "no join record")
+    check(records[-1]["message"] == "stopped", f"last {records[-1]}")
+
+
+def scenario_help(zb):
+    code, out, _ = run([zb, "--help"])
+    check(code == 0, f"exit {code}")
+    check("broker's own" not in out, "--help still says the broker's own")
+    for flag, default in (("--heartbeat-interval", "[2.5s]"),
+                          ("--heartbeat-liveness", "[3]"),
+                          ("--request-deadline", "[5s]"),
+                          ("--client-expiry", "[10m]"),
+                          ("--log-format", "[text]")):
+        block = out[out.index(flag):].split("\n  -")[0]
+        check(default in block, f"{flag}: no {default} in {block!r}")
+    check("SIGHUP" in out and "--check-config" in out, "help text")
+
+
+SCENARIOS = {
+    "ports": scenario_ports,
+    "ipv6": scenario_ipv6,
+    "http": scenario_http,
+    "sighup": scenario_sighup,
+    "ipc": scenario_ipc,
+    "checkconfig": scenario_checkconfig,
+    "logs": scenario_logs,
+    "help": scenario_help,
+}
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--broker", required=True)
+    ap.add_argument("scenarios", nargs="+")
+    args = ap.parse_args()
+    names = list(SCENARIOS) if args.scenarios == ["all"] else args.scenarios
+    failed = []
+    for name in names:
+        start = time.monotonic()
+        try:
+            SCENARIOS[name](args.broker)
+            print(f"ok   {name} ({time.monotonic() - start:.1f}s)")
+        except Exception as e:  # report every scenario, then fail
+            failed.append(name)
+            print(f"FAIL {name}: {type(e).__name__}: {e}")
+        finally:
+            kill_all()
+    sys.stdout.flush()
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
