@@ -179,9 +179,7 @@ const std::array<KeySpec, 18> kKeys = {{
            static_cast<std::int64_t>(kMajordomoDefaults.max_workers)));
      }},
     {"majordomo", "reply_timeout", Kind::kDuration, "--reply-timeout",
-     [](DaemonConfig& c, Value&& v) {
-       c.majordomo.reply_timeout = v.duration;
-     },
+     [](DaemonConfig& c, Value&& v) { c.majordomo.reply_timeout = v.duration; },
      [](const DaemonConfig& c) {
        return Toml(c.majordomo.reply_timeout.value_or(
            kMajordomoDefaults.reply_timeout));
@@ -800,8 +798,7 @@ a usage or config error.
       dur(d.stats_interval), dur(d.grace), dur(m.heartbeat_interval),
       m.heartbeat_liveness, m.max_queue_per_service, dur(m.queue_expiry),
       m.max_redispatch, dur(m.reply_timeout), m.max_services, m.max_workers,
-      m.worker_prefetch, dur(c.request_timeout),
-      dur(c.client_idle_timeout));
+      m.worker_prefetch, dur(c.request_timeout), dur(c.client_idle_timeout));
 }
 
 }  // namespace zb

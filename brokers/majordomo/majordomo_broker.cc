@@ -11,8 +11,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/string_view.h"
-#include "brokers/common/log_limiter.h"
 #include "brokers/common/endpoint.h"
+#include "brokers/common/log_limiter.h"
 #include "brokers/protocol/mdp.h"
 #include "reactor/frames.h"
 
