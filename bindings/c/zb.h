@@ -385,8 +385,10 @@ int zb_consensus_client_new(zb_reactor_t* reactor, const char* endpoint,
                             zb_consensus_client_t** out);
 
 /* Destroys the client.  Requests still open end at once with
- * ZB_RESULT_FAILURE / ZB_FAILED_BY_CLIENT / "zb:client-closed" (their
- * callbacks run inside this call).  Called from inside one of the client's
+ * ZB_RESULT_FAILURE / ZB_FAILED_BY_CLIENT / "zb:client-closed", and failures
+ * known at request time ("zb:invalid-request", ...) not delivered yet are
+ * delivered; all these callbacks run inside this call, and none of the
+ * client's callbacks runs after it returns.  Called from inside one of the client's
  * own callbacks, the destruction is finished right after that callback
  * returns.  The handle is invalid once this returns.  NULL is a no-op. */
 int zb_consensus_client_destroy(zb_consensus_client_t* client);

@@ -650,6 +650,28 @@ static void test_consensus(void) {
         open_st.failed_by == ZB_FAILED_BY_CLIENT);
   CHECK(strcmp(open_st.reason, "zb:client-closed") == 0);
 
+  /* Issue 10.8: an immediate failure (here an empty service name) belongs to
+   * the client, which delivers it before its destruction returns.  It used to
+   * be posted to the reactor with the client's handle inside, so the next
+   * run_once called back through a freed client (heap-use-after-free under
+   * ASan). */
+  {
+    zb_consensus_client_t* doomed;
+    CHECK_OK(zb_consensus_client_new(r, endpoint, &doomed));
+    reply_state immediate = {0};
+    CHECK_OK(zb_consensus_client_request(doomed, "", 0, 1, d, z,
+                                         5 * 1000 * 1000, 0, on_reply,
+                                         &immediate, free_reply));
+    CHECK(immediate.calls == 0); /* never inside the request call */
+    CHECK_OK(zb_consensus_client_destroy(doomed));
+    CHECK(immediate.calls == 1 && immediate.freed == 1);
+    CHECK(immediate.result == ZB_RESULT_FAILURE &&
+          immediate.failed_by == ZB_FAILED_BY_CLIENT);
+    CHECK(strcmp(immediate.reason, "zb:invalid-request") == 0);
+    CHECK_OK(zb_reactor_run_once(r, 10 * 1000, NULL));
+    CHECK(immediate.calls == 1 && immediate.freed == 1);
+  }
+
   /* A client destroyed from inside its own callback. */
   destroy_inside_state ds = {0};
   CHECK_OK(zb_consensus_client_new(r, endpoint, &ds.client));

@@ -303,14 +303,45 @@ Frames ConsensusClient::take_spare() {
 }
 
 void ConsensusClient::post_failure(Callback done, std::string_view reason) {
-  // Posted so that no callback ever runs inside request() itself.
-  reactor_.post([done = std::move(done), reason]() mutable {
-    Result r;
-    r.outcome = Outcome::kFailure;
-    r.failed_by = FailedBy::kClient;
-    r.reason.assign(reason);
-    done(std::move(r));
-  });
+  immediate_.push_back(Immediate{std::move(done), nullptr, reason, {}});
+  // Not reactor_.post(): a posted task outlives the client, and the
+  // callback may capture what the client's owner frees with it.  The
+  // client's own timer is cancelled by close(), which delivers the rest.
+  if (immediate_timer_ == 0 && !closed_) {
+    immediate_timer_ = reactor_.after(Clock::duration::zero(), [this] {
+      immediate_timer_ = 0;
+      deliver_immediate();
+    });
+  }
+}
+
+void ConsensusClient::post_ping_failure(PingCallback done,
+                                        absl::Status status) {
+  immediate_.push_back(Immediate{nullptr, std::move(done), {}, status});
+  if (immediate_timer_ == 0 && !closed_) {
+    immediate_timer_ = reactor_.after(Clock::duration::zero(), [this] {
+      immediate_timer_ = 0;
+      deliver_immediate();
+    });
+  }
+}
+
+void ConsensusClient::deliver_immediate() {
+  // Callbacks may queue more (a request() from inside one); those wait for
+  // the next timer, or for the loop in close().
+  std::vector<Immediate> batch = std::move(immediate_);
+  immediate_.clear();
+  for (Immediate& i : batch) {
+    if (i.done) {
+      Result r;
+      r.outcome = Outcome::kFailure;
+      r.failed_by = FailedBy::kClient;
+      r.reason.assign(i.reason);
+      i.done(std::move(r));
+    } else {
+      i.ping_done(std::move(i.status));
+    }
+  }
 }
 
 // --- Incoming
@@ -454,15 +485,13 @@ void ConsensusClient::on_timer() {
 void ConsensusClient::ping(std::chrono::milliseconds timeout,
                            PingCallback done) {
   if (closed_) {
-    reactor_.post([done = std::move(done)]() mutable {
-      done(absl::CancelledError("the client is closed"));
-    });
+    post_ping_failure(std::move(done),
+                      absl::CancelledError("the client is closed"));
     return;
   }
   if (!socket_) {
-    reactor_.post([done = std::move(done), s = status_]() mutable {
-      done(absl::FailedPreconditionError(s.message()));
-    });
+    post_ping_failure(std::move(done),
+                      absl::FailedPreconditionError(status_.message()));
     return;
   }
   out_.clear();
@@ -497,6 +526,13 @@ void ConsensusClient::close() {
   for (PendingPing& p : pings) {
     p.done(absl::CancelledError("the client was destroyed"));
   }
+  // Immediate failures not delivered yet end here, inside the destructor:
+  // after it nothing of this client may run.
+  if (immediate_timer_ != 0) {
+    reactor_.cancel(immediate_timer_);
+    immediate_timer_ = 0;
+  }
+  while (!immediate_.empty()) deliver_immediate();
 }
 
 }  // namespace zb

@@ -36,8 +36,11 @@
 //   - kTimeout: no answer within `timeout` for the last attempt, and no
 //     retries left.
 // Callbacks run on the reactor thread and never inside request() or ping()
-// themselves (immediate failures are posted), so a callback may freely call
-// request() again.
+// themselves (immediate failures -- closed client, no socket, bad service
+// name -- are delivered from a zero-delay timer of the client's own), so a
+// callback may freely call request() again.  Immediate failures belong to
+// the client: those not yet delivered when it is destroyed are delivered
+// inside the destructor, never after it.
 //
 // Timeouts and retries.  RequestOptions::timeout bounds each attempt: the
 // request ends after at most timeout x (retries + 1).  When an attempt times
@@ -81,8 +84,9 @@
 // it, call it and destroy it there (with zb::ReactorThread, inside invoke()).
 // The reactor and the context must outlive the client.  Destroying the
 // client ends every open request with kFailure/kClient/kReasonClientClosed
-// (callbacks run inside the destructor and must not use the client) and
-// every pending ping with CancelledError.  While the reactor is not running
+// (callbacks run inside the destructor and must not use the client), every
+// pending ping with CancelledError, and delivers the immediate failures it
+// has not delivered yet.  While the reactor is not running
 // nothing times out; requests still end exactly once, at the latest when the
 // client is destroyed.  Do not destroy the client inside one of its own
 // callbacks.
@@ -277,7 +281,11 @@ class ConsensusClient {
                     std::span<zmq::message_t>* payload = nullptr);
   void finish(std::uint32_t index, Outcome outcome, FailedBy failed_by,
               std::string_view reason, std::span<zmq::message_t> payload);
+  // Queues an immediate failure (request or ping) for delivery from
+  // immediate_timer_, or from close() at the latest.
   void post_failure(Callback done, std::string_view reason);
+  void post_ping_failure(PingCallback done, absl::Status status);
+  void deliver_immediate();
   void expire(std::uint32_t index, Clock::time_point now);
   void note_timeout(std::uint64_t socket_epoch);
   void arm_timer(Clock::time_point deadline);
@@ -308,6 +316,16 @@ class ConsensusClient {
   // answered.
   absl::flat_hash_map<ccp::SequenceId, std::uint32_t> attempts_;
   std::deque<PendingPing> pings_;
+  // Failures known at once, in the order they happened; delivered by a
+  // zero-delay timer (never inside request()/ping()) or by close().
+  struct Immediate {
+    Callback done;            // a request's, or
+    PingCallback ping_done;   // a ping's
+    std::string_view reason;  // for `done`: a kReason* constant
+    absl::Status status;      // for `ping_done`
+  };
+  std::vector<Immediate> immediate_;
+  TimerId immediate_timer_ = 0;
 
   // The one timer for every deadline.  It is armed at or before the earliest
   // deadline: a request that ends does not move it; when it fires it ends

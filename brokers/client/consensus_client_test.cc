@@ -545,6 +545,42 @@ TEST_P(ConsensusClientTest, ImmediateFailuresArePostedNotCalledInline) {
   EXPECT_EQ(results_.Only(7).reason, ConsensusClient::kReasonNotConnected);
 }
 
+// Issue 10.8: immediate failures belong to the client.  They used to be
+// posted to the reactor and ran after the client was gone, so a callback that
+// captures its owner (the C ABI's handle) used freed memory.  Now they are
+// delivered before the destructor returns, and never again afterwards.
+TEST_P(ConsensusClientTest, ImmediateFailuresEndBeforeTheDestructorReturns) {
+  struct Owner {
+    int requests = 0;
+    int pings = 0;
+    absl::Status ping_status;
+  };
+  auto owner = std::make_unique<Owner>();
+  Owner* o = owner.get();
+  auto client = MakeClient();
+  client->request("", MakeFrames({"x"}), {}, [o](Result&& r) {
+    EXPECT_EQ(r.reason, ConsensusClient::kReasonInvalidRequest);
+    ++o->requests;
+  });
+  auto bad = std::make_unique<ConsensusClient>(reactor_, ctx_, "nonsense://x");
+  bad->request("svc", MakeFrames({"x"}), {}, [o](Result&& r) {
+    EXPECT_EQ(r.reason, ConsensusClient::kReasonNotConnected);
+    ++o->requests;
+  });
+  bad->ping(milliseconds(1000), [o](absl::Status s) {
+    o->ping_status = s;
+    ++o->pings;
+  });
+  EXPECT_EQ(o->requests, 0);  // never inside request() or ping()
+  client.reset();
+  bad.reset();
+  EXPECT_EQ(o->requests, 2);
+  EXPECT_EQ(o->pings, 1);
+  EXPECT_TRUE(absl::IsFailedPrecondition(o->ping_status)) << o->ping_status;
+  owner.reset();  // what the callbacks captured is gone now
+  RunFor(reactor_, milliseconds(20));  // and nothing runs any more
+}
+
 TEST_P(ConsensusClientTest, IgnoresMalformedAndForeignReplies) {
   broker_.on_receive = [&](const Received& r) {
     broker_.Send(r.identity, MakeFrames({"garbage"}));
