@@ -1124,9 +1124,23 @@ extern "C" int zb_consensus_client_request(
     size_t count, const void* const* data, const size_t* sizes,
     int64_t timeout_us, int retries, zb_consensus_reply_fn fn, void* user,
     zb_free_fn free_user) {
+  return zb_consensus_client_request_flags(c, service, service_size, count,
+                                           data, sizes, timeout_us, retries, 0,
+                                           fn, user, free_user);
+}
+
+extern "C" int zb_consensus_client_request_flags(
+    zb_consensus_client_t* c, const void* service, size_t service_size,
+    size_t count, const void* const* data, const size_t* sizes,
+    int64_t timeout_us, int retries, int flags, zb_consensus_reply_fn fn,
+    void* user, zb_free_fn free_user) {
   constexpr absl::string_view kWhere = "zb_consensus_client_request";
   return Guard(kWhere, [&]() -> int {
     if (int rc = CheckClient(c, kWhere)) return rc;
+    if ((flags & ~ZB_REQUEST_RETRY_NO_WORKERS) != 0) {
+      return Fail(ZB_ERR_INVALID,
+                  absl::StrFormat("%s: unknown flags 0x%x", kWhere, flags));
+    }
     if (fn == nullptr || (service == nullptr && service_size > 0)) {
       return Fail(ZB_ERR_INVALID,
                   absl::StrCat(kWhere, ": callback and service are required"));
@@ -1142,6 +1156,7 @@ extern "C" int zb_consensus_client_request(
     zb::ConsensusClient::RequestOptions options;
     options.timeout = MillisUp(timeout_us);
     options.retries = retries;
+    options.retry_no_workers = (flags & ZB_REQUEST_RETRY_NO_WORKERS) != 0;
     c->client->request(
         std::string_view(static_cast<const char*>(service), service_size),
         std::move(payload), options,

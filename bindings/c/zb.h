@@ -388,8 +388,8 @@ int zb_consensus_client_new(zb_reactor_t* reactor, const char* endpoint,
  * ZB_RESULT_FAILURE / ZB_FAILED_BY_CLIENT / "zb:client-closed", and failures
  * known at request time ("zb:invalid-request", ...) not delivered yet are
  * delivered; all these callbacks run inside this call, and none of the
- * client's callbacks runs after it returns.  Called from inside one of the client's
- * own callbacks, the destruction is finished right after that callback
+ * client's callbacks runs after it returns.  Called from inside one of the
+ * client's own callbacks, the destruction is finished right after that callback
  * returns.  The handle is invalid once this returns.  NULL is a no-op. */
 int zb_consensus_client_destroy(zb_consensus_client_t* client);
 
@@ -404,6 +404,29 @@ int zb_consensus_client_request(zb_consensus_client_t* client,
                                 const size_t* sizes, int64_t timeout_us,
                                 int retries, zb_consensus_reply_fn fn,
                                 void* user, zb_free_fn free_user);
+
+/* Flags of zb_consensus_client_request_flags(). */
+enum {
+  /* When the broker answers "zb:no-workers" (no worker has registered for
+   * the service yet, e.g. the client started together with its workers),
+   * send the request again with a growing backoff (10 ms, doubling, at most
+   * 500 ms) for as long as the attempt's timeout allows; then it ends with
+   * the broker's last "zb:no-workers".  Off by default (see
+   * docs/consensus.md: the broker's immediate answer tells a caller at once
+   * that a service has no workers). */
+  ZB_REQUEST_RETRY_NO_WORKERS = 1
+};
+
+/* zb_consensus_client_request() with `flags`, a bitwise OR of
+ * ZB_REQUEST_* (0 is zb_consensus_client_request()).  Unknown bits fail
+ * with ZB_ERR_INVALID. */
+int zb_consensus_client_request_flags(zb_consensus_client_t* client,
+                                      const void* service, size_t service_size,
+                                      size_t count, const void* const* data,
+                                      const size_t* sizes, int64_t timeout_us,
+                                      int retries, int flags,
+                                      zb_consensus_reply_fn fn, void* user,
+                                      zb_free_fn free_user);
 
 /* Sends PING; fn(user, code, message) gets ZB_OK when the broker echoes it
  * within `timeout_us`, ZB_ERR_TIMEOUT when not, ZB_ERR_CANCELLED when the

@@ -672,6 +672,36 @@ static void test_consensus(void) {
     CHECK(immediate.calls == 1 && immediate.freed == 1);
   }
 
+  /* Issue 10.3: with ZB_REQUEST_RETRY_NO_WORKERS a request sent before any
+   * worker registered is resent until one has, within its timeout. */
+  {
+    zb_consensus_client_t* c2;
+    CHECK_OK(zb_consensus_client_new(r, endpoint, &c2));
+    reply_state late = {0};
+    CHECK_OK(zb_consensus_client_request_flags(
+        c2, "late", 4, 1, d, z, 5 * 1000 * 1000, 0, ZB_REQUEST_RETRY_NO_WORKERS,
+        on_reply, &late, free_reply));
+    CHECK(zb_consensus_client_request_flags(c2, "late", 4, 1, d, z, 1000, 0,
+                                            0x100, on_reply, &late,
+                                            free_reply) == ZB_ERR_INVALID);
+    /* Let the broker answer "zb:no-workers" (there is no worker yet) and
+     * the client resend a few times. */
+    const int64_t until = zb_now_us() + 150 * 1000;
+    while (zb_now_us() < until) {
+      CHECK_OK(zb_reactor_run_once(r, 10 * 1000, NULL));
+    }
+    CHECK(late.calls == 0);
+    zb_consensus_worker_t* lw;
+    CHECK_OK(zb_consensus_worker_new(r, endpoint, "late", 4, 0, 0, handle_now,
+                                     NULL, NULL, &lw));
+    CHECK(run_until(r, &late.calls, 10.0));
+    CHECK(late.result == ZB_RESULT_SUCCESS);
+    CHECK(late.attempts >= 2);
+    CHECK(late.freed == 1);
+    CHECK_OK(zb_consensus_worker_destroy(lw));
+    CHECK_OK(zb_consensus_client_destroy(c2));
+  }
+
   /* A client destroyed from inside its own callback. */
   destroy_inside_state ds = {0};
   CHECK_OK(zb_consensus_client_new(r, endpoint, &ds.client));

@@ -129,13 +129,18 @@ std::uint32_t ConsensusClient::start(std::string_view service,
   s.timeout = std::max(options.timeout, std::chrono::milliseconds(0));
   s.retries_left = std::max(options.retries, 0);
   s.attempts = 0;
+  s.retry_no_workers = options.retry_no_workers;
+  s.resend_pending = false;
+  s.backoff = options_.no_workers_backoff;
+  s.answered_no_workers = false;
+  s.no_workers_text.clear();
   s.open = true;
   s.sequences.clear();
   s.payload.clear();
   ++open_;
 
   zmq::message_t empty;
-  if (s.retries_left > 0) {
+  if (keeps_payload(s)) {
     // Keep the frames: every attempt but the last sends copies of them.
     for (zmq::message_t& f : payload) s.payload.push_back(std::move(f));
     if (s.payload.empty()) s.payload.push_back(std::move(empty));
@@ -206,9 +211,11 @@ void ConsensusClient::wait_once() {
 }
 
 void ConsensusClient::send_attempt(std::uint32_t index,
-                                   std::span<zmq::message_t>* payload) {
+                                   std::span<zmq::message_t>* payload,
+                                   bool new_deadline) {
   Slot& s = slots_[index];
-  s.deadline = Clock::now() + s.timeout;
+  if (new_deadline) s.deadline = Clock::now() + s.timeout;
+  s.resend_pending = false;
   s.socket_epoch = socket_epoch_;
   ++s.attempts;
   arm_timer(s.deadline);
@@ -224,7 +231,7 @@ void ConsensusClient::send_attempt(std::uint32_t index,
   std::span<zmq::message_t> body;
   if (payload != nullptr) {
     body = *payload;
-  } else if (s.retries_left == 0) {
+  } else if (!keeps_payload(s)) {
     body = s.payload;  // the last attempt: no copies needed any more
   } else {
     copies_.clear();
@@ -244,7 +251,7 @@ void ConsensusClient::send_attempt(std::uint32_t index,
     ++stats_.send_failures;
     return;
   }
-  if (s.retries_left == 0) s.payload.clear();
+  if (!keeps_payload(s)) s.payload.clear();
   attempts_.emplace(sequence, index);
   s.sequences.push_back(sequence);
   ++next_sequence_;
@@ -397,6 +404,13 @@ void ConsensusClient::on_reply(const ccp::Header& h,
     return;
   }
   const std::string_view code = View(payload[0]);
+  if (code == ccp::kReasonNoWorkers && slots_[index].retry_no_workers &&
+      schedule_no_workers_resend(index)) {
+    slots_[index].answered_no_workers = true;
+    slots_[index].no_workers_text.assign(
+        payload.size() > 1 ? View(payload[1]) : std::string_view());
+    return;
+  }
   if (code == ccp::kReasonBadSequence) {
     // The broker ties our client id to another socket (our connection was
     // re-established, so the broker sees a new identity) or saw a gap: go
@@ -415,6 +429,18 @@ void ConsensusClient::on_reply(const ccp::Header& h,
     }
   }
   finish(index, Outcome::kFailure, FailedBy::kBroker, code, payload);
+}
+
+bool ConsensusClient::schedule_no_workers_resend(std::uint32_t index) {
+  Slot& s = slots_[index];
+  const Clock::time_point at = Clock::now() + s.backoff;
+  if (at >= s.deadline) return false;  // no time left: end with the answer
+  s.resend_pending = true;
+  s.resend_at = at;
+  s.backoff =
+      std::min<Clock::duration>(s.backoff * 2, options_.no_workers_backoff_max);
+  arm_timer(at);
+  return true;
 }
 
 // --- Deadlines
@@ -439,10 +465,17 @@ void ConsensusClient::note_timeout(std::uint64_t socket_epoch) {
 void ConsensusClient::expire(std::uint32_t index, Clock::time_point /*now*/) {
   note_timeout(slots_[index].socket_epoch);
   Slot& s = slots_[index];
+  s.resend_pending = false;
   if (s.retries_left > 0) {
     --s.retries_left;
     ++stats_.retries;
     send_attempt(index);
+  } else if (s.answered_no_workers) {
+    // The last answer was "zb:no-workers" and the resend after it is still
+    // unanswered: that answer is the outcome, not a timeout.
+    Frames failure = MakeFrames({ccp::kReasonNoWorkers, s.no_workers_text});
+    finish(index, Outcome::kFailure, FailedBy::kBroker, ccp::kReasonNoWorkers,
+           failure);
   } else {
     finish(index, Outcome::kTimeout, FailedBy::kNone, {}, {});
   }
@@ -454,7 +487,13 @@ void ConsensusClient::on_timer() {
   // Callbacks run from here may add requests (slots_ may grow: index, never
   // hold references across a call).
   for (std::uint32_t i = 0; i < slots_.size(); ++i) {
-    if (slots_[i].open && slots_[i].deadline <= now) expire(i, now);
+    if (!slots_[i].open) continue;
+    if (slots_[i].deadline <= now) {
+      expire(i, now);
+    } else if (slots_[i].resend_pending && slots_[i].resend_at <= now) {
+      ++stats_.no_workers_resends;
+      send_attempt(i, nullptr, /*new_deadline=*/false);
+    }
   }
   if (!pings_.empty()) {
     std::vector<PingCallback> expired;
@@ -473,7 +512,9 @@ void ConsensusClient::on_timer() {
   }
   Clock::time_point next = Clock::time_point::max();
   for (const Slot& s : slots_) {
-    if (s.open) next = std::min(next, s.deadline);
+    if (!s.open) continue;
+    next = std::min(next, s.deadline);
+    if (s.resend_pending) next = std::min(next, s.resend_at);
   }
   for (const PendingPing& p : pings_) next = std::min(next, p.deadline);
   if (next != Clock::time_point::max()) arm_timer(next);

@@ -125,6 +125,11 @@ struct ConsensusClientOptions {
   int reopen_after_timeouts = 2;
   // The first client id; 0 picks a random one.  Later ids are random.
   std::uint32_t client_id = 0;
+  // For requests with RequestOptions::retry_no_workers: the wait before the
+  // first resend after "zb:no-workers"; it doubles after each one, up to
+  // no_workers_backoff_max.
+  std::chrono::milliseconds no_workers_backoff{10};
+  std::chrono::milliseconds no_workers_backoff_max{500};
 };
 
 // Options of one request (ConsensusClient::RequestOptions).
@@ -133,6 +138,18 @@ struct ConsensusRequestOptions {
   std::chrono::milliseconds timeout{5000};
   // How many times the request is sent again after a timed-out attempt.
   int retries = 0;
+  // When the broker answers "zb:no-workers" (the service has no worker yet,
+  // e.g. a client started together with its workers), send the request
+  // again after a backoff (Options::no_workers_backoff, doubling) for as
+  // long as the current attempt's timeout allows.  When the next resend
+  // would come after the deadline, or the deadline passes before the last
+  // resend is answered (and no retries remain), the request ends with the
+  // broker's last "zb:no-workers" answer.  Off by default: the broker's
+  // immediate answer is the protocol, and it tells a caller at once that a
+  // service has no workers (a misspelled name, every worker gone) instead of
+  // after the timeout. No worker has seen a request answered "zb:no-workers",
+  // so resending it is always safe.
+  bool retry_no_workers = false;
 };
 
 class ConsensusClient {
@@ -171,15 +188,16 @@ class ConsensusClient {
     std::uint64_t requests = 0;
     std::uint64_t successes = 0;
     std::uint64_t failures = 0;
-    std::uint64_t timeouts = 0;          // requests that ended as kTimeout
-    std::uint64_t attempt_timeouts = 0;  // attempts (and pings) timed out
-    std::uint64_t retries = 0;           // attempts after the first
-    std::uint64_t reopens = 0;           // new sockets (each a new id)
-    std::uint64_t new_client_ids = 0;    // ids taken after the first
-    std::uint64_t rejected = 0;          // "zb:bad-sequence" answers
-    std::uint64_t stale_replies = 0;     // replies to ended requests
-    std::uint64_t malformed = 0;         // unparseable broker messages
-    std::uint64_t send_failures = 0;     // sends refused (high-water mark)
+    std::uint64_t timeouts = 0;            // requests that ended as kTimeout
+    std::uint64_t attempt_timeouts = 0;    // attempts (and pings) timed out
+    std::uint64_t retries = 0;             // attempts after the first
+    std::uint64_t reopens = 0;             // new sockets (each a new id)
+    std::uint64_t new_client_ids = 0;      // ids taken after the first
+    std::uint64_t rejected = 0;            // "zb:bad-sequence" answers
+    std::uint64_t stale_replies = 0;       // replies to ended requests
+    std::uint64_t malformed = 0;           // unparseable broker messages
+    std::uint64_t send_failures = 0;       // sends refused (high-water mark)
+    std::uint64_t no_workers_resends = 0;  // resends after "zb:no-workers"
   };
 
   // Connects a DEALER socket to `endpoint`.  Never throws: a failure (for
@@ -245,6 +263,17 @@ class ConsensusClient {
     std::chrono::milliseconds timeout{0};
     int retries_left = 0;
     int attempts = 0;
+    bool retry_no_workers = false;
+    // Waiting for a resend after "zb:no-workers" (at resend_at, before
+    // `deadline`); `backoff` is the wait before the next one.
+    bool resend_pending = false;
+    Clock::time_point resend_at;
+    Clock::duration backoff{0};
+    // Set by a "zb:no-workers" answer that was resent after (with its
+    // text): a deadline that passes before the next answer ends the request
+    // with that answer, not as a timeout.
+    bool answered_no_workers = false;
+    std::string no_workers_text;
     std::uint64_t socket_epoch = 0;  // socket of the latest attempt
     bool open = false;
     // Bumped whenever the request in this slot ends (call() waits for it).
@@ -276,9 +305,18 @@ class ConsensusClient {
   void on_message(std::span<zmq::message_t> frames);
   void on_reply(const ccp::Header& h, std::span<zmq::message_t> payload);
   // Sends one attempt of slots_[index] (the frames of `payload`, moved, or
-  // copies of the slot's kept payload when `payload` is null).
+  // copies of the slot's kept payload when `payload` is null).  A new
+  // attempt gets a new deadline; a resend after "zb:no-workers" keeps it.
   void send_attempt(std::uint32_t index,
-                    std::span<zmq::message_t>* payload = nullptr);
+                    std::span<zmq::message_t>* payload = nullptr,
+                    bool new_deadline = true);
+  // True while the slot's payload must be kept for a later send.
+  static bool keeps_payload(const Slot& s) {
+    return s.retries_left > 0 || s.retry_no_workers;
+  }
+  // After "zb:no-workers": schedules a resend and returns true when it fits
+  // before the attempt's deadline.
+  bool schedule_no_workers_resend(std::uint32_t index);
   void finish(std::uint32_t index, Outcome outcome, FailedBy failed_by,
               std::string_view reason, std::span<zmq::message_t> payload);
   // Queues an immediate failure (request or ping) for delivery from

@@ -437,6 +437,75 @@ TEST_P(ConsensusClientTest, BadSequenceWithoutRetriesFails) {
   EXPECT_NE(client->client_id(), first_id);
 }
 
+// Issue 10.3: a client started together with its workers got
+// "zb:no-workers" at once.  With retry_no_workers it sends again, with a
+// growing backoff and a new sequence number each time, within its timeout.
+TEST_P(ConsensusClientTest, RetryNoWorkersResendsWithBackoffUntilServed) {
+  std::vector<Clock::time_point> at;
+  broker_.on_receive = [&](const Received& r) {
+    if (r.type != ccp::MessageType::kRequest) return;
+    at.push_back(Clock::now());
+    if (at.size() < 4) {
+      broker_.Reply(r, ccp::MessageType::kReplyFailure,
+                    {std::string(ccp::kReasonNoWorkers), "no workers yet"});
+    } else {
+      broker_.Reply(r, ccp::MessageType::kReplySuccess, {"finally"});
+    }
+  };
+  auto client = MakeClient({.no_workers_backoff = milliseconds(10),
+                            .no_workers_backoff_max = milliseconds(25)});
+  client->request("svc", MakeFrames({"p"}),
+                  {.timeout = milliseconds(3000), .retry_no_workers = true},
+                  results_.For(1));
+  ASSERT_TRUE(RunUntil(reactor_, [&] { return results_.calls == 1; }));
+  const Result& r = results_.Only(1);
+  EXPECT_TRUE(r.ok()) << r.reason;
+  EXPECT_THAT(FramesToStrings(r.payload), ElementsAre("finally"));
+  EXPECT_EQ(r.attempts, 4);
+  auto reqs = broker_.requests();
+  ASSERT_EQ(reqs.size(), 4u);
+  for (std::size_t i = 0; i < reqs.size(); ++i) {
+    EXPECT_EQ(reqs[i].sequence.sequence, i + 1);     // each a new number
+    EXPECT_THAT(reqs[i].payload, ElementsAre("p"));  // the same payload
+  }
+  // Backoff 10 ms, 20 ms, then capped at 25 ms (never early).
+  EXPECT_GE(at[1] - at[0], milliseconds(10));
+  EXPECT_GE(at[2] - at[1], milliseconds(20));
+  EXPECT_GE(at[3] - at[2], milliseconds(25));
+  EXPECT_EQ(client->stats().no_workers_resends, 3u);
+}
+
+// Within the request's timeout only: then it ends with the broker's own
+// answer (a failure, not a timeout).  Without the option it ends at once.
+TEST_P(ConsensusClientTest, RetryNoWorkersStopsWithinTheTimeout) {
+  broker_.on_receive = [&](const Received& r) {
+    if (r.type != ccp::MessageType::kRequest) return;
+    broker_.Reply(r, ccp::MessageType::kReplyFailure,
+                  {std::string(ccp::kReasonNoWorkers), "nobody"});
+  };
+  auto client = MakeClient({.no_workers_backoff = milliseconds(10),
+                            .no_workers_backoff_max = milliseconds(40)});
+  const auto start = Clock::now();
+  client->request("svc", MakeFrames({"p"}),
+                  {.timeout = milliseconds(300), .retry_no_workers = true},
+                  results_.For(1));
+  ASSERT_TRUE(RunUntil(reactor_, [&] { return results_.calls == 1; }));
+  const auto took = Clock::now() - start;
+  EXPECT_EQ(results_.Only(1).outcome, ConsensusClient::Outcome::kFailure);
+  EXPECT_EQ(results_.Only(1).reason, ccp::kReasonNoWorkers);
+  EXPECT_GE(results_.Only(1).attempts, 5);
+  // Kept trying for most of the timeout, and ended by it (the bound is
+  // loose: a loaded machine fires the deadline timer late).
+  EXPECT_GE(took, milliseconds(200));
+  EXPECT_LT(took, milliseconds(1500));
+
+  client->request("svc", MakeFrames({"p"}), {.timeout = milliseconds(300)},
+                  results_.For(2));
+  ASSERT_TRUE(RunUntil(reactor_, [&] { return results_.calls == 2; }));
+  EXPECT_EQ(results_.Only(2).reason, ccp::kReasonNoWorkers);
+  EXPECT_EQ(results_.Only(2).attempts, 1);
+}
+
 TEST_P(ConsensusClientTest, DestroyingTheClientEndsOpenRequestsAndPings) {
   auto client = MakeClient();
   for (int i = 0; i < 3; ++i) {

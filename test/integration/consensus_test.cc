@@ -529,6 +529,32 @@ INSTANTIATE_TEST_SUITE_P(Transports, ConsensusIntegrationTest,
                                                                 : "inproc";
                          });
 
+// Issue 10.3: a client started together with its workers reached the broker
+// before the first READY and failed at once with "zb:no-workers".  With
+// RequestOptions::retry_no_workers it is served once the workers are up.
+TEST_P(ConsensusIntegrationTest, ClientStartedBeforeItsWorkersIsServed) {
+  Cluster cluster(GetParam());
+  BlockingConsensusClient client(cluster.ctx(), cluster.endpoint());
+  Result r;
+  std::thread t([&] {
+    r = client.Request(
+        "late", MakeFrames({"early bird"}),
+        {.timeout = milliseconds(4000), .retry_no_workers = true});
+  });
+  std::this_thread::sleep_for(milliseconds(150));  // the client is first
+  cluster.AddWorker("late", Named("a"));
+  cluster.AddWorker("late", Named("b"));
+  t.join();
+  ASSERT_TRUE(r.ok()) << r.reason;
+  EXPECT_GE(r.attempts, 2);
+  // Served by every worker registered when the resend arrived: at least the
+  // first one, and never a worker twice.
+  EXPECT_THAT(FramesToStrings(r.payload),
+              ::testing::AnyOf(ElementsAre("a"), ElementsAre("a", "b")));
+  EXPECT_GE(client.stats().no_workers_resends, 1u);
+  EXPECT_GE(cluster.BrokerStats().no_workers, 1u);
+}
+
 // --- Broker restarts (tcp: the workers and clients reconnect by themselves)
 // ---
 

@@ -116,6 +116,24 @@ class ConsensusTest(unittest.TestCase):
         self.assertEqual(result.frames[0], b"zb:no-workers")
         self.assertEqual(len(result.frames), 2)
 
+    def test_retry_no_workers_waits_for_a_late_worker(self):
+        # Issue 10.3: a client started together with its workers.
+        results = []
+        self.client.request(b"late", [b"x"], results.append, timeout=5.0,
+                            retry_no_workers=True)
+        workers = []
+        self.reactor.after(0.1, lambda: workers.append(
+            self.worker(b"late", lambda frames: [b"served:" + frames[0]])))
+        self.assertTrue(self.reactor.run_until(lambda: results, WAIT))
+        result = results[0]
+        self.assertTrue(result.ok, result)
+        self.assertEqual(result.frames, [b"served:x"])
+        self.assertGreaterEqual(result.attempts, 2)
+        # Without it: the broker's immediate answer.
+        result = self.request(b"nobody", [b"x"])
+        self.assertEqual(result.reason, "zb:no-workers")
+        self.assertEqual(result.attempts, 1)
+
     def test_timeout_with_retries_then_late_answers(self):
         kept = []
         self.worker(b"slow", lambda frames, reply: kept.append(reply),

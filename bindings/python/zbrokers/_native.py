@@ -45,6 +45,9 @@ ZB_ERR_INTERNAL = -10
 ZB_ERR_TIMEOUT = -11
 ZB_ERR_CANCELLED = -12
 
+# zb_consensus_client_request_flags() flags.
+ZB_REQUEST_RETRY_NO_WORKERS = 1
+
 
 class ZbError(Exception):
     """A zb_ call failed.  `code` is the ZB_ERR_* value, `str(e)` is the C
@@ -244,6 +247,9 @@ _PROTOTYPES = {
     "zb_consensus_client_request": (c_int, (_p, c_char_p, c_size_t) + _frames
                                     + (c_int64, c_int, CONSENSUS_REPLY_FN,
                                        _p, FREE_FN)),
+    "zb_consensus_client_request_flags": (
+        c_int, (_p, c_char_p, c_size_t) + _frames
+        + (c_int64, c_int, c_int, CONSENSUS_REPLY_FN, _p, FREE_FN)),
     "zb_consensus_client_ping": (c_int, (_p, c_int64, STATUS_FN, _p,
                                          FREE_FN)),
     "zb_consensus_client_open_requests": (c_int, (_p, POINTER(c_size_t))),

@@ -156,10 +156,17 @@ class ConsensusClient(_Child):
 
     def request(self, service: Union[bytes, str], frames: Sequence[bytes],
                 on_reply: Callable[[Result], None], timeout: float = 5.0,
-                retries: int = 0) -> None:
+                retries: int = 0, retry_no_workers: bool = False) -> None:
         """Sends `frames` to every worker of `service`.  Each attempt waits
         `timeout` seconds; a timed-out attempt is sent again up to `retries`
-        times (so workers may see a request more than once)."""
+        times (so workers may see a request more than once).
+
+        retry_no_workers: when the broker answers "zb:no-workers" (no worker
+        has registered yet, e.g. the client started together with its
+        workers), send again with a growing backoff (10 ms doubling, at most
+        0.5 s) within the attempt's timeout; then the result is that
+        "zb:no-workers".  Off by default: the broker's immediate answer tells
+        at once that a service has no workers."""
         svc = n.encode(service, "service")
         count, data, sizes, _keep = n.frames_in(frames)
         timeout_us = _seconds_to_us(timeout, "timeout")
@@ -170,9 +177,10 @@ class ConsensusClient(_Child):
                             attempts))
 
         key = n.register(_Entry(self._reactor, deliver, "consensus reply"))
-        rc = n.lib.zb_consensus_client_request(
+        flags = n.ZB_REQUEST_RETRY_NO_WORKERS if retry_no_workers else 0
+        rc = n.lib.zb_consensus_client_request_flags(
             self._handle(), svc, len(svc), count, data, sizes, timeout_us,
-            int(retries), n.consensus_reply_trampoline, n.as_user(key),
+            int(retries), flags, n.consensus_reply_trampoline, n.as_user(key),
             n.free_trampoline)
         if rc != n.ZB_OK:
             n.unregister(key)
