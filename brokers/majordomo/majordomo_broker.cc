@@ -204,6 +204,7 @@ class MajordomoBroker::Impl {
   // rest is the body.
   struct Request {
     Frames frames;
+    zmq::message_t tag;  // the client's request tag; empty: a plain request
     Clock::time_point arrived;
     int failures = 0;  // how many workers failed while serving it
   };
@@ -213,6 +214,7 @@ class MajordomoBroker::Impl {
   // to redispatch it.
   struct Outstanding {
     Frames frames;
+    zmq::message_t tag;  // as Request::tag, restored on the reply
     Clock::time_point arrived;
     Clock::time_point dispatched;  // when it was sent to the worker
     int failures = 0;
@@ -265,8 +267,10 @@ class MajordomoBroker::Impl {
       Malformed(View(identity), SV(protocol.status().message()));
       return;
     }
-    if (*protocol == mdp::Protocol::kClient) {
-      absl::StatusOr<mdp::ClientMessage> m = mdp::ParseClient(msg);
+    if (*protocol != mdp::Protocol::kWorker) {
+      absl::StatusOr<mdp::ClientMessage> m = *protocol == mdp::Protocol::kClient
+                                                 ? mdp::ParseClient(msg)
+                                                 : mdp::ParseTaggedClient(msg);
       if (!m.ok()) {
         Malformed(View(identity), SV(m.status().message()));
         return;
@@ -311,6 +315,7 @@ class MajordomoBroker::Impl {
       return;
     }
     ++stats_.requests;
+    if (m.tag != nullptr) ++stats_.tagged_requests;
     if (mdp::IsMmiService(m.service)) {
       OnMmi(identity, m);
       return;
@@ -331,7 +336,7 @@ class MajordomoBroker::Impl {
       // The hot path: straight to the least recently used worker with
       // credit; it goes to the back of the order if it has credit left.
       Worker* w = PopIdle(service);
-      if (Dispatch(w, identity, m.body, now_, 0) && w->has_credit()) {
+      if (Dispatch(w, identity, m.tag, m.body, now_, 0) && w->has_credit()) {
         PushIdle(w);
       }
       return;
@@ -345,6 +350,7 @@ class MajordomoBroker::Impl {
     r.frames = TakeSpareFrames();
     r.frames.push_back(std::move(identity));
     for (auto& f : m.body) r.frames.push_back(std::move(f));
+    if (m.tag != nullptr) r.tag = std::move(*m.tag);
     r.arrived = now_;
     ++queued_total_;
   }
@@ -357,12 +363,18 @@ class MajordomoBroker::Impl {
       code = (it != services_.end() && it->second->workers > 0)
                  ? mdp::kMmiFound
                  : mdp::kMmiNotFound;
+    } else if (m.service == mdp::kMmiTagService) {
+      code = mdp::kMmiFound;  // this broker speaks request tags
     }
     zmq::message_t answer = Frame(code);
+    std::span<zmq::message_t> body(&answer, 1);
     out_.clear();
     out_.push_back(std::move(identity));
-    mdp::AppendClientReply(m.service, std::span<zmq::message_t>(&answer, 1),
-                           &out_);
+    if (m.tag != nullptr) {
+      mdp::AppendTaggedClientReply(m.service, std::move(*m.tag), body, &out_);
+    } else {
+      mdp::AppendClientReply(m.service, body, &out_);
+    }
     if (Send()) ++stats_.replies;
   }
 
@@ -426,7 +438,13 @@ class MajordomoBroker::Impl {
   void OnReply(Worker* w, std::size_t i, mdp::WorkerMessage& m) {
     out_.clear();
     out_.push_back(std::move(*m.address));
-    mdp::AppendClientReply(w->service->name, m.body, &out_);
+    zmq::message_t& tag = w->at(i).tag;
+    if (tag.size() != 0) {
+      mdp::AppendTaggedClientReply(w->service->name, std::move(tag), m.body,
+                                   &out_);
+    } else {
+      mdp::AppendClientReply(w->service->name, m.body, &out_);
+    }
     if (Send()) {
       ++stats_.replies;
       if (latency_hook_) {
@@ -515,10 +533,13 @@ class MajordomoBroker::Impl {
   // Sends a request that arrived just now (frames still in the reactor's
   // buffer) to `w`, which must have credit and not be in the idle list.
   // Returns false when the send failed and `w` was removed.
-  bool Dispatch(Worker* w, zmq::message_t& client,
+  bool Dispatch(Worker* w, zmq::message_t& client, zmq::message_t* tag,
                 std::span<zmq::message_t> body, Clock::time_point arrived,
                 int failures) {
     Outstanding& o = w->at(w->count);
+    // The tag stays here: the worker gets exactly the REQUEST a plain client
+    // would have caused.
+    o.tag = tag != nullptr ? std::move(*tag) : zmq::message_t();
     o.frames.clear();
     o.frames.emplace_back().copy(client);
     if (options_.max_redispatch > 0) {
@@ -536,6 +557,7 @@ class MajordomoBroker::Impl {
     Outstanding& o = w->at(w->count);
     RecycleFrames(std::move(o.frames));
     o.frames = std::move(r.frames);
+    o.tag = std::move(r.tag);
     out_.clear();
     out_.push_back(Frame(w->identity));
     zmq::message_t client;
@@ -571,6 +593,7 @@ class MajordomoBroker::Impl {
     o.frames.clear();  // keeps the slot's capacity
     Request& r = w->service->queue.emplace_front();
     r.frames = TakeSpareFrames();
+    r.tag = std::move(o.tag);
     r.frames.push_back(std::move(out_[kRequestClientFrame]));
     for (std::size_t i = kRequestBodyFrame; i < out_.size(); ++i) {
       r.frames.push_back(std::move(out_[i]));
@@ -660,6 +683,7 @@ class MajordomoBroker::Impl {
         ++stats_.redispatched;
         Request& r = s->queue.emplace_front();
         r.frames = std::move(o.frames);
+        r.tag = std::move(o.tag);
         r.arrived = o.arrived;
         r.failures = failures;
         ++queued_total_;

@@ -9,7 +9,16 @@
 // of S; when no worker of S is idle it waits in S's queue (bounded, with an
 // expiry).  Requests for "mmi.*" services are answered by the broker itself:
 // "mmi.service" answers "200" when the service named in the body has a worker
-// and "404" otherwise; every other "mmi.*" service answers "501".
+// and "404" otherwise; "mmi.zb.tag" answers "200" (request tags, below);
+// every other "mmi.*" service answers "501".
+//
+// Request tags (a zbrokers extension, docs/protocols/mdp.md).  A client may
+// send "", "zb.tag.MDPC01", service, tag, body... instead of a plain
+// request.  The broker keeps the tag with the request and sends the worker
+// exactly the RFC 7 REQUEST the plain request would have caused; the reply
+// goes back as "", "zb.tag.MDPC01", service, tag, body..., so a client with
+// many requests outstanding for one service matches every reply exactly.
+// Plain RFC 7 clients and workers see nothing new.
 //
 //   zmq::context_t ctx;
 //   zb::Reactor reactor;
@@ -156,12 +165,13 @@ class MajordomoBroker {
     std::size_t queued = 0;        // requests waiting
   };
   struct Stats {
-    std::uint64_t requests = 0;      // client requests accepted (incl. mmi)
-    std::uint64_t mmi_requests = 0;  // of which answered by MMI
-    std::uint64_t replies = 0;       // replies sent to clients (incl. mmi)
-    std::uint64_t failures = 0;      // dropped after max_redispatch failures
-    std::uint64_t redispatched = 0;  // requests re-queued after a failure
-    std::uint64_t expired = 0;       // dropped after queue_expiry
+    std::uint64_t requests = 0;         // client requests accepted (incl. mmi)
+    std::uint64_t mmi_requests = 0;     // of which answered by MMI
+    std::uint64_t tagged_requests = 0;  // of which carried a request tag
+    std::uint64_t replies = 0;          // replies sent to clients (incl. mmi)
+    std::uint64_t failures = 0;         // dropped after max_redispatch failures
+    std::uint64_t redispatched = 0;     // requests re-queued after a failure
+    std::uint64_t expired = 0;          // dropped after queue_expiry
     std::uint64_t dropped_queue_full = 0;    // service queue full
     std::uint64_t dropped_max_services = 0;  // new service beyond the cap
     std::uint64_t rejected_draining = 0;     // new requests while draining

@@ -72,6 +72,7 @@ absl::StatusOr<Protocol> ClassifyMessage(std::span<zmq::message_t> frames) {
   }
   if (Is(frames[1], kClientTag)) return Protocol::kClient;
   if (Is(frames[1], kWorkerTag)) return Protocol::kWorker;
+  if (Is(frames[1], kTaggedClientTag)) return Protocol::kTaggedClient;
   return Malformed("unknown protocol tag (expected MDPC01 or MDPW01)");
 }
 
@@ -95,6 +96,34 @@ absl::StatusOr<ClientMessage> ParseClient(std::span<zmq::message_t> frames,
     return Malformed("client message has no body (needs at least one frame)");
   }
   return ClientMessage{View(frames[1]), frames.subspan(2)};
+}
+
+absl::StatusOr<ClientMessage> ParseTaggedClient(
+    std::span<zmq::message_t> frames, Delimiter delimiter) {
+  if (delimiter == Delimiter::kWithDelimiter) {
+    if (frames.empty()) return Malformed("no frames");
+    if (frames[0].size() != 0) {
+      return Malformed("first frame is not empty (missing empty delimiter)");
+    }
+    frames = frames.subspan(1);
+  }
+  if (frames.empty()) return Malformed("missing protocol tag");
+  if (!Is(frames[0], kTaggedClientTag)) {
+    return Malformed("tagged client message tag is not zb.tag.MDPC01");
+  }
+  if (frames.size() < 2) return Malformed("client message has no service");
+  if (frames[1].size() == 0)
+    return Malformed("client message has an empty service name");
+  if (frames.size() < 3) return Malformed("tagged client message has no tag");
+  if (frames[2].size() == 0 || frames[2].size() > kMaxTagSize) {
+    return Malformed(
+        absl::StrFormat("request tag has %d bytes, expected 1 to %d",
+                        frames[2].size(), kMaxTagSize));
+  }
+  if (frames.size() < 4) {
+    return Malformed("client message has no body (needs at least one frame)");
+  }
+  return ClientMessage{View(frames[1]), frames.subspan(3), &frames[2]};
 }
 
 absl::StatusOr<WorkerMessage> ParseWorker(std::span<zmq::message_t> frames) {
@@ -172,6 +201,20 @@ void AppendClientRequest(std::string_view service,
 void AppendClientReply(std::string_view service, std::span<zmq::message_t> body,
                        Frames* out, Delimiter delimiter) {
   AppendClient(service, body, out, delimiter);
+}
+
+void AppendTaggedClientRequest(std::string_view service, zmq::message_t tag,
+                               std::span<zmq::message_t> body, Frames* out) {
+  out->emplace_back();
+  out->push_back(Frame(kTaggedClientTag));
+  out->push_back(Frame(service));
+  out->push_back(std::move(tag));
+  AppendBody(body, out);
+}
+
+void AppendTaggedClientReply(std::string_view service, zmq::message_t tag,
+                             std::span<zmq::message_t> body, Frames* out) {
+  AppendTaggedClientRequest(service, std::move(tag), body, out);
 }
 
 void AppendReady(std::string_view service, Frames* out) {

@@ -22,6 +22,18 @@
 //   auto msg = zb::mdp::ParseClient(out);
 //   if (!msg.ok()) { /* msg.status() says exactly what is wrong */ }
 //
+// Request tags (a zbrokers extension, docs/protocols/mdp.md).  RFC 7 replies
+// carry no request id, so a client with several requests outstanding for one
+// service cannot tell which reply answers which.  A client that asked the
+// broker "mmi.zb.tag" and got "200" may send
+//   "", "zb.tag.MDPC01", service, tag, body...
+// instead of a plain request; the broker strips the tag before any worker
+// sees the request (the worker gets exactly the RFC 7 REQUEST a plain client
+// would have caused) and puts it back on the reply:
+//   "", "zb.tag.MDPC01", service, tag, body...
+// ParseTaggedClient / AppendTaggedClient* are that layout; the plain RFC 7
+// functions never accept or produce it.
+//
 // Thread-safety: all functions are pure; they touch only their arguments.
 
 #ifndef ZB_BROKERS_PROTOCOL_MDP_H_
@@ -40,6 +52,13 @@ namespace zb::mdp {
 
 inline constexpr std::string_view kClientTag = "MDPC01";  // MDP/Client v0.1
 inline constexpr std::string_view kWorkerTag = "MDPW01";  // MDP/Worker v0.1
+// A client request or reply with a request tag (the zbrokers extension
+// above).  Deliberately not prefixed "MDPC01", so that no broker that
+// compares a prefix can take it for a plain request.
+inline constexpr std::string_view kTaggedClientTag = "zb.tag.MDPC01";
+// Tags are opaque to the broker; 1 to kMaxTagSize bytes (small enough to
+// live inside a zmq_msg_t, so carrying one allocates nothing).
+inline constexpr std::size_t kMaxTagSize = 32;
 
 // The MMI namespace (RFC 8): services the broker answers itself.
 inline constexpr std::string_view kMmiPrefix = "mmi.";
@@ -47,6 +66,9 @@ inline constexpr std::string_view kMmiService = "mmi.service";
 inline constexpr std::string_view kMmiFound = "200";
 inline constexpr std::string_view kMmiNotFound = "404";
 inline constexpr std::string_view kMmiNotImplemented = "501";
+// Asks whether the broker speaks request tags: zb-broker answers "200";
+// an RFC 8 broker that does not answers "501", one without MMI nothing.
+inline constexpr std::string_view kMmiTagService = "mmi.zb.tag";
 
 inline bool IsMmiService(std::string_view service) {
   return service.substr(0, kMmiPrefix.size()) == kMmiPrefix;
@@ -65,13 +87,16 @@ enum class Command : std::uint8_t {
 std::string_view CommandName(Command command);
 
 // Which sub-protocol a message belongs to, from its tag frame.
-enum class Protocol { kClient, kWorker };
+// kTaggedClient is the zbrokers request-tag extension.
+enum class Protocol { kClient, kWorker, kTaggedClient };
 
 // A client REQUEST (client -> broker) or REPLY (broker -> client); both have
-// the same layout: "", "MDPC01", service, body (>= 1 frame).
+// the same layout: "", "MDPC01", service, body (>= 1 frame); with a request
+// tag: "", "zb.tag.MDPC01", service, tag, body (>= 1 frame).
 struct ClientMessage {
   std::string_view service;        // never empty
   std::span<zmq::message_t> body;  // at least one frame
+  zmq::message_t* tag = nullptr;   // ParseTaggedClient only: 1..kMaxTagSize
 };
 
 // A worker command.  Fields not used by `command` are empty.
@@ -94,6 +119,12 @@ absl::StatusOr<ClientMessage> ParseClient(
     std::span<zmq::message_t> frames,
     Delimiter delimiter = Delimiter::kWithDelimiter);
 
+// Parses "", "zb.tag.MDPC01", service, tag, body...  (kNoDelimiter: without
+// the "").  The tag must have 1 to kMaxTagSize bytes.
+absl::StatusOr<ClientMessage> ParseTaggedClient(
+    std::span<zmq::message_t> frames,
+    Delimiter delimiter = Delimiter::kWithDelimiter);
+
 // Parses "", "MDPW01", command, ... with the exact layout of each command:
 //   READY       service                      (exactly 4 frames)
 //   REQUEST     client-address, "", body...  (6 or more frames)
@@ -112,6 +143,13 @@ void AppendClientRequest(std::string_view service,
 void AppendClientReply(std::string_view service, std::span<zmq::message_t> body,
                        Frames* out,
                        Delimiter delimiter = Delimiter::kWithDelimiter);
+// "", "zb.tag.MDPC01", service, tag, body...  (client -> broker; moves the
+// tag and the body)
+void AppendTaggedClientRequest(std::string_view service, zmq::message_t tag,
+                               std::span<zmq::message_t> body, Frames* out);
+// "", "zb.tag.MDPC01", service, tag, body...  (broker -> client)
+void AppendTaggedClientReply(std::string_view service, zmq::message_t tag,
+                             std::span<zmq::message_t> body, Frames* out);
 // "", "MDPW01", 0x01, service
 void AppendReady(std::string_view service, Frames* out);
 // "", "MDPW01", 0x02, address, "", body...  (moves `address` and the body)

@@ -6,8 +6,8 @@
 // leading empty frame) and as a worker message; the checks:
 //   - ClassifyMessage, ParseClient and ParseWorker agree (a message that
 //     parses as a client message classifies as kClient, ...);
-//   - what parses re-encodes (AppendClientRequest / AppendWorker) to exactly
-//     the frames it was parsed from;
+//   - what parses re-encodes (AppendClientRequest / AppendWorker /
+//     AppendTaggedClientReply) to exactly the frames it was parsed from;
 //   - nothing crashes, reads out of bounds or leaks (ASan/UBSan build).
 //
 //   ./build-fuzz/brokers/protocol/mdp_fuzz -max_total_time=60 \
@@ -69,6 +69,25 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data,
     if (worker.ok()) {
       Check(!client.ok());
       Check(protocol.ok() && *protocol == zb::mdp::Protocol::kWorker);
+    }
+  }
+  // Client message with a request tag (the zbrokers extension): never also
+  // a plain client or worker message; re-encodes to the same frames.
+  {
+    zb::Frames frames = Split(input);
+    absl::StatusOr<zb::mdp::ClientMessage> tagged =
+        zb::mdp::ParseTaggedClient(frames);
+    if (tagged.ok()) {
+      absl::StatusOr<zb::mdp::Protocol> protocol =
+          zb::mdp::ClassifyMessage(frames);
+      Check(protocol.ok() && *protocol == zb::mdp::Protocol::kTaggedClient);
+      Check(tagged->tag != nullptr && tagged->tag->size() > 0 &&
+            tagged->tag->size() <= zb::mdp::kMaxTagSize);
+      Check(!tagged->body.empty());
+      zb::Frames out;
+      zb::mdp::AppendTaggedClientReply(tagged->service, std::move(*tagged->tag),
+                                       tagged->body, &out);
+      Check(zb::FramesToStrings(out) == before);
     }
   }
   // Worker message: re-encoded from a fresh copy, since AppendWorker moves

@@ -308,6 +308,68 @@ TEST(MdpEncodeTest, RoundTripClient) {
               ElementsAre("", "MDPC01", "a.service", "1", "2", "3"));
 }
 
+// --- Request tags (zbrokers extension) ------------------------------------
+
+TEST(MdpTaggedClientTest, ParsesAndClassifies) {
+  Frames f = F({"", "zb.tag.MDPC01", "echo", "tag-1", "a", "b"});
+  EXPECT_EQ(*ClassifyMessage(f), Protocol::kTaggedClient);
+  auto m = ParseTaggedClient(f);
+  ASSERT_TRUE(m.ok()) << m.status();
+  EXPECT_EQ(m->service, "echo");
+  ASSERT_NE(m->tag, nullptr);
+  EXPECT_EQ(m->tag, &f[3]);  // a view, not a copy
+  EXPECT_THAT(FramesToStrings(m->body), ElementsAre("a", "b"));
+  // Plain RFC 7 parsing never takes a tagged message, nor the reverse.
+  EXPECT_FALSE(ParseClient(f).ok());
+  Frames plain = F({"", "MDPC01", "echo", "tag-1", "a"});
+  EXPECT_FALSE(ParseTaggedClient(plain).ok());
+  EXPECT_EQ(ParseClient(plain)->tag, nullptr);
+  // Without the delimiter, as a REQ socket would hand it over.
+  Frames req = F({"zb.tag.MDPC01", "echo", "t", "x"});
+  ASSERT_TRUE(ParseTaggedClient(req, Delimiter::kNoDelimiter).ok());
+}
+
+TEST(MdpTaggedClientTest, RejectsMalformedForms) {
+  struct Case {
+    Frames frames;
+    std::string_view why;
+  };
+  const std::string big(kMaxTagSize + 1, 't');
+  std::vector<Case> cases;
+  cases.push_back({F({"x", "zb.tag.MDPC01", "s", "t", "b"}), "not empty"});
+  cases.push_back({F({""}), "missing protocol tag"});
+  cases.push_back({F({"", "zb.tag.MDPC02", "s", "t", "b"}), "zb.tag.MDPC01"});
+  cases.push_back({F({"", "zb.tag.MDPC01"}), "no service"});
+  cases.push_back({F({"", "zb.tag.MDPC01", "", "t", "b"}), "empty service"});
+  cases.push_back({F({"", "zb.tag.MDPC01", "s"}), "no tag"});
+  cases.push_back({F({"", "zb.tag.MDPC01", "s", "", "b"}), "0 bytes"});
+  cases.push_back({F({"", "zb.tag.MDPC01", "s", big, "b"}), "33 bytes"});
+  cases.push_back({F({"", "zb.tag.MDPC01", "s", "t"}), "no body"});
+  for (Case& c : cases) {
+    auto m = ParseTaggedClient(c.frames);
+    ASSERT_FALSE(m.ok()) << c.why;
+    EXPECT_THAT(std::string(m.status().message()), HasSubstr(c.why));
+  }
+  // The largest tag is fine.
+  Frames ok = F({"", "zb.tag.MDPC01", "s", std::string(kMaxTagSize, 't'), "b"});
+  EXPECT_TRUE(ParseTaggedClient(ok).ok());
+}
+
+TEST(MdpTaggedClientTest, EncodeLayoutsAndRoundTrip) {
+  Frames body = F({"1", "2"});
+  Frames out;
+  AppendTaggedClientRequest("svc", Frame("id"), body, &out);
+  EXPECT_THAT(FramesToStrings(out),
+              ElementsAre("", "zb.tag.MDPC01", "svc", "id", "1", "2"));
+  auto m = ParseTaggedClient(out);
+  ASSERT_TRUE(m.ok());
+  Frames again;
+  AppendTaggedClientReply(m->service, std::move(*m->tag), m->body, &again);
+  EXPECT_THAT(FramesToStrings(again),
+              ElementsAre("", "zb.tag.MDPC01", "svc", "id", "1", "2"));
+  EXPECT_TRUE(IsMmiService(kMmiTagService));
+}
+
 // Random frame lists built from protocol-shaped pieces: the parsers must
 // never crash, and whatever parses must re-encode to the same frames.
 TEST(MdpFuzzTest, RandomMessagesNeverCrashAndRoundTrip) {

@@ -11,8 +11,8 @@
 // fails with EHOSTUNREACH (ZMQ_ROUTER_MANDATORY), the path of a peer that is
 // gone.  The input (FuzzedDataProvider) chooses the broker's options
 // (liveness, queue limit and expiry, redispatch, service cap, prefetch) and
-// then a list of operations: client requests (ordinary and mmi.*), worker
-// commands (READY, REPLY naming a client the worker was really given a
+// then a list of operations: client requests (ordinary, tagged and mmi.*),
+// worker commands (READY, REPLY naming a client the worker was really given a
 // request for or any other, HEARTBEAT, DISCONNECT, a REQUEST from a
 // worker), arbitrary frames, one frame damaged, a sweep after moving the
 // broker's clock (MajordomoBroker::SetClockForTesting) by nothing, a
@@ -30,7 +30,8 @@
 //   - every known service has a worker or a queued request, there are at
 //     most max_services of them, and the per-service queued counts add up
 //     to no more than open_requests();
-//   - everything the broker sends parses (mdp::ParseClient/ParseWorker);
+//   - everything the broker sends parses (mdp::ParseClient, ParseWorker,
+//     ParseTaggedClient for replies to tagged requests);
 //     a REQUEST sent to a worker names a client identity that sent
 //     requests;
 //   - no peer receives more replies than it had requests accepted, and all
@@ -266,10 +267,15 @@ class Harness {
     };
     switch (kind) {
       case 0:
-      case 1:
-      case 2:  // client REQUEST
+      case 1:  // client REQUEST
         tag(zb::mdp::kClientTag);
         f.push_back(zb::Frame(Service()));
+        Body(f, 1);
+        break;
+      case 2:  // client REQUEST with a request tag (zbrokers extension)
+        tag(zb::mdp::kTaggedClientTag);
+        f.push_back(zb::Frame(Service()));
+        f.push_back(zb::Frame(in_.ConsumeRandomLengthString(4)));
         Body(f, 1);
         break;
       case 3:  // mmi
@@ -361,8 +367,11 @@ class Harness {
       Fail(absl::StrFormat("the broker sent %s an unclassifiable message: %s",
                            p.identity, protocol.status().ToString()));
     }
-    if (*protocol == zb::mdp::Protocol::kClient) {
-      absl::StatusOr<zb::mdp::ClientMessage> m = zb::mdp::ParseClient(frames);
+    if (*protocol != zb::mdp::Protocol::kWorker) {
+      absl::StatusOr<zb::mdp::ClientMessage> m =
+          *protocol == zb::mdp::Protocol::kClient
+              ? zb::mdp::ParseClient(frames)
+              : zb::mdp::ParseTaggedClient(frames);
       Check(m.ok(), "the broker sent a malformed client reply");
       ++p.replies;
       ++replies_received_;

@@ -16,6 +16,7 @@
 
 #include "brokers/client/mdp_client.h"
 #include "brokers/majordomo/majordomo_broker.h"
+#include "brokers/protocol/mdp.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "test/integration/mdp_test_util.h"
@@ -275,6 +276,69 @@ TEST_F(MdpHardeningTest, JoinAndLeaveFloodIsLoggedRateLimited) {
   EXPECT_LT(count("joined service \"flood\""), 60);
   EXPECT_GT(count("left (DISCONNECT)"), 0);
   EXPECT_LT(count("left (DISCONNECT)"), 60);
+}
+
+// --- Request tags (issue 10 item 4) --------------------------------------
+
+const std::string kTagged(mdp::kTaggedClientTag);
+
+// A plain RFC 7 worker sees byte for byte the same REQUEST for a tagged
+// request as for the plain request with the same body from the same client;
+// the tag comes back on the reply, and only on the reply to the tagged one.
+TEST_F(MdpHardeningTest, TagIsStrippedForTheWorkerAndRestoredOnTheReply) {
+  StartBroker(Prefetch(1));
+  auto w = RawWorker("svc");
+  auto c = RawClient();
+  c->Send({"", "MDPC01", "svc", "body", "", "two"});
+  c->Send({"", kTagged, "svc", "tag-7", "body", "", "two"});
+  std::vector<std::string> plain = RecvCommand(*w, kRequest);
+  w->Send({"", "MDPW01", kReply, plain.at(3), "", "a1"});
+  std::vector<std::string> tagged = RecvCommand(*w, kRequest);
+  EXPECT_EQ(tagged, plain);  // the same frames, the tag nowhere
+  EXPECT_THAT(plain, ElementsAre("", "MDPW01", kRequest, ::testing::_, "",
+                                 "body", "", "two"));
+  w->Send({"", "MDPW01", kReply, tagged.at(3), "", "a2"});
+  EXPECT_THAT(c->Recv(), ElementsAre("", "MDPC01", "svc", "a1"));
+  EXPECT_THAT(c->Recv(), ElementsAre("", kTagged, "svc", "tag-7", "a2"));
+  auto s = Stats();
+  EXPECT_EQ(s.requests, 2u);
+  EXPECT_EQ(s.tagged_requests, 1u);
+  EXPECT_EQ(s.replies, 2u);
+}
+
+// The broker says it speaks tags (mmi.zb.tag: 200), to plain and tagged
+// queries; tagged MMI queries are answered tagged.
+TEST_F(MdpHardeningTest, MmiTagQueryAnswers200) {
+  StartBroker(Prefetch(1));
+  auto c = RawClient();
+  c->Send({"", "MDPC01", "mmi.zb.tag", "?"});
+  EXPECT_THAT(c->Recv(), ElementsAre("", "MDPC01", "mmi.zb.tag", "200"));
+  c->Send({"", kTagged, "mmi.service", "t", "nobody"});
+  EXPECT_THAT(c->Recv(), ElementsAre("", kTagged, "mmi.service", "t", "404"));
+  c->Send({"", kTagged, "mmi.zb.tag", "t2", "?"});
+  EXPECT_THAT(c->Recv(), ElementsAre("", kTagged, "mmi.zb.tag", "t2", "200"));
+}
+
+// The tag survives queueing and a redispatch after the first worker died
+// with the request; a malformed tag is dropped as malformed.
+TEST_F(MdpHardeningTest, TagSurvivesQueueAndRedispatch) {
+  StartBroker(Prefetch(1));
+  auto c = RawClient();
+  c->Send({"", kTagged, "svc", "t1", "r1"});  // queued: no worker yet
+  ASSERT_TRUE(WaitFor([&] { return Queued("svc") == 1; }));
+  auto first = RawWorker("svc");
+  EXPECT_EQ(Take(*first).second, "r1");
+  auto heir = RawWorker("svc");
+  first->Send({"", "MDPW01", kDisconnect});
+  auto [addr, body] = Take(*heir);
+  EXPECT_EQ(body, "r1");
+  heir->Send({"", "MDPW01", kReply, addr, "", "a1"});
+  EXPECT_THAT(c->Recv(), ElementsAre("", kTagged, "svc", "t1", "a1"));
+  EXPECT_EQ(Stats().redispatched, 1u);
+  c->Send({"", kTagged, "svc", std::string(mdp::kMaxTagSize + 1, 'x'), "r"});
+  c->Send({"", kTagged, "svc", "", "r"});
+  ASSERT_TRUE(WaitFor([&] { return Stats().malformed == 2; }));
+  EXPECT_TRUE(RecvCommand(*heir, kRequest, 200ms).empty());
 }
 
 }  // namespace
