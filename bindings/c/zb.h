@@ -557,8 +557,10 @@ int zb_mdp_client_destroy(zb_mdp_client_t* client);
  * (e.g. "echo", or "mmi.service" to ask whether a service exists).
  * `timeout_us` > 0 overrides the client's default for this request.
  * fn(user, ...) is called exactly once, never inside this call, and
- * free_user(user) right after.  Replies are matched to requests in order per
- * service (MDP carries no request id). */
+ * free_user(user) right after.  Each reply completes the request it
+ * answers: with zb-broker through request tags (negotiated per connection),
+ * with another broker by keeping one request per service on the wire and
+ * queueing the rest (docs/majordomo.md). */
 int zb_mdp_client_request(zb_mdp_client_t* client, const void* service,
                           size_t service_size, size_t count,
                           const void* const* data, const size_t* sizes,

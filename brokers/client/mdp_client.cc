@@ -128,6 +128,30 @@ absl::StatusOr<Frames> MdpClient::Request(std::string_view service,
 // --- MdpAsyncClient
 // -------------------------------------------------------------
 
+namespace {
+
+// A request tag: the request's id, 8 bytes big-endian (inside zmq_msg_t, no
+// allocation).
+zmq::message_t TagFrame(std::uint64_t id) {
+  char bytes[8];
+  for (int i = 7; i >= 0; --i) {
+    bytes[i] = static_cast<char>(id & 0xff);
+    id >>= 8;
+  }
+  return zmq::message_t(bytes, sizeof bytes);
+}
+
+// The id in a tag this client made, or 0 (no request has id 0).
+std::uint64_t TagId(const zmq::message_t& tag) {
+  if (tag.size() != 8) return 0;
+  const auto* b = static_cast<const unsigned char*>(tag.data());
+  std::uint64_t id = 0;
+  for (int i = 0; i < 8; ++i) id = (id << 8) | b[i];
+  return id;
+}
+
+}  // namespace
+
 MdpAsyncClient::MdpAsyncClient(Reactor& reactor, zmq::context_t& context,
                                std::string endpoint, Options options)
     : reactor_(reactor),
@@ -145,6 +169,7 @@ MdpAsyncClient::~MdpAsyncClient() {
   ids.reserve(pending_.size());
   for (const auto& [id, p] : pending_) ids.push_back(id);
   std::sort(ids.begin(), ids.end());
+  lines_.clear();
   for (std::uint64_t id : ids) {
     auto it = pending_.find(id);
     if (it == pending_.end()) continue;
@@ -178,8 +203,24 @@ absl::Status MdpAsyncClient::Open() {
     return absl::InvalidArgumentError(
         absl::StrFormat("MdpAsyncClient: connect %s: %s", endpoint_, e.what()));
   }
-  return reactor_.add(socket_,
-                      [this](std::span<zmq::message_t> f) { OnMessage(f); });
+  absl::Status s = reactor_.add(
+      socket_, [this](std::span<zmq::message_t> f) { OnMessage(f); });
+  if (!s.ok()) return s;
+  tagged_ = false;
+  replies_ = 0;
+  if (options_.request_tags) {
+    // Ask whether the broker speaks request tags.  The query is the plain
+    // request on the wire for its service until answered (a broker without
+    // MMI never answers; the client then simply stays plain).
+    ServiceLine& line = lines_[std::string(mdp::kMmiTagService)];
+    line.on_wire = kProbe;
+    zmq::message_t what = Frame("tags?");
+    out_.clear();
+    mdp::AppendClientRequest(mdp::kMmiTagService,
+                             std::span<zmq::message_t>(&what, 1), &out_);
+    SendFrames(socket_, out_).IgnoreError();  // no HWM: queued until connected
+  }
+  return absl::OkStatus();
 }
 
 absl::Status MdpAsyncClient::Request(
@@ -200,37 +241,131 @@ absl::Status MdpAsyncClient::Request(
   p.timeout = timeout.value_or(options_.timeout);
   p.retries_left = std::max(0, options_.retries);
   p.timer = reactor_.after(p.timeout, [this, id] { OnTimeout(id); });
-  auto f = fifo_.find(AV(service));
-  if (f == fifo_.end())
-    f = fifo_.emplace(p.service, std::deque<std::uint64_t>()).first;
-  f->second.push_back(id);
-  SendPending(p);
+  Dispatch(id, p);
   return absl::OkStatus();
 }
 
-bool MdpAsyncClient::SendPending(const Pending& p) {
+void MdpAsyncClient::Dispatch(std::uint64_t id, Pending& p) {
+  if (tagged_) {
+    SendTagged(id, p);
+    return;
+  }
+  ServiceLine& line = lines_[p.service];
+  if (line.on_wire == kNone) {
+    SendPlain(id, p, line);
+  } else {
+    p.state = State::kWaiting;
+    line.waiting.push_back(id);
+  }
+}
+
+// With no high-water mark a DEALER only fails to send on a closed context;
+// the request then ends by its timeout like any lost request.
+void MdpAsyncClient::SendPlain(std::uint64_t id, Pending& p,
+                               ServiceLine& line) {
+  p.state = State::kPlain;
+  p.replies_at_send = replies_;
+  line.on_wire = id;
   out_.clear();
   AppendRequestCopy(p.service, p.body, &out_);
-  // With no high-water mark a DEALER only fails on a closed context; the
-  // request then ends by its timeout like any lost request.
-  return SendFrames(socket_, out_).ok();
+  SendFrames(socket_, out_).IgnoreError();
+}
+
+void MdpAsyncClient::SendTagged(std::uint64_t id, Pending& p) {
+  p.state = State::kTagged;
+  p.replies_at_send = replies_;
+  out_.clear();
+  mdp::AppendTaggedClientRequest(p.service, TagFrame(id), {}, &out_);
+  for (const auto& f : p.body) {
+    out_.emplace_back().copy(const_cast<zmq::message_t&>(f));
+  }
+  SendFrames(socket_, out_).IgnoreError();
+}
+
+void MdpAsyncClient::Pump(std::string_view service, ServiceLine& line) {
+  while ((tagged_ || line.on_wire == kNone) && !line.waiting.empty()) {
+    const std::uint64_t id = line.waiting.front();
+    line.waiting.pop_front();
+    auto it = pending_.find(id);
+    if (it == pending_.end()) continue;
+    if (tagged_) {
+      SendTagged(id, it->second);
+    } else {
+      SendPlain(id, it->second, line);
+    }
+  }
+  if (line.on_wire == kNone && line.waiting.empty()) {
+    lines_.erase(AV(service));  // invalidates `line`
+  }
 }
 
 void MdpAsyncClient::OnMessage(std::span<zmq::message_t> frames) {
-  absl::StatusOr<mdp::ClientMessage> m = mdp::ParseClient(frames);
-  if (!m.ok()) {
+  ++replies_;
+  absl::StatusOr<mdp::Protocol> protocol = mdp::ClassifyMessage(frames);
+  if (!protocol.ok() || *protocol == mdp::Protocol::kWorker) {
     ++stale_;
     return;
   }
-  auto f = fifo_.find(AV(m->service));
-  if (f == fifo_.end() || f->second.empty()) {
-    ++stale_;  // nothing outstanding for this service
+  if (*protocol == mdp::Protocol::kTaggedClient) {
+    absl::StatusOr<mdp::ClientMessage> m = mdp::ParseTaggedClient(frames);
+    if (!m.ok()) {
+      ++stale_;
+      return;
+    }
+    OnTagged(*m);
+  } else {
+    absl::StatusOr<mdp::ClientMessage> m = mdp::ParseClient(frames);
+    if (!m.ok()) {
+      ++stale_;
+      return;
+    }
+    OnPlain(*m);
+  }
+}
+
+void MdpAsyncClient::OnTagged(const mdp::ClientMessage& m) {
+  const std::uint64_t id = TagId(*m.tag);
+  auto it = pending_.find(id);
+  if (it == pending_.end() || it->second.state != State::kTagged ||
+      it->second.service != m.service) {
+    ++stale_;  // a late reply to a request already completed or resent
     return;
   }
-  const std::uint64_t id = f->second.front();
   Frames body;
-  body.reserve(m->body.size());
-  for (auto& frame : m->body) body.push_back(std::move(frame));
+  body.reserve(m.body.size());
+  for (auto& frame : m.body) body.push_back(std::move(frame));
+  Finish(id, std::move(body));
+}
+
+void MdpAsyncClient::OnPlain(const mdp::ClientMessage& m) {
+  auto line = lines_.find(AV(m.service));
+  if (line == lines_.end() || line->second.on_wire == kNone) {
+    ++stale_;  // nothing of this service on the wire
+    return;
+  }
+  if (line->second.on_wire == kProbe) {
+    // The answer to mmi.zb.tag on this connection.
+    line->second.on_wire = kNone;
+    tagged_ = m.body.size() == 1 && View(m.body[0]) == mdp::kMmiFound;
+    if (tagged_) {
+      // Everything waiting goes out now, tagged.  (Requests already out
+      // plain are answered plain.)
+      std::vector<std::string> services;
+      services.reserve(lines_.size());
+      for (auto& [name, l] : lines_) services.push_back(name);
+      for (const std::string& name : services) {
+        auto l = lines_.find(name);
+        if (l != lines_.end()) Pump(name, l->second);
+      }
+    } else {
+      Pump(mdp::kMmiTagService, line->second);
+    }
+    return;
+  }
+  const std::uint64_t id = line->second.on_wire;
+  Frames body;
+  body.reserve(m.body.size());
+  for (auto& frame : m.body) body.push_back(std::move(frame));
   Finish(id, std::move(body));
 }
 
@@ -238,49 +373,92 @@ void MdpAsyncClient::OnTimeout(std::uint64_t id) {
   auto it = pending_.find(id);
   if (it == pending_.end()) return;
   Pending& p = it->second;
+  p.timer = 0;
+  // A plain request on the wire must not leave a late reply behind on this
+  // socket (it would complete the next request of its service), and a
+  // tagged one that heard nothing since it was sent suggests the broker is
+  // gone: both start a new connection.
+  const bool reset =
+      p.state == State::kPlain ||
+      (p.state == State::kTagged && replies_ == p.replies_at_send);
   if (p.retries_left > 0) {
     --p.retries_left;
     p.timer = reactor_.after(p.timeout, [this, id] { OnTimeout(id); });
-    Reset();  // resends p with the others
+    if (reset) {
+      Reset();  // resends p with the others
+    } else if (p.state == State::kTagged) {
+      SendTagged(id, p);
+    }
+    // A request still waiting in the client just gets its fresh timeout.
     return;
   }
-  p.timer = 0;
-  Finish(id, absl::DeadlineExceededError(absl::StrFormat(
-                 "MdpAsyncClient: no reply from service \"%s\" within %d ms",
-                 p.service, p.timeout.count())));
+  const std::string service = p.service;
+  const auto timeout = p.timeout;
+  if (!reset) {
+    Finish(id, absl::DeadlineExceededError(absl::StrFormat(
+                   "MdpAsyncClient: no reply from service \"%s\" within %d ms",
+                   service, timeout.count())));
+    return;
+  }
+  // Out of the books first, so that nothing is sent on the old socket and
+  // the new one does not resend it; the callback runs last, when the client
+  // is on its new connection.
+  Pending done = Remove(id, /*pump=*/false);
   Reset();
+  if (done.done) {
+    done.done(absl::DeadlineExceededError(absl::StrFormat(
+        "MdpAsyncClient: no reply from service \"%s\" within %d ms", service,
+        timeout.count())));
+  }
 }
 
 void MdpAsyncClient::Reset() {
   ++reconnects_;
   reactor_.remove(socket_).IgnoreError();
   socket_.close();
-  if (!Open().ok()) return;  // the requests then time out
-  // Resend in the original order within each service.
-  for (auto& [service, ids] : fifo_) {
-    for (std::uint64_t id : ids) {
-      auto it = pending_.find(id);
-      if (it != pending_.end()) SendPending(it->second);
-    }
+  lines_.clear();
+  absl::Status opened = Open();
+  // Everything outstanding goes out again in the original order (through
+  // the plain-RFC 7 path until the new connection says it speaks tags).
+  std::vector<std::uint64_t> ids;
+  ids.reserve(pending_.size());
+  for (auto& [id, p] : pending_) {
+    p.state = State::kWaiting;
+    ids.push_back(id);
+  }
+  if (!opened.ok()) return;  // the requests then time out
+  std::sort(ids.begin(), ids.end());
+  for (std::uint64_t id : ids) {
+    auto it = pending_.find(id);
+    if (it != pending_.end()) Dispatch(id, it->second);
   }
 }
 
-void MdpAsyncClient::Finish(std::uint64_t id, absl::StatusOr<Frames> result) {
+MdpAsyncClient::Pending MdpAsyncClient::Remove(std::uint64_t id, bool pump) {
   auto it = pending_.find(id);
-  if (it == pending_.end()) return;
   Pending p = std::move(it->second);
   pending_.erase(it);
-  auto f = fifo_.find(AV(p.service));
-  if (f != fifo_.end()) {
-    auto& ids = f->second;
-    if (!ids.empty() && ids.front() == id) {
-      ids.pop_front();
-    } else {
-      auto pos = std::find(ids.begin(), ids.end(), id);
-      if (pos != ids.end()) ids.erase(pos);
+  if (p.state != State::kTagged) {
+    auto line = lines_.find(AV(p.service));
+    if (line != lines_.end()) {
+      if (line->second.on_wire == id) {
+        line->second.on_wire = kNone;
+      } else {
+        auto& w = line->second.waiting;
+        auto pos = std::find(w.begin(), w.end(), id);
+        if (pos != w.end()) w.erase(pos);
+      }
+      if (pump) Pump(p.service, line->second);
     }
   }
   if (p.timer != 0) reactor_.cancel(p.timer);
+  p.timer = 0;
+  return p;
+}
+
+void MdpAsyncClient::Finish(std::uint64_t id, absl::StatusOr<Frames> result) {
+  if (!pending_.contains(id)) return;
+  Pending p = Remove(id, /*pump=*/true);
   if (p.done) p.done(std::move(result));
 }
 

@@ -22,24 +22,40 @@
 //   client.Request("echo", zb::MakeFrames({"hi"}),
 //                  [](absl::StatusOr<zb::Frames> reply) { ... });
 //
-// How asynchronous replies are matched.  MDP carries no request id: a reply
-// names only its service.  MdpAsyncClient therefore matches replies FIFO per
-// service: a reply for service S completes the oldest outstanding request for
-// S.  That is exact when S has one worker (the broker dispatches a service's
-// requests in arrival order), and whenever workers answer in the order they
-// were given requests.  When several workers serve S and may finish out of
-// order, a reply body may complete a different request of the same service
-// than the one it answers; if that matters, put your own correlation id in
-// the body (an MdpWorker handler sees the whole body and can echo it).
+// How asynchronous replies are matched.  A reply is only ever delivered to
+// the request it answers.  MDP/0.1 replies carry no request id (only the
+// service), so MdpAsyncClient negotiates the zbrokers request-tag extension
+// (docs/protocols/mdp.md) on every connection it opens: it asks the broker
+// "mmi.zb.tag".
+//   - zb-broker answers "200": from then on every request carries a tag that
+//     the broker returns on its reply, and any number of requests may be
+//     outstanding per service; replies are matched by tag, exactly, however
+//     many workers serve the service and in whatever order they finish.
+//   - Any other broker (RFC 8 answers "501"; a broker without MMI does not
+//     answer): the client stays with what RFC 7 can match.  It keeps ONE
+//     request per service on the wire and queues the others in the client,
+//     sending the next when the reply comes, so a reply for service S always
+//     answers the one request for S that is out.  Different services still
+//     run in parallel.  Until the answer comes the client works this way
+//     too, so the query never delays a request.
+// Options::request_tags = false skips the query (plain RFC 7 only).
 //
-// What timeouts do (asynchronous).  When a request's timeout passes, the
-// client closes its socket and opens a new one (so no late reply can shift
-// the FIFO matching), and resends every request still outstanding, in order,
-// on the new socket; the timed-out request is resent too when it has retries
-// left (with a fresh timeout), and otherwise completes with
-// DeadlineExceeded.  Resent requests may run twice on workers (RFC 7 assumes
-// idempotent workers).
-//
+// What timeouts do (asynchronous).  A request's timeout runs from Request(),
+// also while it waits in the client behind another request for its
+// service.  When it passes:
+//   - with retries left, the request is sent again (with a fresh timeout);
+//     otherwise it completes with DeadlineExceeded;
+//   - a plain request on the wire, or a tagged one when nothing at all came
+//     back on the connection since it was sent (the broker looks gone), also
+//     makes the client close its socket, open a new one and negotiate again
+//     (RFC 7's recovery), and resend every request still outstanding, in
+//     order; no late reply from the old socket can then be taken for the
+//     answer to a later request.  A tagged request that timed out while the
+//     connection was alive is resent on the same socket; a late reply to its
+//     first copy then finds no request with its tag and is dropped.
+// Resent requests may run twice on workers (RFC 7 assumes idempotent
+// workers).
+
 // Errors: InvalidArgument (empty service name), DeadlineExceeded (no reply
 // after all retries), Cancelled (the async client was destroyed with the
 // request outstanding), Internal (a ZeroMQ error).  MMI requests
@@ -69,6 +85,10 @@
 
 namespace zb {
 
+namespace mdp {
+struct ClientMessage;
+}  // namespace mdp
+
 // Options are defined outside the classes so that they can be default
 // arguments.
 struct MdpClientOptions {
@@ -79,6 +99,9 @@ struct MdpClientOptions {
 struct MdpAsyncClientOptions {
   std::chrono::milliseconds timeout{2500};  // default per-request timeout
   int retries = 0;                          // default resends on timeout
+  // Negotiate the zbrokers request-tag extension ("mmi.zb.tag") on each
+  // connection; false: plain RFC 7, one request per service on the wire.
+  bool request_tags = true;
 };
 
 class MdpClient {
@@ -140,11 +163,22 @@ class MdpAsyncClient {
   absl::Status Request(std::string_view service, Frames body, Callback done,
                        std::optional<std::chrono::milliseconds> timeout = {});
 
+  // Requests without an outcome yet (on the wire or waiting in the client).
   std::size_t outstanding() const { return pending_.size(); }
+  // Whether the broker behind the current connection answered "mmi.zb.tag"
+  // with "200" (requests are then tagged).
+  bool tagged() const { return tagged_; }
   std::uint64_t reconnects() const { return reconnects_; }
+  // Replies that matched no outstanding request (late, or for a request
+  // already completed) or were malformed; dropped.
   std::uint64_t stale_replies() const { return stale_; }
 
  private:
+  enum class State {
+    kWaiting,  // in the client, behind the plain request of its service
+    kPlain,    // on the wire without a tag (the only one of its service)
+    kTagged,   // on the wire with a tag
+  };
   struct Pending {
     std::string service;
     Frames body;  // copies (shared buffers), kept for resends
@@ -152,13 +186,37 @@ class MdpAsyncClient {
     TimerId timer = 0;
     std::chrono::milliseconds timeout{0};
     int retries_left = 0;
+    State state = State::kWaiting;
+    // replies_ when it was last sent: unchanged at its timeout means nothing
+    // came back on the connection since.
+    std::uint64_t replies_at_send = 0;
   };
+  // Plain RFC 7 matching for one service: at most one request on the wire.
+  struct ServiceLine {
+    std::uint64_t on_wire = 0;  // its id (kProbe: the mmi.zb.tag query)
+    std::deque<std::uint64_t> waiting;
+  };
+  static constexpr std::uint64_t kNone = 0;
+  static constexpr std::uint64_t kProbe = ~std::uint64_t{0};
 
   absl::Status Open();
   void OnMessage(std::span<zmq::message_t> frames);
+  void OnTagged(const mdp::ClientMessage& m);
+  void OnPlain(const mdp::ClientMessage& m);
   void OnTimeout(std::uint64_t id);
   void Reset();
-  bool SendPending(const Pending& p);
+  // Sends `p` now (tagged when the broker speaks tags, else plain when no
+  // other request of its service is out) or queues it behind that one.
+  void Dispatch(std::uint64_t id, Pending& p);
+  void SendPlain(std::uint64_t id, Pending& p, ServiceLine& line);
+  void SendTagged(std::uint64_t id, Pending& p);
+  // Sends the requests waiting for `line`'s service as far as the mode
+  // allows.
+  void Pump(std::string_view service, ServiceLine& line);
+  // Takes request `id` (which must exist) out of the books and cancels its
+  // timer; with `pump`, sends what was waiting behind it.
+  Pending Remove(std::uint64_t id, bool pump);
+  // Remove()s and completes request `id`, if it is still outstanding.
   void Finish(std::uint64_t id, absl::StatusOr<Frames> result);
 
   Reactor& reactor_;
@@ -167,12 +225,14 @@ class MdpAsyncClient {
   const Options options_;
   zmq::socket_t socket_;
   bool started_ = false;
+  bool tagged_ = false;  // the broker on socket_ said "200" to mmi.zb.tag
   std::uint64_t next_id_ = 1;
-  // Outstanding requests by id; ids increase, so per-service FIFOs and the
-  // resend order follow the order of Request() calls.
+  // Outstanding requests by id; ids increase, so resends follow the order
+  // of Request() calls.
   absl::flat_hash_map<std::uint64_t, Pending> pending_;
-  absl::flat_hash_map<std::string, std::deque<std::uint64_t>> fifo_;
+  absl::flat_hash_map<std::string, ServiceLine> lines_;
   Frames out_;
+  std::uint64_t replies_ = 0;  // replies received on socket_
   std::uint64_t reconnects_ = 0;
   std::uint64_t stale_ = 0;
 };

@@ -1,7 +1,9 @@
 // Copyright 2026 The zbrokers Authors.
 //
 // zb::MdpClient and zb::MdpAsyncClient against a fake broker: a raw ROUTER
-// socket driven by the test, so every frame is checked exactly.
+// socket driven by the test, so every frame is checked exactly.  The fake
+// broker answers MdpAsyncClient's "mmi.zb.tag" query like an RFC 8 broker
+// ("501") unless a test says otherwise.
 
 #include "brokers/client/mdp_client.h"
 
@@ -43,6 +45,30 @@ class FakeBroker {
     Frames f = MakeFrames(parts);
     ASSERT_TRUE(SendFrames(router_, f).ok());
   }
+  void Send(const std::vector<std::string>& parts) {
+    Frames f;
+    for (const std::string& p : parts) f.push_back(Frame(p));
+    ASSERT_TRUE(SendFrames(router_, f).ok());
+  }
+
+  // The next message that is not MdpAsyncClient's "mmi.zb.tag" query; a
+  // query is answered with probe_answer (none when empty) and counted.
+  std::vector<std::string> RecvRequest(
+      std::chrono::milliseconds limit = 5000ms) {
+    for (;;) {
+      std::vector<std::string> m = Recv(limit);
+      if (m.size() == 5 && m[2] == "MDPC01" && m[3] == "mmi.zb.tag") {
+        ++probes;
+        if (!probe_answer.empty()) {
+          Send({m[0], "", "MDPC01", "mmi.zb.tag", probe_answer});
+        }
+        continue;
+      }
+      return m;
+    }
+  }
+  std::string probe_answer = "501";  // what an RFC 8 broker says
+  int probes = 0;
 
  private:
   zmq::socket_t router_;
@@ -191,9 +217,13 @@ class MdpAsyncClientTest : public ::testing::Test {
   // it connected is lost, which would confuse the counts).  Uses slot 7.
   void Warm() {
     Request("warm", "w", 7);
-    auto m = broker_.Recv();
-    ASSERT_EQ(m.size(), 5u);
-    broker_.Send({m[0], "", "MDPC01", "warm", "w"});
+    auto m = broker_.RecvRequest();
+    ASSERT_GE(m.size(), 5u);
+    if (m.size() == 6) {  // tagged
+      broker_.Send({m[0], "", m[2], "warm", m[4], "w"});
+    } else {
+      broker_.Send({m[0], "", "MDPC01", "warm", "w"});
+    }
     ASSERT_TRUE(WaitDone(1));
     done_ = 0;
   }
@@ -213,22 +243,33 @@ class MdpAsyncClientTest : public ::testing::Test {
   std::atomic<int> done_{0};
 };
 
-TEST_F(MdpAsyncClientTest, MatchesRepliesFifoPerService) {
+// A broker that does not speak request tags ("501" to mmi.zb.tag): one
+// request per service on the wire, the next sent when its reply comes, so a
+// reply always answers the one request of its service that is out.
+TEST_F(MdpAsyncClientTest, PlainBrokerGetsOneRequestPerServiceAtATime) {
   Start();
   Request("A", "a0", 0);
   Request("B", "b0", 1);
   Request("A", "a1", 2);
+  std::vector<std::string> bodies;
   std::string id;
-  for (int i = 0; i < 3; ++i) {
-    auto m = broker_.Recv();
+  for (int i = 0; i < 2; ++i) {
+    auto m = broker_.RecvRequest();
     ASSERT_EQ(m.size(), 5u);
     EXPECT_EQ(m[1], "");
     EXPECT_EQ(m[2], "MDPC01");
     id = m[0];
+    bodies.push_back(m[3] + ":" + m[4]);
   }
-  // Replies in a different order across services.
+  EXPECT_THAT(bodies, ::testing::UnorderedElementsAre("A:a0", "B:b0"));
+  EXPECT_TRUE(broker_.RecvRequest(300ms).empty());  // a1 waits in the client
+  EXPECT_EQ(broker_.probes, 1);
+  EXPECT_FALSE(thread_.invoke([&](Reactor&) { return client_->tagged(); }));
   broker_.Send({id, "", "MDPC01", "B", "reply-b0"});
   broker_.Send({id, "", "MDPC01", "A", "reply-a0"});
+  auto a1 = broker_.RecvRequest();
+  ASSERT_EQ(a1.size(), 5u);
+  EXPECT_EQ(a1[4], "a1");
   broker_.Send({id, "", "MDPC01", "A", "reply-a1"});
   broker_.Send({id, "", "MDPC01", "A", "unsolicited"});
   ASSERT_TRUE(WaitDone(3));
@@ -246,17 +287,86 @@ TEST_F(MdpAsyncClientTest, MatchesRepliesFifoPerService) {
             1u);
 }
 
+// A broker that answers "200": every request goes out at once with a tag,
+// and replies in any order complete the requests whose tags they carry.
+TEST_F(MdpAsyncClientTest, TaggedBrokerMatchesRepliesByTag) {
+  broker_.probe_answer = "200";
+  Start();
+  Warm();
+  EXPECT_TRUE(thread_.invoke([&](Reactor&) { return client_->tagged(); }));
+  Request("A", "a0", 0);
+  Request("A", "a1", 1);
+  Request("A", "a2", 2);
+  std::vector<std::vector<std::string>> got;
+  for (int i = 0; i < 3; ++i) {
+    got.push_back(broker_.RecvRequest());
+    ASSERT_EQ(got.back().size(), 6u);
+    EXPECT_EQ(got.back()[2], "zb.tag.MDPC01");
+    EXPECT_EQ(got.back()[3], "A");
+    EXPECT_EQ(got.back()[4].size(), 8u);  // the tag
+    EXPECT_EQ(got.back()[5], "a" + std::to_string(i));
+  }
+  // Backwards, and one with a tag nobody has, and one without a tag.
+  for (int i = 2; i >= 0; --i) {
+    broker_.Send(
+        {got[i][0], "", "zb.tag.MDPC01", "A", got[i][4], "reply-" + got[i][5]});
+  }
+  broker_.Send(
+      {got[0][0], "", "zb.tag.MDPC01", "A", std::string(8, '\x7f'), "stray"});
+  broker_.Send({got[0][0], "", "MDPC01", "A", "untagged"});
+  ASSERT_TRUE(WaitDone(3));
+  EXPECT_EQ(Result(0), "reply-a0");
+  EXPECT_EQ(Result(1), "reply-a1");
+  EXPECT_EQ(Result(2), "reply-a2");
+  for (int i = 0; i < 500; ++i) {
+    if (thread_.invoke([&](Reactor&) { return client_->stale_replies(); }) ==
+        2u) {
+      break;
+    }
+    std::this_thread::sleep_for(2ms);
+  }
+  EXPECT_EQ(thread_.invoke([&](Reactor&) { return client_->stale_replies(); }),
+            2u);
+}
+
+// Requests made before the broker answered the query go out plain (one per
+// service); once it says "200" the waiting ones go out tagged at once.
+TEST_F(MdpAsyncClientTest, RequestsBeforeTheAnswerGoPlainThenTagged) {
+  broker_.probe_answer = "";
+  Start();
+  auto probe = broker_.Recv();
+  ASSERT_EQ(probe.size(), 5u);
+  ASSERT_EQ(probe[3], "mmi.zb.tag");
+  Request("A", "a0", 0);
+  Request("A", "a1", 1);
+  auto a0 = broker_.RecvRequest();
+  ASSERT_EQ(a0.size(), 5u);
+  EXPECT_EQ(a0[4], "a0");
+  EXPECT_TRUE(broker_.RecvRequest(200ms).empty());
+  broker_.Send({probe[0], "", "MDPC01", "mmi.zb.tag", "200"});
+  auto a1 = broker_.RecvRequest();
+  ASSERT_EQ(a1.size(), 6u);
+  EXPECT_EQ(a1[2], "zb.tag.MDPC01");
+  EXPECT_EQ(a1[5], "a1");
+  broker_.Send({a1[0], "", "zb.tag.MDPC01", "A", a1[4], "reply-a1"});
+  broker_.Send({a0[0], "", "MDPC01", "A", "reply-a0"});
+  ASSERT_TRUE(WaitDone(2));
+  EXPECT_EQ(Result(0), "reply-a0");
+  EXPECT_EQ(Result(1), "reply-a1");
+}
+
+// Plain: a request's timeout reopens the socket (a late reply on the old one
+// is lost with it) and what was waiting is sent on the new one.
 TEST_F(MdpAsyncClientTest, TimeoutReopensTheSocketAndResendsTheOthers) {
   Start();
   Warm();
   Request("svc", "short", 0, 100ms);
   Request("svc", "long", 1, 10000ms);
-  auto a = broker_.Recv();
-  auto b = broker_.Recv();
+  auto a = broker_.RecvRequest();
   ASSERT_EQ(a.size(), 5u);
-  ASSERT_EQ(b.size(), 5u);
-  // "short" times out; "long" comes again on a new socket.
-  auto again = broker_.Recv();
+  EXPECT_EQ(a[4], "short");
+  // "short" times out; "long" (waiting behind it) goes out on a new socket.
+  auto again = broker_.RecvRequest();
   ASSERT_EQ(again.size(), 5u);
   EXPECT_NE(again[0], a[0]);
   EXPECT_EQ(again[4], "long");
@@ -269,6 +379,7 @@ TEST_F(MdpAsyncClientTest, TimeoutReopensTheSocketAndResendsTheOthers) {
   EXPECT_EQ(Result(1), "fresh");
   EXPECT_GE(thread_.invoke([&](Reactor&) { return client_->reconnects(); }),
             1u);
+  EXPECT_GE(broker_.probes, 2);  // asked again on the new connection
 }
 
 TEST_F(MdpAsyncClientTest, RetriesBeforeGivingUp) {
@@ -278,8 +389,8 @@ TEST_F(MdpAsyncClientTest, RetriesBeforeGivingUp) {
   Start(o);
   Warm();
   Request("svc", "x", 0);
-  auto first = broker_.Recv();
-  auto second = broker_.Recv();
+  auto first = broker_.RecvRequest();
+  auto second = broker_.RecvRequest();
   ASSERT_EQ(second.size(), 5u);
   EXPECT_NE(first[0], second[0]);
   broker_.Send({second[0], "", "MDPC01", "svc", "ok"});
@@ -287,10 +398,78 @@ TEST_F(MdpAsyncClientTest, RetriesBeforeGivingUp) {
   EXPECT_EQ(Result(0), "ok");
 }
 
+// Tagged: a timed-out request is resent on the same socket while the
+// connection is alive (other replies came back since it was sent); a late
+// reply to its first copy then completes it only once.
+TEST_F(MdpAsyncClientTest, TaggedTimeoutResendsOnTheSameLiveSocket) {
+  broker_.probe_answer = "200";
+  MdpAsyncClient::Options o;
+  o.timeout = 300ms;
+  o.retries = 1;
+  Start(o);
+  Warm();
+  Request("svc", "slow", 0);
+  Request("svc", "quick", 1);
+  auto slow = broker_.RecvRequest();
+  auto quick = broker_.RecvRequest();
+  ASSERT_EQ(quick.size(), 6u);
+  broker_.Send({quick[0], "", "zb.tag.MDPC01", "svc", quick[4], "q"});
+  ASSERT_TRUE(WaitDone(1));
+  auto resent = broker_.RecvRequest();
+  ASSERT_EQ(resent.size(), 6u);
+  EXPECT_EQ(resent[0], slow[0]);  // the same socket
+  EXPECT_EQ(resent[4], slow[4]);  // the same tag
+  EXPECT_EQ(resent[5], "slow");
+  broker_.Send({slow[0], "", "zb.tag.MDPC01", "svc", slow[4], "first copy"});
+  broker_.Send({slow[0], "", "zb.tag.MDPC01", "svc", slow[4], "second copy"});
+  ASSERT_TRUE(WaitDone(2));
+  EXPECT_EQ(Result(0), "first copy");
+  EXPECT_EQ(thread_.invoke([&](Reactor&) { return client_->reconnects(); }),
+            0u);
+}
+
+// Tagged: when nothing at all came back since the request was sent, the
+// broker looks gone: a new socket, and the query again.
+TEST_F(MdpAsyncClientTest, TaggedTimeoutWithASilentBrokerReopens) {
+  broker_.probe_answer = "200";
+  MdpAsyncClient::Options o;
+  o.timeout = 300ms;
+  o.retries = 1;
+  Start(o);
+  Warm();
+  Request("svc", "x", 0);
+  auto first = broker_.RecvRequest();
+  ASSERT_EQ(first.size(), 6u);
+  // Resent on the new socket before its query is answered: plain.
+  auto second = broker_.RecvRequest();
+  ASSERT_EQ(second.size(), 5u);
+  EXPECT_NE(first[0], second[0]);
+  EXPECT_EQ(second[4], "x");
+  broker_.Send({second[0], "", "MDPC01", "svc", "ok"});
+  ASSERT_TRUE(WaitDone(1));
+  EXPECT_EQ(Result(0), "ok");
+  EXPECT_EQ(broker_.probes, 2);
+}
+
+// request_tags = false: no query, plain RFC 7 only.
+TEST_F(MdpAsyncClientTest, RequestTagsOffSendsNoQuery) {
+  broker_.probe_answer = "200";
+  MdpAsyncClient::Options o;
+  o.request_tags = false;
+  Start(o);
+  Request("svc", "x", 0);
+  auto m = broker_.Recv();
+  ASSERT_EQ(m.size(), 5u);
+  EXPECT_EQ(m[3], "svc");
+  broker_.Send({m[0], "", "MDPC01", "svc", "ok"});
+  ASSERT_TRUE(WaitDone(1));
+  EXPECT_EQ(broker_.probes, 0);
+}
+
 TEST_F(MdpAsyncClientTest, DestructionCancelsOutstandingRequests) {
   Start();
   Request("svc", "x", 0);
-  ASSERT_EQ(broker_.Recv().size(), 5u);
+  ASSERT_EQ(broker_.RecvRequest().size(), 5u);
   thread_.invoke([&](Reactor&) { client_.reset(); });
   ASSERT_TRUE(WaitDone(1));
   EXPECT_EQ(Result(0), "CANCELLED");

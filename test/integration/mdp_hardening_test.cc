@@ -8,8 +8,10 @@
 
 #include <atomic>
 #include <chrono>
+#include <functional>
 #include <memory>
 #include <mutex>
+#include <random>
 #include <string>
 #include <thread>
 #include <vector>
@@ -17,6 +19,7 @@
 #include "brokers/client/mdp_client.h"
 #include "brokers/majordomo/majordomo_broker.h"
 #include "brokers/protocol/mdp.h"
+#include "brokers/worker/mdp_worker.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "test/integration/mdp_test_util.h"
@@ -339,6 +342,57 @@ TEST_F(MdpHardeningTest, TagSurvivesQueueAndRedispatch) {
   c->Send({"", kTagged, "svc", "", "r"});
   ASSERT_TRUE(WaitFor([&] { return Stats().malformed == 2; }));
   EXPECT_TRUE(RecvCommand(*heir, kRequest, 200ms).empty());
+}
+
+// An echo worker that answers after a pseudo-random delay of 0-3 ms (a
+// reactor timer, so it keeps heartbeating), so that several of them finish
+// out of order.
+MdpWorker::Handler DelayedEcho(Reactor* reactor, unsigned seed) {
+  auto rng = std::make_shared<std::minstd_rand>(seed);
+  return [reactor, rng](Frames body, MdpWorker::Replier r) {
+    const auto delay = std::chrono::microseconds((*rng)() % 3000);
+    reactor->after(delay, [body = std::move(body), r = std::move(r)]() mutable {
+      r.Reply(std::move(body));
+    });
+  };
+}
+
+// Issue 10 item 4: with 4 workers that finish out of order and 50 requests
+// outstanding, every reply completes the request it answers.  Before the
+// fix the client matched replies FIFO per service and completed thousands
+// of requests with other requests' replies, reported as success.
+TEST_F(MdpHardeningTest, AsyncClientNeverCompletesARequestWithAnotherReply) {
+  StartBroker(FastBroker());
+  Reactor* reactor = worker_thread_.invoke([](Reactor& r) { return &r; });
+  for (unsigned i = 0; i < 4; ++i) {
+    AddWorker("echo", DelayedEcho(reactor, i + 1));
+  }
+  ASSERT_TRUE(WaitFor([&] { return Workers("echo") == 4; }));
+  constexpr int kRequests = 4000;
+  MatchCounts counts;
+  std::atomic<bool> finished{false};
+  worker_thread_.invoke([&](Reactor& r) {
+    MdpAsyncClient::Options o;
+    o.timeout = 20s;
+    async_clients_.push_back(
+        std::make_unique<MdpAsyncClient>(r, ctx_, endpoint_, o));
+    ASSERT_TRUE(async_clients_[0]->Start().ok());
+    RunMatched(*async_clients_[0], kRequests, 50, counts, finished);
+  });
+  ASSERT_TRUE(WaitFor([&] { return finished.load(); }, 120s));
+  worker_thread_.invoke([&](Reactor&) {
+    EXPECT_EQ(counts.wrong, 0);
+    EXPECT_EQ(counts.failed, 0);
+    EXPECT_EQ(counts.ok, kRequests);
+  });
+  // Every worker served some (so replies really came back out of order).
+  const auto served = worker_thread_.invoke([&](Reactor&) {
+    std::vector<std::uint64_t> n;
+    for (auto& w : workers_) n.push_back(w->stats().requests);
+    return n;
+  });
+  for (std::uint64_t n : served) EXPECT_GT(n, 0u);
+  EXPECT_GT(Stats().tagged_requests, 0u);
 }
 
 }  // namespace

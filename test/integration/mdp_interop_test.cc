@@ -10,6 +10,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <fstream>
@@ -25,6 +26,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "reactor/reactor_thread.h"
+#include "test/integration/mdp_test_util.h"
 
 extern char** environ;
 
@@ -247,6 +249,113 @@ TEST_F(MdpInteropTest, RawMalformedGetsNoAnswerButUnexpectedGetsDisconnect) {
   EXPECT_EQ(stranger.Wait(), 0);
   EXPECT_THAT(stranger.Output(), HasSubstr("reply=[b'', b'MDPW01', b'\\x05']"));
 }
+
+// --- Request tags (issue 10 item 4) ---------------------------------------
+
+// The Python async client, written from docs/protocols/mdp.md, speaks the
+// request-tag extension against this broker with 4 Python workers that
+// finish out of order and 50 requests outstanding: every reply carries the
+// tag of the request it answers.
+TEST_F(MdpInteropTest, PythonTaggedClientGetsEveryReplyUnderItsOwnTag) {
+  std::vector<std::unique_ptr<Peer>> workers;
+  for (int i = 0; i < 4; ++i) {
+    workers.push_back(PyWorker("echo", {"--jitter-ms", "3"}));
+  }
+  ASSERT_TRUE(WaitFor([&] { return Workers("echo") == 4; }));
+  Peer client({"async-client", endpoint_, "echo", "--requests", "4000",
+               "--window", "50", "--tagged", "--timeout-ms", "20000"});
+  EXPECT_EQ(client.Wait(120s), 0) << client.Output();
+  EXPECT_THAT(client.Output(), HasSubstr("ok=4000 lost=0 bad=0 wrong=0"));
+  const auto s =
+      broker_thread_.invoke([&](Reactor&) { return broker_->stats(); });
+  EXPECT_GE(s.tagged_requests, 4000u);
+}
+
+// MdpAsyncClient with 4 Python workers that finish out of order and 50
+// requests outstanding: 0 mismatches, through this broker (tags) ...
+TEST_F(MdpInteropTest, CppAsyncClientMatchesExactlyWithPythonWorkers) {
+  std::vector<std::unique_ptr<Peer>> workers;
+  for (int i = 0; i < 4; ++i) {
+    workers.push_back(PyWorker("echo", {"--jitter-ms", "3"}));
+  }
+  ASSERT_TRUE(WaitFor([&] { return Workers("echo") == 4; }));
+  constexpr int kRequests = 2000;
+  mdp_test::MatchCounts counts;
+  std::atomic<bool> finished{false};
+  std::unique_ptr<MdpAsyncClient> client;
+  worker_thread_.invoke([&](Reactor& r) {
+    MdpAsyncClient::Options o;
+    o.timeout = 20s;
+    client = std::make_unique<MdpAsyncClient>(r, ctx_, endpoint_, o);
+    ASSERT_TRUE(client->Start().ok());
+    mdp_test::RunMatched(*client, kRequests, 50, counts, finished);
+  });
+  ASSERT_TRUE(WaitFor([&] { return finished.load(); }, 120s));
+  worker_thread_.invoke([&](Reactor&) {
+    EXPECT_EQ(counts.wrong, 0);
+    EXPECT_EQ(counts.ok, kRequests);
+    EXPECT_TRUE(client->tagged());
+    client.reset();
+  });
+}
+
+// ... and through the minimal RFC 7-only Python broker, with and without
+// RFC 8 MMI: the client then keeps one request per service on the wire.
+class PlainBrokerTest : public MdpInteropTest,
+                        public ::testing::WithParamInterface<bool> {};
+
+TEST_P(PlainBrokerTest, CppAsyncClientFallsBackToWhatRfc7CanMatch) {
+  std::vector<std::string> args = {"broker",         "tcp://127.0.0.1:*",
+                                   "--heartbeat-ms", "100",
+                                   "--liveness",     "5"};
+  if (GetParam()) args.push_back("--mmi");
+  Peer broker(args);
+  std::string endpoint;
+  ASSERT_TRUE(WaitFor([&] {
+    const std::string out = broker.Output();
+    const auto at = out.find("listening on ");
+    const auto end = out.find('\n', at);
+    if (at == std::string::npos || end == std::string::npos) return false;
+    endpoint = out.substr(at + 13, end - at - 13);
+    return true;
+  })) << broker.Output();
+  std::vector<std::unique_ptr<Peer>> workers;
+  for (int i = 0; i < 4; ++i) {
+    workers.push_back(std::make_unique<Peer>(std::vector<std::string>{
+        "worker", endpoint, "echo", "--heartbeat-ms", "100", "--liveness", "5",
+        "--jitter-ms", "2"}));
+  }
+  // No way to ask a plain broker how many workers it has: the first
+  // requests simply wait in its queue until one registers.
+  constexpr int kRequests = 600;
+  mdp_test::MatchCounts counts;
+  std::atomic<bool> finished{false};
+  std::unique_ptr<MdpAsyncClient> client;
+  worker_thread_.invoke([&](Reactor& r) {
+    MdpAsyncClient::Options o;
+    o.timeout = 30s;
+    client = std::make_unique<MdpAsyncClient>(r, ctx_, endpoint, o);
+    ASSERT_TRUE(client->Start().ok());
+    mdp_test::RunMatched(*client, kRequests, 50, counts, finished);
+  });
+  ASSERT_TRUE(WaitFor([&] { return finished.load(); }, 150s))
+      << broker.Output();
+  worker_thread_.invoke([&](Reactor&) {
+    EXPECT_EQ(counts.wrong, 0);
+    EXPECT_EQ(counts.failed, 0);
+    EXPECT_EQ(counts.ok, kRequests);
+    EXPECT_FALSE(client->tagged());
+    client.reset();
+  });
+  EXPECT_EQ(broker.Terminate(), 0);
+  // The plain broker never saw a tagged request.
+  EXPECT_THAT(broker.Output(), HasSubstr("invalid=0"));
+}
+
+INSTANTIATE_TEST_SUITE_P(Mmi, PlainBrokerTest, ::testing::Bool(),
+                         [](const auto& info) {
+                           return info.param ? "WithMmi" : "WithoutMmi";
+                         });
 
 }  // namespace
 }  // namespace zb

@@ -15,6 +15,7 @@
 #include <chrono>
 #include <functional>
 #include <memory>
+#include <random>
 #include <string>
 #include <thread>
 #include <utility>
@@ -242,6 +243,55 @@ class PrefetchTest : public MdpIntegrationTest {
     return it == s.services.end() ? 0 : it->second.queued;
   }
 };
+
+// Outcomes of requests whose workers echo their (unique) bodies.
+struct MatchCounts {
+  int ok = 0;
+  int wrong = 0;   // completed with another request's reply
+  int failed = 0;  // timeout or another error
+  int done() const { return ok + wrong + failed; }
+};
+
+// Sends `total` requests with `window` outstanding through `client` (on its
+// reactor's thread); each body is unique and the workers echo it, so a
+// reply must equal its own request.
+inline void RunMatched(MdpAsyncClient& client, int total, int window,
+                       MatchCounts& counts, std::atomic<bool>& finished) {
+  struct State {
+    MdpAsyncClient* client;
+    int total;
+    int sent = 0;
+    MatchCounts* counts;
+    std::atomic<bool>* finished;
+    std::function<void()> send_one;
+  };
+  auto st = std::make_shared<State>();
+  st->client = &client;
+  st->total = total;
+  st->counts = &counts;
+  st->finished = &finished;
+  st->send_one = [st] {
+    const std::string body = "request-" + std::to_string(st->sent++);
+    absl::Status s = st->client->Request(
+        "echo", MakeFrames({body}), [st, body](absl::StatusOr<Frames> reply) {
+          if (!reply.ok()) {
+            ++st->counts->failed;
+          } else if (FramesToStrings(*reply) ==
+                     std::vector<std::string>{body}) {
+            ++st->counts->ok;
+          } else {
+            ++st->counts->wrong;
+          }
+          if (st->sent < st->total) st->send_one();
+          if (st->counts->done() == st->total) {
+            *st->finished = true;
+            st->send_one = nullptr;  // breaks the cycle
+          }
+        });
+    EXPECT_TRUE(s.ok()) << s;
+  };
+  for (int i = 0; i < window && st->sent < total; ++i) st->send_one();
+}
 
 }  // namespace zb::mdp_test
 

@@ -6,9 +6,11 @@ with pyzmq only, to check that a broker speaks the standard protocol.
 Commands (every one prints one summary line and exits non-zero on failure):
 
   mdp_peers.py worker ENDPOINT SERVICE [--heartbeat-ms 2500] [--liveness 3]
-        [--delay-ms 0] [--crash-after N] [--max-seconds S]
+        [--delay-ms 0] [--jitter-ms 0] [--crash-after N] [--max-seconds S]
       An echo worker: READY, heartbeats, reconnects on silence or DISCONNECT.
       --crash-after N exits abruptly (no reply, no DISCONNECT) on request N.
+      --jitter-ms J adds a random 0..J ms to each reply's delay, so that
+      several workers finish out of order.
       Stops on SIGTERM/SIGINT (sends DISCONNECT) or after --max-seconds.
 
   mdp_peers.py client ENDPOINT SERVICE [--requests 10000] [--timeout-ms 2500]
@@ -20,11 +22,29 @@ Commands (every one prints one summary line and exits non-zero on failure):
 
   mdp_peers.py async-client ENDPOINT SERVICE [--requests 10000]
         [--window 100] [--timeout-ms 5000] [--retries 3] [--size 16]
+        [--tagged]
       An asynchronous client on a DEALER socket with up to --window requests
       outstanding.  Each body carries a unique id, which an echo worker sends
       back, so replies are matched exactly.  A request not answered within
       the timeout is resent (up to --retries); duplicates are counted, not
       errors.  Exit 1 when any request is lost.
+
+      --tagged speaks zbrokers' request-tag extension (docs/protocols/
+      mdp.md), written from that page: it asks "mmi.zb.tag" first and,
+      on "200", sends "", "zb.tag.MDPC01", service, tag, body and checks
+      that every reply carries the tag of the request whose body it echoes
+      (a reply with another request's tag counts as wrong); without "200"
+      it gives up (exit 2).
+
+  mdp_peers.py broker ENDPOINT [--mmi] [--heartbeat-ms 2500] [--liveness 3]
+      A minimal RFC 7 broker (MDP/0.1 only, none of zbrokers' extensions):
+      least-recently-used idle worker per service, a queue per service,
+      HEARTBEAT to idle workers, silent workers dropped, REPLY forwarded.
+      With --mmi it answers RFC 8's mmi.service (200/404) and every other
+      mmi.* with 501; without, mmi.* names are ordinary services that
+      nobody serves.  Anything that is not MDPC01 or MDPW01 (e.g. a
+      zb.tag.MDPC01 request) is dropped as invalid.  Prints the endpoint
+      it bound ("broker: listening on ..."), then runs until SIGTERM.
 
   mdp_peers.py mmi ENDPOINT SERVICE [--timeout-ms 2500]
       Asks mmi.service about SERVICE; prints the code.  Exit 0 on "200",
@@ -36,7 +56,9 @@ Commands (every one prints one summary line and exits non-zero on failure):
 """
 
 import argparse
+import collections
 import os
+import random
 import signal
 import sys
 import time
@@ -44,6 +66,7 @@ import time
 import zmq
 
 C_CLIENT = b"MDPC01"
+C_TAGGED = b"zb.tag.MDPC01"   # zbrokers' request-tag extension
 W_WORKER = b"MDPW01"
 READY, REQUEST, REPLY, HEARTBEAT, DISCONNECT = (bytes([i]) for i in range(1, 6))
 
@@ -122,8 +145,11 @@ def run_worker(args):
                     print(f"worker: crashing on request {requests}",
                           flush=True)
                     os._exit(3)
-                if args.delay_ms:
-                    time.sleep(args.delay_ms / 1000.0)
+                delay = args.delay_ms
+                if args.jitter_ms:
+                    delay += random.uniform(0, args.jitter_ms)
+                if delay:
+                    time.sleep(delay / 1000.0)
                 w.send(REPLY, frames[3], b"", *frames[5:])
                 replies += 1
             elif command == HEARTBEAT:
@@ -205,16 +231,35 @@ def run_async_client(args):
     sock.connect(args.endpoint)
     outstanding = {}  # id -> (deadline_ms, attempts)
     next_id = 0
-    ok = lost = dup = bad = retries = 0
+    ok = lost = dup = bad = retries = wrong = 0
     answered = set()
     started = time.monotonic()
+
+    if args.tagged:
+        # Negotiate first (the extension allows plain requests meanwhile;
+        # this peer simply waits).
+        sock.send_multipart([b"", C_CLIENT, b"mmi.zb.tag", b"?"])
+        answer = None
+        if sock.poll(args.timeout_ms, zmq.POLLIN):
+            answer = sock.recv_multipart()
+        if answer != [b"", C_CLIENT, b"mmi.zb.tag", b"200"]:
+            print(f"async-client: the broker does not speak request tags: "
+                  f"{answer!r}", flush=True)
+            return 2
 
     def body_of(i):
         return (b"%d:" % i).ljust(args.size, b".")
 
+    def tag_of(i):
+        return b"t%d" % i
+
     def send(i):
         # DEALER: the empty frame is ours to add.
-        sock.send_multipart([b"", C_CLIENT, service, body_of(i)])
+        if args.tagged:
+            sock.send_multipart([b"", C_TAGGED, service, tag_of(i),
+                                 body_of(i)])
+        else:
+            sock.send_multipart([b"", C_CLIENT, service, body_of(i)])
 
     while next_id < args.requests or outstanding:
         while next_id < args.requests and len(outstanding) < args.window:
@@ -227,14 +272,23 @@ def run_async_client(args):
                     reply = sock.recv_multipart(zmq.NOBLOCK)
                 except zmq.Again:
                     break
+                tag = None
+                if args.tagged and len(reply) >= 5 and reply[1] == C_TAGGED:
+                    tag = reply[3]
+                    reply = reply[:3] + reply[4:]
+                    reply[1] = C_CLIENT
                 if (len(reply) < 4 or reply[0] != b"" or
-                        reply[1] != C_CLIENT or reply[2] != service):
+                        reply[1] != C_CLIENT or reply[2] != service or
+                        (args.tagged and tag is None)):
                     bad += 1
                     continue
                 try:
                     i = int(reply[3].split(b":", 1)[0])
                 except ValueError:
                     bad += 1
+                    continue
+                if tag is not None and tag != tag_of(i):
+                    wrong += 1  # another request's reply under this tag
                     continue
                 if i in outstanding:
                     if reply[3] != body_of(i):
@@ -262,9 +316,108 @@ def run_async_client(args):
     ctx.term()
     rate = args.requests / elapsed if elapsed > 0 else 0.0
     print(f"async-client: requests={args.requests} ok={ok} lost={lost} "
-          f"bad={bad} duplicates={dup} retries={retries} "
+          f"bad={bad} wrong={wrong} duplicates={dup} retries={retries} "
           f"seconds={elapsed:.3f} rate={rate:.0f}/s", flush=True)
-    return 0 if lost == 0 and bad == 0 else 1
+    return 0 if lost == 0 and bad == 0 and wrong == 0 else 1
+
+
+# --- a minimal RFC 7 broker ---------------------------------------------------
+
+def run_broker(args):
+    ctx = zmq.Context()
+    stop = []
+    signal.signal(signal.SIGTERM, lambda *_: stop.append(1))
+    signal.signal(signal.SIGINT, lambda *_: stop.append(1))
+    sock = ctx.socket(zmq.ROUTER)
+    sock.linger = 0
+    sock.bind(args.endpoint)
+    print("broker: listening on " +
+          sock.getsockopt(zmq.LAST_ENDPOINT).decode(), flush=True)
+    workers = {}  # identity -> [service, last heard (ms)]
+    idle = collections.defaultdict(collections.deque)   # service -> ids
+    queue = collections.defaultdict(collections.deque)  # service -> requests
+    requests = replies = invalid = 0
+    last_beat = now_ms()
+
+    def dispatch(service):
+        while idle[service] and queue[service]:
+            worker = idle[service].popleft()
+            if worker not in workers:
+                continue
+            client, body = queue[service].popleft()
+            sock.send_multipart([worker, b"", W_WORKER, REQUEST, client, b""] +
+                                body)
+
+    def forget(worker):
+        info = workers.pop(worker, None)
+        if info is not None and worker in idle[info[0]]:
+            idle[info[0]].remove(worker)
+
+    while not stop:
+        try:
+            events = sock.poll(args.heartbeat_ms / 4)
+        except zmq.ZMQError:
+            continue  # EINTR on a signal
+        while events:
+            try:
+                frames = sock.recv_multipart(zmq.NOBLOCK)
+            except zmq.Again:
+                break
+            sender = frames[0]
+            if len(frames) < 3 or frames[1] != b"":
+                invalid += 1
+                continue
+            if frames[2] == C_CLIENT and len(frames) >= 5:
+                service, body = frames[3], frames[4:]
+                requests += 1
+                if args.mmi and service.startswith(b"mmi."):
+                    code = b"501"
+                    if service == b"mmi.service":
+                        code = (b"200" if any(w[0] == body[0]
+                                             for w in workers.values())
+                                else b"404")
+                    sock.send_multipart([sender, b"", C_CLIENT, service, code])
+                    replies += 1
+                    continue
+                queue[service].append((sender, body))
+                dispatch(service)
+            elif frames[2] == W_WORKER and len(frames) >= 4:
+                command = frames[3]
+                info = workers.get(sender)
+                if info is not None:
+                    info[1] = now_ms()
+                if command == READY and len(frames) == 5 and info is None:
+                    workers[sender] = [frames[4], now_ms()]
+                    idle[frames[4]].append(sender)
+                    dispatch(frames[4])
+                elif command == REPLY and info is not None and len(frames) >= 7:
+                    sock.send_multipart([frames[4], b"", C_CLIENT, info[0]] +
+                                        frames[6:])
+                    replies += 1
+                    idle[info[0]].append(sender)
+                    dispatch(info[0])
+                elif command == HEARTBEAT and info is not None:
+                    pass
+                elif command == DISCONNECT:
+                    forget(sender)
+                else:
+                    sock.send_multipart([sender, b"", W_WORKER, DISCONNECT])
+                    forget(sender)
+            else:
+                invalid += 1  # e.g. zb.tag.MDPC01: not RFC 7
+        t = now_ms()
+        if t - last_beat >= args.heartbeat_ms:
+            last_beat = t
+            for worker, info in list(workers.items()):
+                if t - info[1] > args.heartbeat_ms * args.liveness:
+                    forget(worker)
+                elif worker in idle[info[0]]:
+                    sock.send_multipart([worker, b"", W_WORKER, HEARTBEAT])
+    sock.close(linger=0)
+    ctx.term()
+    print(f"broker: requests={requests} replies={replies} "
+          f"invalid={invalid}", flush=True)
+    return 0
 
 
 # --- MMI and raw ----------------------------------------------------------------
@@ -314,6 +467,7 @@ def main(argv):
     w.add_argument("--heartbeat-ms", type=int, default=2500)
     w.add_argument("--liveness", type=int, default=3)
     w.add_argument("--delay-ms", type=int, default=0)
+    w.add_argument("--jitter-ms", type=float, default=0)
     w.add_argument("--crash-after", type=int, default=0)
     w.add_argument("--max-seconds", type=float, default=0)
     w.set_defaults(run=run_worker)
@@ -329,7 +483,15 @@ def main(argv):
         c.add_argument("--size", type=int, default=16)
         if name == "async-client":
             c.add_argument("--window", type=int, default=100)
+            c.add_argument("--tagged", action="store_true")
         c.set_defaults(run=fn)
+
+    b = sub.add_parser("broker")
+    b.add_argument("endpoint")
+    b.add_argument("--mmi", action="store_true")
+    b.add_argument("--heartbeat-ms", type=int, default=2500)
+    b.add_argument("--liveness", type=int, default=3)
+    b.set_defaults(run=run_broker)
 
     m = sub.add_parser("mmi")
     m.add_argument("endpoint")

@@ -75,6 +75,47 @@ class MajordomoTest(unittest.TestCase):
         self.assertGreater(served["a"], 0)
         self.assertGreater(served["b"], 0)
 
+    def test_every_reply_reaches_its_own_request(self):
+        # Issue 10 item 4: 4 workers answering after different delays, 50
+        # requests outstanding; every reply must be the echo of its own
+        # request (the client negotiates request tags with the broker).
+        import random
+        rng = random.Random(7)
+
+        def handler(frames, reply):
+            self.reactor.after(rng.uniform(0, 0.003), reply.send, frames)
+
+        for _ in range(4):
+            self.worker(b"echo", handler, with_reply=True)
+        self.wait_workers(b"echo", 4)
+        total, window = 1000, 50
+        state = {"sent": 0, "ok": 0, "wrong": 0, "failed": 0}
+
+        def send_one():
+            body = b"request-%d" % state["sent"]
+            state["sent"] += 1
+
+            def done(result, body=body):
+                if not result.ok:
+                    state["failed"] += 1
+                elif result.frames == [body]:
+                    state["ok"] += 1
+                else:
+                    state["wrong"] += 1
+                if state["sent"] < total:
+                    send_one()
+
+            self.client.request(b"echo", [body], done)
+
+        for _ in range(window):
+            send_one()
+        self.assertTrue(self.reactor.run_until(
+            lambda: state["ok"] + state["wrong"] + state["failed"] == total,
+            60.0))
+        self.assertEqual(state["wrong"], 0)
+        self.assertEqual(state["failed"], 0)
+        self.assertEqual(state["ok"], total)
+
     def test_mmi_service(self):
         self.worker(b"echo", lambda frames: frames)
         self.wait_workers(b"echo", 1)

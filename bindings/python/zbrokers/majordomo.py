@@ -80,8 +80,9 @@ class MdpClient(_Child):
 
     timeout/retries are the defaults per request: when a request times out
     the client reopens its socket and resends what is outstanding, up to
-    `retries` times for that request.  Replies are matched to requests in
-    order per service (MDP has no request id).
+    `retries` times for that request.  Each reply completes the request it
+    answers: with zb-broker through request tags, with any other MDP broker
+    by keeping one request per service on the wire (docs/majordomo.md).
     """
 
     _kind = "majordomo client"
