@@ -49,6 +49,7 @@ BrokerSnapshot SnapshotOf(const MajordomoBroker& broker) {
   out.malformed = s.malformed;
   out.events = {
       {"mmi_requests", s.mmi_requests},
+      {"tagged_requests", s.tagged_requests},
       {"redispatched", s.redispatched},
       {"expired", s.expired},
       {"dropped_queue_full", s.dropped_queue_full},
