@@ -1447,6 +1447,18 @@ int CodeForStatus(const absl::Status& status) {
   }
 }
 
+// Destroys a reply token without a reply.  The worker then gives the
+// request back (DISCONNECT and reconnect, so the broker redispatches it);
+// from another thread that posts to the worker's loop, so it happens under
+// the loop's life lock, and not at all once the loop is gone.
+void DiscardMdpReplier(zb_mdp_replier_t* replier) {
+  if (replier == nullptr) return;
+  std::unique_ptr<zb_mdp_replier_t> owned(replier);
+  std::lock_guard<std::mutex> lock(owned->life->mu);
+  if (!owned->life->alive) owned->replier.Forget();
+  owned->replier = zb::MdpWorker::Replier();  // gives it back, if live
+}
+
 int CheckMdpClient(const zb_mdp_client_t* c, absl::string_view where) {
   if (c == nullptr) {
     return Fail(ZB_ERR_INVALID, absl::StrCat(where, ": client is NULL"));
@@ -1671,17 +1683,24 @@ extern "C" int zb_mdp_reply(zb_mdp_replier_t* replier, size_t count,
     }
     std::unique_ptr<zb_mdp_replier_t> owned(replier);
     zb::Frames body;
-    if (!CopyFrames(kWhere, count, data, sizes, body)) return ZB_ERR_INVALID;
+    if (!CopyFrames(kWhere, count, data, sizes, body)) {
+      DiscardMdpReplier(owned.release());  // the request is given back
+      return ZB_ERR_INVALID;
+    }
     // Held while Reply() may post, so the loop cannot be destroyed under it.
     std::lock_guard<std::mutex> lock(owned->life->mu);
-    if (owned->life->alive) owned->replier.Reply(std::move(body));
+    if (owned->life->alive) {
+      owned->replier.Reply(std::move(body));
+    } else {
+      owned->replier.Forget();  // no loop left to tell
+    }
     return ZB_OK;
   });
 }
 
 extern "C" int zb_mdp_replier_discard(zb_mdp_replier_t* replier) {
   return Guard("zb_mdp_replier_discard", [&]() -> int {
-    delete replier;
+    DiscardMdpReplier(replier);
     return ZB_OK;
   });
 }

@@ -576,7 +576,8 @@ typedef struct zb_mdp_worker_t zb_mdp_worker_t;
  * it exactly once with zb_mdp_reply() (any thread, at once or later) or
  * zb_mdp_replier_discard().  A worker serves one request at a time (RFC 7):
  * the broker sends it nothing new until it replies.  The token may outlive
- * its worker and reactor; the reply is then dropped. */
+ * its worker and reactor; the reply is then dropped.  A token that is never
+ * consumed holds its request (and the worker) for good: always consume it. */
 typedef struct zb_mdp_replier_t zb_mdp_replier_t;
 
 typedef void (*zb_mdp_handler_fn)(void* user, zb_mdp_replier_t* replier,
@@ -602,14 +603,19 @@ int zb_mdp_worker_new(zb_reactor_t* reactor, const char* endpoint,
 int zb_mdp_worker_destroy(zb_mdp_worker_t* worker);
 
 /* Sends the reply (copied; 0 frames sends one empty frame) and frees the
- * token.  Any thread. */
+ * token.  Any thread.  When the frames are invalid (ZB_ERR_INVALID) the
+ * token is freed all the same, as by zb_mdp_replier_discard(). */
 int zb_mdp_reply(zb_mdp_replier_t* replier, size_t count,
                  const void* const* data, const size_t* sizes);
 
-/* Frees the token without replying.  MDP has no failure reply: the broker
- * keeps waiting for this worker's answer (and sends it nothing else) until
- * the worker reconnects, so prefer replying with an error of your own
- * making.  Any thread.  NULL is a no-op. */
+/* Frees the token without replying: the request is given back.  The
+ * worker sends the broker DISCONNECT and reconnects (after its reconnect
+ * delay), so the broker redispatches every request the worker held to
+ * another worker, or drops one that failed max_redispatch times; the same
+ * policy as a dropped zb::MdpWorker::Replier in C++ and an unsent MdpReply
+ * in Python (docs/majordomo.md).  MDP has no failure reply: to tell the
+ * client, reply with an error of your own making instead.  Any thread.
+ * NULL is a no-op. */
 int zb_mdp_replier_discard(zb_mdp_replier_t* replier);
 
 typedef struct zb_mdp_broker_t zb_mdp_broker_t;

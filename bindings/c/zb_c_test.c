@@ -874,6 +874,66 @@ static void test_majordomo(void) {
   CHECK_OK(zb_reactor_destroy(r)); /* and the broker with it */
 }
 
+/* Discards the token the first time it sees the body "drop" (on the reactor
+ * thread) and "drop-elsewhere" (on another thread); echoes everything else,
+ * and those bodies when they come again. */
+static void* discard_later(void* arg) {
+  CHECK_OK(zb_mdp_replier_discard((zb_mdp_replier_t*)arg));
+  return NULL;
+}
+
+static void mdp_dropper(void* user, zb_mdp_replier_t* replier, size_t count,
+                        const void* const* data, const size_t* sizes) {
+  int* dropped = (int*)user;
+  CHECK(count == 1);
+  const int elsewhere = sizes[0] > 4;
+  if (sizes[0] >= 4 && memcmp(data[0], "drop", 4) == 0 &&
+      *dropped == elsewhere) {
+    (*dropped)++;
+    if (elsewhere) {
+      pthread_t th;
+      CHECK(pthread_create(&th, NULL, discard_later, replier) == 0);
+      CHECK(pthread_join(th, NULL) == 0);
+    } else {
+      CHECK_OK(zb_mdp_replier_discard(replier));
+    }
+    return;
+  }
+  CHECK_OK(zb_mdp_reply(replier, count, data, sizes));
+}
+
+/* Issue 10 item 6: a discarded token gives the request back.  The worker
+ * sends DISCONNECT and reconnects; the broker redispatches the request, the
+ * (reconnected) worker answers it the second time, and the client gets its
+ * reply.  Before the fix the worker stayed registered but never got work
+ * again, and the client timed out. */
+static void test_majordomo_discard_gives_back(void) {
+  zb_reactor_t* r;
+  CHECK_OK(zb_reactor_new(&r));
+  const int64_t hb = 200 * 1000;
+  zb_mdp_broker_t* broker;
+  CHECK_OK(zb_mdp_broker_new(r, hb, 3, &broker));
+  char endpoint[256];
+  CHECK_OK(zb_mdp_broker_bind(broker, "tcp://127.0.0.1:*", endpoint,
+                              sizeof endpoint));
+  int dropped = 0;
+  zb_mdp_worker_t* w;
+  CHECK_OK(zb_mdp_worker_new(r, endpoint, "drops", 5, hb, 3, 20 * 1000,
+                             mdp_dropper, &dropped, NULL, &w));
+  zb_mdp_client_t* c;
+  CHECK_OK(zb_mdp_client_new(r, endpoint, 5 * 1000 * 1000, 0, &c));
+  mdp_reply_state st;
+  CHECK(mdp_request(r, c, "drops", "drop", 0, &st));
+  CHECK(dropped == 1);
+  CHECK(st.code == ZB_OK && st.count == 1 && strcmp(st.frames[0], "drop") == 0);
+  CHECK(mdp_request(r, c, "drops", "drop-elsewhere", 0, &st));
+  CHECK(dropped == 2);
+  CHECK(st.code == ZB_OK && strcmp(st.frames[0], "drop-elsewhere") == 0);
+  CHECK_OK(zb_mdp_client_destroy(c));
+  CHECK_OK(zb_mdp_worker_destroy(w));
+  CHECK_OK(zb_reactor_destroy(r));
+}
+
 int main(void) {
   test_errors();
   test_timers();
@@ -882,6 +942,7 @@ int main(void) {
   test_dealer_router();
   test_consensus();
   test_majordomo();
+  test_majordomo_discard_gives_back();
   printf("zb_c_test: %d checks passed\n", g_checks);
   return 0;
 }

@@ -2,7 +2,9 @@
 
 #include "brokers/worker/mdp_worker.h"
 
+#include <string>
 #include <utility>
+#include <vector>
 
 #include "absl/strings/str_format.h"
 #include "brokers/common/endpoint.h"
@@ -62,21 +64,53 @@ class MdpWorker::Core : public std::enable_shared_from_this<Core> {
 
   Stats stats() const { return stats_; }
 
-  // Sends a reply made by a Replier, on the reactor thread.
-  void SendReply(zmq::message_t address, std::uint64_t epoch, Frames body) {
+  // A reply made by a Replier, on the reactor thread: sent now, or held
+  // until the earlier requests of the same client are answered.
+  void SendReply(zmq::message_t address, std::uint64_t epoch, std::uint64_t seq,
+                 Frames body) {
     if (epoch != epoch_ || !socket_ || stopped_) {
       ++stats_.dropped_replies;
       return;
     }
     if (body.empty()) body.emplace_back();
-    out_.clear();
-    mdp::AppendReply(std::move(address), body, &out_);
-    if (SendFrames(socket_, out_).ok()) {
-      ++stats_.replies;
-      sent_since_tick_ = true;
-    } else {
-      ++stats_.dropped_replies;
+    std::size_t i = 0;
+    while (i < inflight_.size() && inflight_[i].seq != seq) ++i;
+    if (i == inflight_.size()) {
+      ++stats_.dropped_replies;  // not a request of this connection
+      return;
     }
+    InFlight& mine = inflight_[i];
+    mine.answered = true;
+    mine.reply = std::move(body);
+    mine.address = std::move(address);
+    // Send what is now first for its client: this reply, unless an earlier
+    // request of the same client is unanswered, and after it the answered
+    // ones of that client that waited for it.
+    const std::string_view client = mine.client;
+    bool blocked = false;
+    for (std::size_t j = 0; j < inflight_.size(); ++j) {
+      InFlight& f = inflight_[j];
+      if (f.sent || f.client != client) continue;
+      if (!f.answered) {
+        blocked = true;
+        continue;
+      }
+      if (blocked) break;
+      Send(f);
+    }
+    std::erase_if(inflight_, [](const InFlight& f) { return f.sent; });
+  }
+
+  // A Replier of connection `epoch` was dropped without a reply: give the
+  // request back (DISCONNECT, then a new connection), so that the broker
+  // redispatches what this worker held.
+  void Abandon(std::uint64_t epoch) {
+    if (epoch != epoch_ || !socket_ || stopped_) return;  // already gone
+    ++stats_.abandoned;
+    out_.clear();
+    mdp::AppendDisconnect(&out_);
+    SendFrames(socket_, out_).IgnoreError();
+    Reconnect();
   }
 
   Reactor& reactor() { return reactor_; }
@@ -109,6 +143,30 @@ class MdpWorker::Core : public std::enable_shared_from_this<Core> {
   void Close() {
     reactor_.remove(socket_).IgnoreError();
     socket_.close();
+    inflight_.clear();
+  }
+
+  // A request of the current connection, in arrival order, until its reply
+  // is sent.
+  struct InFlight {
+    std::uint64_t seq = 0;
+    std::string client;  // its client address (REPLYs are settled per client)
+    bool answered = false;
+    bool sent = false;
+    zmq::message_t address;
+    Frames reply;
+  };
+
+  void Send(InFlight& f) {
+    f.sent = true;
+    out_.clear();
+    mdp::AppendReply(std::move(f.address), f.reply, &out_);
+    if (SendFrames(socket_, out_).ok()) {
+      ++stats_.replies;
+      sent_since_tick_ = true;
+    } else {
+      ++stats_.dropped_replies;
+    }
   }
 
   // Closes the connection and opens a new one after reconnect_delay.
@@ -134,11 +192,15 @@ class MdpWorker::Core : public std::enable_shared_from_this<Core> {
     switch (m->command) {
       case mdp::Command::kRequest: {
         ++stats_.requests;
+        InFlight& f = inflight_.emplace_back();
+        f.seq = ++next_seq_;
+        f.client.assign(View(*m->address));
         Replier r;
         r.core_ = weak_from_this();
         r.reactor_ = &reactor_;
         r.address_ = std::move(*m->address);
         r.epoch_ = epoch_;
+        r.seq_ = f.seq;
         Frames body;
         body.reserve(m->body.size());
         for (auto& f : m->body) body.push_back(std::move(f));
@@ -184,6 +246,8 @@ class MdpWorker::Core : public std::enable_shared_from_this<Core> {
 
   zmq::socket_t socket_;
   std::uint64_t epoch_ = 0;
+  std::vector<InFlight> inflight_;  // current connection, arrival order
+  std::uint64_t next_seq_ = 0;
   Frames out_;
   TimerId tick_timer_ = 0;
   TimerId reconnect_timer_ = 0;
@@ -195,12 +259,53 @@ class MdpWorker::Core : public std::enable_shared_from_this<Core> {
   Stats stats_;
 };
 
+MdpWorker::Replier::Replier(Replier&& other) noexcept
+    : core_(std::move(other.core_)),
+      reactor_(std::exchange(other.reactor_, nullptr)),
+      address_(std::move(other.address_)),
+      epoch_(other.epoch_),
+      seq_(other.seq_),
+      used_(std::exchange(other.used_, true)) {}
+
+MdpWorker::Replier& MdpWorker::Replier::operator=(Replier&& other) noexcept {
+  if (this != &other) {
+    Abandon();  // the request this one held, if unanswered
+    core_ = std::move(other.core_);
+    reactor_ = std::exchange(other.reactor_, nullptr);
+    address_ = std::move(other.address_);
+    epoch_ = other.epoch_;
+    seq_ = other.seq_;
+    used_ = std::exchange(other.used_, true);
+  }
+  return *this;
+}
+
+MdpWorker::Replier::~Replier() { Abandon(); }
+
+void MdpWorker::Replier::Forget() {
+  used_ = true;
+  reactor_ = nullptr;
+  core_.reset();
+}
+
+void MdpWorker::Replier::Abandon() {
+  if (used_ || reactor_ == nullptr || core_.expired()) return;
+  used_ = true;
+  if (reactor_->on_owner_thread()) {
+    if (std::shared_ptr<Core> core = core_.lock()) core->Abandon(epoch_);
+    return;
+  }
+  reactor_->post([core = core_, epoch = epoch_]() mutable {
+    if (std::shared_ptr<Core> c = core.lock()) c->Abandon(epoch);
+  });
+}
+
 bool MdpWorker::Replier::Reply(Frames body) {
   if (used_ || reactor_ == nullptr) return false;
   used_ = true;
   if (reactor_->on_owner_thread()) {
     if (std::shared_ptr<Core> core = core_.lock()) {
-      core->SendReply(std::move(address_), epoch_, std::move(body));
+      core->SendReply(std::move(address_), epoch_, seq_, std::move(body));
     }
     return true;
   }
@@ -208,9 +313,9 @@ bool MdpWorker::Replier::Reply(Frames body) {
   // the time the task runs; the weak pointer is only locked there, on the
   // thread that owns (and destroys) it.
   reactor_->post([core = core_, address = std::move(address_), epoch = epoch_,
-                  body = std::move(body)]() mutable {
+                  seq = seq_, body = std::move(body)]() mutable {
     if (std::shared_ptr<Core> c = core.lock()) {
-      c->SendReply(std::move(address), epoch, std::move(body));
+      c->SendReply(std::move(address), epoch, seq, std::move(body));
     }
   });
   return true;

@@ -26,13 +26,27 @@
 // next request only after the reply.  A broker with worker prefetch (an
 // opt-in extension, see majordomo_broker.h) sends up to N without waiting:
 // the handler is then called for each REQUEST as it arrives, also while
-// earlier Repliers are unanswered, and since every Replier carries its own
-// client address, replies may be made in any order.  A Replier answers exactly
-// one request;
-// dropping it without replying leaves the broker waiting for a reply from
-// this worker (until the worker reconnects).  A reply made after the worker
+// earlier Repliers are unanswered, and replies may be made in any order.
+// The broker settles a REPLY with the oldest request of that client at this
+// worker, so the worker sends the replies to one client in the order that
+// client's requests came: a reply made early waits (in the worker) until the
+// earlier requests of the same client are answered.  Replies to different
+// clients are never held up by each other.  A reply made after the worker
 // reconnected, stopped or was destroyed is dropped (the broker has already
 // given the request to another worker), and counted.
+//
+// An unanswered request is given back.  A Replier answers exactly one
+// request.  One destroyed without a reply (the handler dropped it, or threw:
+// its by-value Replier is destroyed while the exception unwinds, and the
+// reactor reports the exception) makes the worker tell the broker: it sends
+// DISCONNECT and, after reconnect_delay, connects again with a new socket
+// and READY (Stats::abandoned).  The broker then redispatches every request
+// this worker held (or drops one that failed max_redispatch times, so a
+// request that breaks every handler cannot take the whole pool down), and
+// replies made later for requests of the old connection are dropped.  MDP
+// has no failure reply; to tell a client that its request failed, reply
+// with an error of your own making.  The C and Python bindings follow the
+// same policy (docs/majordomo.md).
 //
 // Threading.  Construct, use and destroy the worker on the reactor's thread.
 // Replier::Reply may be called on any thread (it posts to the reactor when
@@ -75,16 +89,22 @@ class MdpWorker {
     std::uint64_t reconnects = 0;       // new sockets after the first
     std::uint64_t disconnects_received = 0;
     std::uint64_t malformed = 0;  // messages from the broker dropped
+    std::uint64_t abandoned = 0;  // Repliers dropped unanswered (each made
+                                  // the worker give its requests back)
   };
 
   class Core;  // shared with outstanding Repliers
 
   // Answers one request.  Move-only; valid until Reply() is called.
+  // Destroying (or move-assigning over) a valid Replier without a reply
+  // gives its request back (see "An unanswered request" above); on another
+  // thread that posts to the reactor, which must still be running then.
   class Replier {
    public:
     Replier() = default;
-    Replier(Replier&&) = default;
-    Replier& operator=(Replier&&) = default;
+    Replier(Replier&& other) noexcept;
+    Replier& operator=(Replier&& other) noexcept;
+    ~Replier();
 
     // Sends `body` as the reply (an empty `body` is sent as one empty frame,
     // since MDP replies carry at least one frame).  Any thread.  Returns
@@ -92,12 +112,21 @@ class MdpWorker {
     bool Reply(Frames body);
     bool valid() const { return !core_.expired() && !used_; }
 
+    // Makes this Replier inert without telling the worker anything, for an
+    // owner that knows the worker's reactor is gone (the C binding, whose
+    // tokens may outlive their reactor).  Rarely what you want otherwise.
+    void Forget();
+
    private:
     friend class Core;
+    // Gives the request back when this Replier is still unanswered.
+    void Abandon();
+
     std::weak_ptr<Core> core_;
     Reactor* reactor_ = nullptr;
     zmq::message_t address_;   // the client's address, echoed in REPLY
     std::uint64_t epoch_ = 0;  // which connection the request came on
+    std::uint64_t seq_ = 0;    // which request of that connection
     bool used_ = false;
   };
 

@@ -9,6 +9,7 @@
 #include <chrono>
 #include <functional>
 #include <mutex>
+#include <stdexcept>
 #include <string>
 #include <thread>
 #include <vector>
@@ -236,6 +237,117 @@ TEST_F(MdpWorkerTest, MalformedFromBrokerIsCounted) {
   }
   EXPECT_EQ(Stats().malformed, 3u);
   EXPECT_EQ(Stats().requests, 0u);
+}
+
+// Issue 10 item 6: a Replier dropped without a reply (the handler kept
+// nothing) makes the worker give the request back: DISCONNECT, then a new
+// socket and READY, so the broker redispatches it.  Before the fix the
+// worker stayed registered and heartbeating, and never got work again.
+TEST_F(MdpWorkerTest, DroppedReplierGivesTheRequestBack) {
+  StartWorker([](Frames, MdpWorker::Replier) {});
+  const std::string id = Recv()[0];
+  Send({id, "", "MDPW01", kRequest, "c", "", "x"});
+  EXPECT_THAT(Recv(), ElementsAre(id, "", "MDPW01", kDisconnect));
+  auto ready = Recv();
+  ASSERT_EQ(ready.size(), 5u);
+  EXPECT_EQ(ready[3], kReady);
+  EXPECT_NE(ready[0], id);
+  auto s = Stats();
+  EXPECT_EQ(s.abandoned, 1u);
+  EXPECT_EQ(s.replies, 0u);
+}
+
+// The same for a handler that throws (the reactor reports the exception).
+TEST_F(MdpWorkerTest, ThrowingHandlerGivesTheRequestBack) {
+  std::atomic<int> reported{0};
+  thread_.invoke([&](Reactor& r) {
+    r.set_error_handler(
+        [&](std::exception_ptr, std::string_view) { ++reported; });
+  });
+  StartWorker([](Frames, MdpWorker::Replier) {
+    throw std::runtime_error("handler bug");
+  });
+  const std::string id = Recv()[0];
+  Send({id, "", "MDPW01", kRequest, "c", "", "x"});
+  EXPECT_THAT(Recv(), ElementsAre(id, "", "MDPW01", kDisconnect));
+  auto ready = Recv();
+  ASSERT_EQ(ready.size(), 5u);
+  EXPECT_EQ(ready[3], kReady);
+  EXPECT_EQ(reported.load(), 1);
+  EXPECT_EQ(Stats().abandoned, 1u);
+}
+
+// A Replier dropped on another thread, and one moved-over, give back too; a
+// moved-from Replier and one for an old connection do nothing.
+TEST_F(MdpWorkerTest, ReplierDroppedElsewhereOrOverwrittenGivesBack) {
+  std::mutex mu;
+  std::vector<MdpWorker::Replier> held;
+  StartWorker([&](Frames, MdpWorker::Replier r) {
+    std::lock_guard<std::mutex> lock(mu);
+    held.push_back(std::move(r));
+  });
+  std::string id = Recv()[0];
+  Send({id, "", "MDPW01", kRequest, "c", "", "x"});
+  for (int i = 0; i < 500; ++i) {
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      if (!held.empty()) break;
+    }
+    std::this_thread::sleep_for(2ms);
+  }
+  std::thread([&] {
+    std::lock_guard<std::mutex> lock(mu);
+    MdpWorker::Replier moved = std::move(held[0]);  // held[0]: moved-from
+    held.clear();                                   // nothing to give back
+  }).join();  // `moved` dropped here, on this thread
+  EXPECT_THAT(Recv(), ElementsAre(id, "", "MDPW01", kDisconnect));
+  auto ready = Recv();
+  ASSERT_EQ(ready.size(), 5u);
+  id = ready[0];
+  EXPECT_EQ(Stats().abandoned, 1u);
+  // Move-assigning over an unanswered Replier gives that one back.
+  Send({id, "", "MDPW01", kRequest, "c", "", "y"});
+  for (int i = 0; i < 500; ++i) {
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      if (!held.empty()) break;
+    }
+    std::this_thread::sleep_for(2ms);
+  }
+  thread_.invoke([&](Reactor&) {
+    std::lock_guard<std::mutex> lock(mu);
+    held[0] = MdpWorker::Replier();
+  });
+  EXPECT_THAT(Recv(), ElementsAre(id, "", "MDPW01", kDisconnect));
+  EXPECT_EQ(Stats().abandoned, 2u);
+}
+
+// With several requests outstanding (broker prefetch), the replies to one
+// client leave in the order its requests came, whatever order the handler
+// answers in: the broker settles a REPLY with that client's oldest request
+// at this worker.  Replies to other clients are not held up.
+TEST_F(MdpWorkerTest, RepliesToOneClientLeaveInArrivalOrder) {
+  std::vector<MdpWorker::Replier> held;
+  MdpWorker::Options o = Fast();
+  o.heartbeat_liveness = 100;  // the fake broker sends no heartbeats
+  StartWorker(
+      [&](Frames, MdpWorker::Replier r) { held.push_back(std::move(r)); }, o);
+  const std::string id = Recv()[0];
+  Send({id, "", "MDPW01", kRequest, "c", "", "c1"});
+  Send({id, "", "MDPW01", kRequest, "c", "", "c2"});
+  Send({id, "", "MDPW01", kRequest, "d", "", "d1"});
+  for (int i = 0; i < 500 && Stats().requests < 3; ++i) {
+    std::this_thread::sleep_for(2ms);
+  }
+  ASSERT_EQ(Stats().requests, 3u);
+  thread_.invoke([&](Reactor&) { held[1].Reply(MakeFrames({"a2"})); });
+  EXPECT_TRUE(Recv(false, 200ms).empty());  // held back behind c1
+  thread_.invoke([&](Reactor&) { held[2].Reply(MakeFrames({"b1"})); });
+  EXPECT_THAT(Recv(), ElementsAre(id, "", "MDPW01", kReply, "d", "", "b1"));
+  thread_.invoke([&](Reactor&) { held[0].Reply(MakeFrames({"a1"})); });
+  EXPECT_THAT(Recv(), ElementsAre(id, "", "MDPW01", kReply, "c", "", "a1"));
+  EXPECT_THAT(Recv(), ElementsAre(id, "", "MDPW01", kReply, "c", "", "a2"));
+  EXPECT_EQ(Stats().replies, 3u);
 }
 
 TEST(MdpWorkerStartTest, RejectsReservedAndEmptyServices) {

@@ -12,6 +12,7 @@
 #include <memory>
 #include <mutex>
 #include <random>
+#include <stdexcept>
 #include <string>
 #include <thread>
 #include <vector>
@@ -393,6 +394,44 @@ TEST_F(MdpHardeningTest, AsyncClientNeverCompletesARequestWithAnotherReply) {
   });
   for (std::uint64_t n : served) EXPECT_GT(n, 0u);
   EXPECT_GT(Stats().tagged_requests, 0u);
+}
+
+// Issue 10 item 6, end to end: a worker whose handler throws (or drops its
+// Replier) gives the request back, the broker redispatches it to the other
+// worker, and the client gets its answer.  Before the fix the request was
+// lost and the worker, still registered, never got work again.
+TEST_F(MdpHardeningTest, UnansweredRequestIsGivenBackAndServedElsewhere) {
+  auto o = FastBroker();
+  o.max_redispatch = 3;
+  StartBroker(o);
+  std::atomic<int> thrown{0}, dropped{0};
+  worker_thread_.invoke([&](Reactor& r) {
+    r.set_error_handler([](std::exception_ptr, std::string_view) {});
+  });
+  AddWorker("svc", [&](Frames, MdpWorker::Replier) {
+    ++thrown;
+    throw std::runtime_error("handler bug");
+  });
+  ASSERT_TRUE(WaitFor([&] { return Workers("svc") == 1; }));
+  AddWorker("svc", [&](Frames, MdpWorker::Replier) { ++dropped; });
+  ASSERT_TRUE(WaitFor([&] { return Workers("svc") == 2; }));
+  AddWorker("svc", Echo());
+  ASSERT_TRUE(WaitFor([&] { return Workers("svc") == 3; }));
+  MdpClient client(endpoint_, Quick(0, 10000ms), &ctx_);
+  for (int i = 0; i < 6; ++i) {
+    auto reply = client.Request("svc", MakeFrames({std::to_string(i)}));
+    ASSERT_TRUE(reply.ok()) << reply.status();
+    EXPECT_THAT(FramesToStrings(*reply), ElementsAre(std::to_string(i)));
+  }
+  EXPECT_GT(thrown.load(), 0);
+  EXPECT_GT(dropped.load(), 0);
+  const auto s = Stats();
+  EXPECT_GE(s.redispatched, static_cast<std::uint64_t>(thrown + dropped));
+  EXPECT_EQ(s.failures, 0u);
+  const auto abandoned = worker_thread_.invoke([&](Reactor&) {
+    return workers_[0]->stats().abandoned + workers_[1]->stats().abandoned;
+  });
+  EXPECT_EQ(abandoned, static_cast<std::uint64_t>(thrown + dropped));
 }
 
 }  // namespace

@@ -124,19 +124,52 @@ class MajordomoTest(unittest.TestCase):
         self.assertEqual(self.request("mmi.service", [b"nope"]).frames,
                          [b"404"])
 
-    def test_handler_exception_answers_an_error(self):
-        def handler(frames):
-            raise RuntimeError("disk full")
+    def test_handler_exception_gives_the_request_back(self):
+        # Issue 10 item 6, one policy with C++ and C: a handler that raises
+        # leaves its request unanswered, so the worker gives it back
+        # (DISCONNECT, reconnect) and the broker redispatches it; here the
+        # handler's second try succeeds.  The exception is reported.
+        calls = []
 
-        self.worker(b"bad", handler)
+        def handler(frames):
+            calls.append(frames)
+            if len(calls) == 1:
+                raise RuntimeError("disk full")
+            return [b"done"] + frames
+
+        self.worker(b"flaky", handler)
+        self.wait_workers(b"flaky", 1)
+        result = self.request(b"flaky", [b"x"])
+        self.assertTrue(result.ok, result)
+        self.assertEqual(result.frames, [b"done", b"x"])
+        self.assertEqual(len(calls), 2)
+        self.assertEqual([w for w, _ in self.reported], ["majordomo handler"])
+        self.assertIsInstance(self.reported[0][1], RuntimeError)
+        self.reported.clear()
+        # Frames that are not frames: the same.
+        bad = [0]
+
+        def wrong_type(frames):
+            bad[0] += 1
+            return 42 if bad[0] == 1 else frames
+
+        self.worker(b"typed", wrong_type)
+        self.wait_workers(b"typed", 1)
+        result = self.request(b"typed", [b"y"])
+        self.assertEqual(result.frames, [b"y"])
+        self.assertIsInstance(self.reported[0][1], TypeError)
+        self.reported.clear()
+
+    def test_explicit_error_reply(self):
+        def handler(frames, reply):
+            reply.error(RuntimeError("disk full"))
+
+        self.worker(b"bad", handler, with_reply=True)
         self.wait_workers(b"bad", 1)
         result = self.request(b"bad", [b"x"])
         self.assertTrue(result.ok)  # MDP itself has no failure reply
         self.assertEqual(result.frames,
                          [zbrokers.WORKER_ERROR, b"RuntimeError: disk full"])
-        # The worker is free again for the next request.
-        result = self.request(b"bad", [b"y"])
-        self.assertEqual(result.frames[0], zbrokers.WORKER_ERROR)
 
     def test_deferred_reply_from_another_thread(self):
         threads = []
@@ -154,11 +187,22 @@ class MajordomoTest(unittest.TestCase):
         for t in threads:
             t.join(WAIT)
 
-    def test_dropped_reply_frees_the_worker(self):
-        self.worker(b"drop", lambda frames, reply: None, with_reply=True)
+    def test_dropped_reply_gives_the_request_back(self):
+        # An MdpReply dropped unsent (here: the first one) gives the request
+        # back; the broker redispatches it to the reconnected worker, which
+        # answers this time.  Before the fix it answered "unanswered".
+        seen = []
+
+        def handler(frames, reply):
+            seen.append(frames)
+            if len(seen) > 1:
+                reply.send([b"second try"])
+
+        self.worker(b"drop", handler, with_reply=True)
         self.wait_workers(b"drop", 1)
         result = self.request(b"drop", [b"x"])
-        self.assertEqual(result.frames, [zbrokers.WORKER_ERROR, b"unanswered"])
+        self.assertEqual(result.frames, [b"second try"])
+        self.assertEqual(seen, [[b"x"], [b"x"]])
 
     def test_timeout_without_workers(self):
         result = self.request(b"nobody", [b"x"], timeout=0.05)

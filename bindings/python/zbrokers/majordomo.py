@@ -10,11 +10,15 @@ the standard one, so these interoperate with any MDP peer in any language.
     client = zbrokers.MdpClient(reactor, broker.endpoint)
     client.request(b"echo", [b"hi"], lambda result: print(result.frames))
 
-MDP has no failure reply.  When a worker's handler raises, the worker
-answers [b"zb:worker-error", b"TypeName: message"] so that the client learns
-about it and the worker stays free for the next request; clients that care
-check the first frame.  All three belong to the reactor's thread; only
-MdpReply objects may be used from any thread.
+MDP has no failure reply.  A request the handler does not answer -- it
+raised (the exception goes to the reactor's error handler), returned
+something that is not frames, or let its MdpReply go unsent -- is given
+back: the worker sends the broker DISCONNECT and reconnects, and the broker
+redispatches the request (or drops one that failed max_redispatch times);
+the same policy as the C++ and C workers (docs/majordomo.md).  To tell the
+client that its request failed, answer it: MdpReply.error(exc) replies
+[b"zb:worker-error", b"TypeName: message"].  All three belong to the
+reactor's thread; only MdpReply objects may be used from any thread.
 """
 
 from __future__ import annotations
@@ -138,10 +142,10 @@ def _error_frames(exc: BaseException) -> List[bytes]:
 class MdpReply:
     """The reply to one MDP request, for handlers that answer later.
 
-    send() may be called once, from any thread.  A worker serves one request
-    at a time: the broker sends it nothing else until it replied.  An
-    MdpReply dropped without an answer therefore answers
-    [b"zb:worker-error", b"unanswered"] rather than leave the worker stuck.
+    send(), error() or discard() may be called once, from any thread.  A
+    worker serves one request at a time: the broker sends it nothing else
+    until it replied.  An MdpReply dropped without an answer is discarded:
+    the request is given back to the broker (see the module docstring).
     """
 
     def __init__(self, token: int):
@@ -166,10 +170,19 @@ class MdpReply:
         """Replies [b"zb:worker-error", b"TypeName: message"]."""
         return self.send(_error_frames(exc))
 
+    def discard(self) -> bool:
+        """Gives the request back unanswered: the worker reconnects and the
+        broker redispatches it.  Returns False when already answered."""
+        with self._lock:
+            token, self._token = self._token, None
+        if token is None:
+            return False
+        n.lib.zb_mdp_replier_discard(token)
+        return True
+
     def __del__(self):
         try:
-            if self._token is not None:
-                self.send([WORKER_ERROR, b"unanswered"])
+            self.discard()
         except Exception:
             pass
 
@@ -179,9 +192,10 @@ class MdpWorker(_Child):
 
     handler(frames) runs on the reactor thread for every request and returns
     the reply frames (None answers one empty frame).  If it raises, the
-    worker replies [b"zb:worker-error", b"TypeName: message"].  With
-    with_reply=True it is handler(frames, reply) and answers through the
-    MdpReply, at once or later from any thread.
+    exception goes to the reactor's error handler and the request is given
+    back to the broker (module docstring).  With with_reply=True it is
+    handler(frames, reply) and answers through the MdpReply, at once or
+    later from any thread.
 
     heartbeat must match the broker's; the worker reconnects after
     `liveness` silent heartbeats, waiting `reconnect_delay` seconds first.
@@ -199,27 +213,32 @@ class MdpWorker(_Child):
         self.endpoint = endpoint
         reactor_ref = weakref.ref(reactor)
 
+        def give_back(reply, exc):
+            # Unanswered: the request goes back to the broker, and the
+            # exception to the reactor's error handler.
+            reply.discard()
+            r = reactor_ref()
+            if r is not None:
+                r._report(exc, "majordomo handler")
+
         def on_request(token, frames):
             reply = MdpReply(token)
             if with_reply:
                 try:
                     handler(frames, reply)
                 except Exception as e:
-                    if not reply.error(e):
-                        raise  # already answered: a bug worth reporting
+                    give_back(reply, e)
                 return
             try:
                 value = handler(frames)
             except Exception as e:
-                reply.error(e)
+                give_back(reply, e)
                 return
             try:
-                reply.send(_success_frames(value))
+                # send() checks the frames before it uses the token.
+                reply.send(value)
             except TypeError as e:
-                reply.error(e)
-                r = reactor_ref()
-                if r is not None:
-                    r._report(e, "majordomo handler")
+                give_back(reply, e)
 
         key = n.register(_Entry(reactor, on_request, "majordomo handler"))
         ptr = ctypes.c_void_p()
