@@ -410,7 +410,12 @@ TEST_F(MdpIntegrationTest, DrainFinishesOpenRequestsThenDisconnectsWorkers) {
 
 TEST_F(MdpIntegrationTest, DrainGraceExpires) {
   StartBroker();
-  AddWorker("never", [](Frames, MdpWorker::Replier) {});  // never answers
+  // Never answers: keeps its Repliers (one dropped would give the request
+  // back).  Worker thread only.
+  std::vector<MdpWorker::Replier> held;
+  AddWorker("never", [&](Frames, MdpWorker::Replier r) {
+    held.push_back(std::move(r));
+  });
   ASSERT_TRUE(WaitFor([&] { return Workers("never") == 1; }));
   MdpClient client(endpoint_, Quick(0, 1000ms), &ctx_);
   EXPECT_FALSE(client.Request("never", MakeFrames({"a"})).ok());
@@ -423,6 +428,7 @@ TEST_F(MdpIntegrationTest, DrainGraceExpires) {
   auto s = Stats();
   EXPECT_EQ(s.expired, 1u);  // the open request was given up
   EXPECT_EQ(s.workers_disconnected, 1u);
+  worker_thread_.invoke([&](Reactor&) { held.clear(); });
 }
 
 TEST_F(MdpIntegrationTest, HooksSeeWorkersAndLatency) {
