@@ -242,21 +242,37 @@ int Reactor::dispatch_socket(Watch& w) {
 
 // --- Timers ----------------------------------------------------------------
 
-TimerId Reactor::after(Clock::duration delay, Callback cb) {
+// Out of line and cold: the check itself is one test of the callback.
+[[gnu::cold, gnu::noinline]] static absl::Status NullTimerCallback(
+    const char* method) {
+  return absl::InvalidArgumentError(
+      absl::StrFormat("%s: the timer callback is empty", method));
+}
+
+absl::StatusOr<TimerId> Reactor::after(Clock::duration delay, Callback cb) {
   check_thread("after");
+  if (!cb) [[unlikely]] {
+    return NullTimerCallback("after");
+  }
   return timers_.add(DeadlineAfter(delay), Clock::duration::zero(),
                      std::move(cb));
 }
 
-TimerId Reactor::every(Clock::duration period, Callback cb) {
+absl::StatusOr<TimerId> Reactor::every(Clock::duration period, Callback cb) {
   check_thread("every");
+  if (!cb) [[unlikely]] {
+    return NullTimerCallback("every");
+  }
   // A period below 1 ns would make a timer that never advances.
   if (period <= Clock::duration::zero()) period = Clock::duration(1);
   return timers_.add(DeadlineAfter(period), period, std::move(cb));
 }
 
-TimerId Reactor::at(Clock::time_point deadline, Callback cb) {
+absl::StatusOr<TimerId> Reactor::at(Clock::time_point deadline, Callback cb) {
   check_thread("at");
+  if (!cb) [[unlikely]] {
+    return NullTimerCallback("at");
+  }
   return timers_.add(deadline, Clock::duration::zero(), std::move(cb));
 }
 
@@ -274,12 +290,24 @@ int Reactor::fire_due_timers() {
 
 // --- Cross-thread ------------------------------------------------------------
 
-void Reactor::post(Task task) {
+bool Reactor::post(Task task) {
+  if (!task) return false;
   bool was_empty;
   {
     std::lock_guard<std::mutex> lock(post_mu_);
-    was_empty = posted_.empty();
-    posted_.push_back(std::move(task));
+    if (posts_closed_) [[unlikely]] {
+      // Destroyed below, outside the lock: its destructor may do anything,
+      // even post() again.
+      was_empty = false;
+    } else {
+      was_empty = posted_.empty();
+      posted_.push_back(std::move(task));
+      task = nullptr;
+    }
+  }
+  if (task) {
+    task = nullptr;
+    return false;
   }
   // Only the first task of a batch needs to wake the loop: the loop takes the
   // whole queue at once after it has consumed the wake-up.
@@ -288,6 +316,19 @@ void Reactor::post(Task task) {
     const std::uint64_t one = 1;
     [[maybe_unused]] ssize_t n = ::write(wake_fd_, &one, sizeof one);
   }
+  return true;
+}
+
+void Reactor::close_post_queue() {
+  check_thread("close_post_queue");
+  std::vector<Task> dropped;
+  {
+    std::lock_guard<std::mutex> lock(post_mu_);
+    posts_closed_ = true;
+    dropped.swap(posted_);
+  }
+  // Destroyed here, unrun and outside the lock (a destructor may post).
+  dropped.clear();
 }
 
 void Reactor::stop() {
@@ -322,8 +363,34 @@ int Reactor::run_posted() {
 
 // --- Running -----------------------------------------------------------------
 
+// Out of line and cold, like WrongThread().
+[[gnu::cold, gnu::noinline]] static absl::Status Reentered(const char* method) {
+  return absl::FailedPreconditionError(absl::StrFormat(
+      "zb::Reactor::%s called from inside one of its callbacks; a nested "
+      "iteration would overwrite the frames the outer handler is reading",
+      method));
+}
+
+namespace {
+// Clears Reactor::running_ however the loop is left.
+class RunningScope {
+ public:
+  explicit RunningScope(bool& running) : running_(running) { running_ = true; }
+  ~RunningScope() { running_ = false; }
+  RunningScope(const RunningScope&) = delete;
+  RunningScope& operator=(const RunningScope&) = delete;
+
+ private:
+  bool& running_;
+};
+}  // namespace
+
 absl::StatusOr<int> Reactor::run_once(Clock::duration max_wait) {
   check_thread("run_once");
+  if (running_) [[unlikely]] {
+    return Reentered("run_once");
+  }
+  RunningScope scope(running_);
   return iterate(max_wait);
 }
 
@@ -480,6 +547,10 @@ absl::StatusOr<int> Reactor::iterate(Clock::duration max_wait) {
 
 absl::Status Reactor::run() {
   check_thread("run");
+  if (running_) [[unlikely]] {
+    return Reentered("run");
+  }
+  RunningScope scope(running_);
   for (;;) {
     // A plain load first: the locked exchange is only needed once a stop
     // has actually been requested, not on every iteration.

@@ -46,7 +46,16 @@
 // fires in the next round at the earliest, and one whose deadline has
 // passed also waits behind the timers that were already due.
 //
-// Errors.  Registration errors come back as absl::Status.  An exception thrown
+// Re-entrancy.  run() and run_once() must not be called from inside one of
+// the reactor's own callbacks (a handler, timer or posted task): a nested
+// iteration would rebuild the poll set under the outer one and receive into
+// the frame buffer whose span the outer handler is still reading.  Such a
+// call is refused with FailedPrecondition, in every build; it costs one bool.
+//
+// Errors.  Registration errors come back as absl::Status; so do null
+// callbacks (add() without a message handler, add_fd() without any handler,
+// after()/every()/at() with an empty callback), which are refused at once
+// rather than called later.  An exception thrown
 // by any callback is passed to the error handler (by default it is printed on
 // stderr) and the loop carries on in a consistent state.
 
@@ -132,13 +141,16 @@ class Reactor {
 
   // --- Timers (owner thread only) -------------------------------------------
 
-  // Calls `cb` once, `delay` from now.
-  TimerId after(Clock::duration delay, Callback cb);
+  // Calls `cb` once, `delay` from now.  The only failure is InvalidArgument
+  // for an empty `cb` (nothing is scheduled; the same holds for every() and
+  // at()), so a caller that passes a lambda may dereference the result
+  // directly: `id_ = *reactor.after(d, [this] { ... });`.
+  absl::StatusOr<TimerId> after(Clock::duration delay, Callback cb);
   // Calls `cb` every `period` (> 0), first `period` from now.
-  TimerId every(Clock::duration period, Callback cb);
+  absl::StatusOr<TimerId> every(Clock::duration period, Callback cb);
   // Calls `cb` once at `deadline`; a deadline in the past fires on the next
   // loop iteration.
-  TimerId at(Clock::time_point deadline, Callback cb);
+  absl::StatusOr<TimerId> at(Clock::time_point deadline, Callback cb);
   // Cancels a timer.  Returns false when `id` is unknown, already fired (for
   // a one-shot timer) or already cancelled.
   bool cancel(TimerId id);
@@ -148,22 +160,39 @@ class Reactor {
   // --- Running (owner thread only) -----------------------------------------
 
   // Runs until stop().  Returns a non-OK status when polling fails (e.g. the
-  // ZeroMQ context was terminated).
+  // ZeroMQ context was terminated), and FailedPrecondition at once when
+  // called from inside one of this reactor's callbacks (see Re-entrancy).
   absl::Status run();
   // Waits at most `max_wait` for something to happen, handles everything that
-  // is ready, and returns.  Returns the number of callbacks it ran.
+  // is ready, and returns.  Returns the number of callbacks it ran, or
+  // FailedPrecondition (nothing done) when called from inside one of this
+  // reactor's callbacks.
   absl::StatusOr<int> run_once(Clock::duration max_wait);
+  // True while run() or run_once() is on the stack, i.e. when called from
+  // one of this reactor's callbacks.  Owner thread only.
+  bool in_callback() const { return running_; }
 
   // --- Any thread ----------------------------------------------------------
 
   // Runs `task` on the reactor thread at the start of the next iteration.
   // Tasks posted by one thread run in the order they were posted.  Wakes a
-  // reactor that is blocked in poll at once.
-  void post(Task task);
+  // reactor that is blocked in poll at once.  Returns true when the task was
+  // queued; false, with the task destroyed at once on the calling thread,
+  // when it is empty or the queue was closed (close_post_queue(): a
+  // zb::ReactorThread whose loop has ended).  A task still queued when the
+  // reactor is destroyed is destroyed unrun.
+  bool post(Task task);
   // Makes run() return after the current iteration.  Wakes a blocked reactor.
   // A stop() that arrives while run() is not running makes the next run()
   // return at once.
   void stop();
+
+  // Ends cross-thread work for good (owner thread only, once the loop will
+  // not run again): destroys every queued task unrun, here, and makes every
+  // later post() refuse its task.  zb::ReactorThread calls it when its loop
+  // has ended, so that nothing waits for a task that can never run (a task
+  // that owns a promise breaks it when destroyed).
+  void close_post_queue();
 
   // Replaces the error handler (owner thread only).
   void set_error_handler(ErrorHandler handler);
@@ -192,6 +221,7 @@ class Reactor {
   std::vector<Watch*> poll_owners_;  // parallel to pollfds_[1..]
   std::vector<short> ready_;  // per poll_owners_: ZMQ_EVENTS before polling
   bool has_raw_fds_ = false;
+  bool running_ = false;  // run() or run_once() is on the stack
   bool poll_items_dirty_ = true;
   // Frames of the message being handed to a handler; reused for every message.
   std::vector<zmq::message_t> frames_;
@@ -201,7 +231,8 @@ class Reactor {
   // Cross-thread state.
   int wake_fd_ = -1;  // eventfd
   std::mutex post_mu_;
-  std::vector<Task> posted_;  // guarded by post_mu_
+  std::vector<Task> posted_;   // guarded by post_mu_
+  bool posts_closed_ = false;  // guarded by post_mu_
   std::vector<Task> running_posted_;
   std::atomic<bool> stop_requested_{false};
   // Set by post() and stop() before they signal wake_fd_, cleared when the

@@ -15,6 +15,8 @@
 #include <atomic>
 #include <chrono>
 #include <functional>
+#include <future>
+#include <memory>
 #include <stdexcept>
 #include <string>
 #include <thread>
@@ -72,11 +74,11 @@ class ReactorTest : public testing::Test {
 TEST_F(ReactorTest, TimersFireInDeadlineOrderAndTiesInAddOrder) {
   std::vector<std::string> log;
   const auto base = Clock::now() + milliseconds(20);
-  reactor_.at(base + milliseconds(10), [&] { log.push_back("tie1"); });
-  reactor_.at(base + milliseconds(20), [&] { log.push_back("last"); });
-  reactor_.at(base + milliseconds(10), [&] { log.push_back("tie2"); });
-  reactor_.at(base, [&] { log.push_back("first"); });
-  reactor_.at(base + milliseconds(10), [&] { log.push_back("tie3"); });
+  reactor_.at(base + milliseconds(10), [&] { log.push_back("tie1"); }).value();
+  reactor_.at(base + milliseconds(20), [&] { log.push_back("last"); }).value();
+  reactor_.at(base + milliseconds(10), [&] { log.push_back("tie2"); }).value();
+  reactor_.at(base, [&] { log.push_back("first"); }).value();
+  reactor_.at(base + milliseconds(10), [&] { log.push_back("tie3"); }).value();
   EXPECT_EQ(reactor_.timer_count(), 5u);
   ASSERT_TRUE(RunUntil(reactor_, [&] { return log.size() == 5; }));
   EXPECT_THAT(log, ElementsAre("first", "tie1", "tie2", "tie3", "last"));
@@ -87,10 +89,13 @@ TEST_F(ReactorTest, AfterFiresOnceNotEarly) {
   const auto start = Clock::now();
   Clock::time_point fired_at;
   int calls = 0;
-  reactor_.after(milliseconds(30), [&] {
-    fired_at = Clock::now();
-    ++calls;
-  });
+  reactor_
+      .after(milliseconds(30),
+             [&] {
+               fired_at = Clock::now();
+               ++calls;
+             })
+      .value();
   ASSERT_TRUE(RunUntil(reactor_, [&] { return calls == 1; }));
   EXPECT_GE(fired_at - start, milliseconds(30));
   for (int i = 0; i < 5; ++i)
@@ -100,8 +105,8 @@ TEST_F(ReactorTest, AfterFiresOnceNotEarly) {
 
 TEST_F(ReactorTest, CancelledTimerNeverFires) {
   int a = 0, b = 0;
-  const TimerId id = reactor_.after(milliseconds(5), [&] { ++a; });
-  reactor_.after(milliseconds(20), [&] { ++b; });
+  const TimerId id = reactor_.after(milliseconds(5), [&] { ++a; }).value();
+  reactor_.after(milliseconds(20), [&] { ++b; }).value();
   EXPECT_TRUE(reactor_.cancel(id));
   ASSERT_TRUE(RunUntil(reactor_, [&] { return b == 1; }));
   EXPECT_EQ(a, 0);
@@ -113,17 +118,20 @@ TEST_F(ReactorTest, CancelSelfSiblingFiredAndUnknown) {
   TimerId sibling = 0;
   int sibling_calls = 0;
   bool cancel_sibling = false;
-  reactor_.at(when, [&] { cancel_sibling = reactor_.cancel(sibling); });
-  sibling = reactor_.at(when, [&] { ++sibling_calls; });
+  reactor_.at(when, [&] { cancel_sibling = reactor_.cancel(sibling); }).value();
+  sibling = reactor_.at(when, [&] { ++sibling_calls; }).value();
 
   // A periodic timer that cancels itself on its second call.
   TimerId self = 0;
   int self_calls = 0;
-  self = reactor_.every(milliseconds(2), [&] {
-    if (++self_calls == 2) {
-      EXPECT_TRUE(reactor_.cancel(self));
-    }
-  });
+  self = reactor_
+             .every(milliseconds(2),
+                    [&] {
+                      if (++self_calls == 2) {
+                        EXPECT_TRUE(reactor_.cancel(self));
+                      }
+                    })
+             .value();
 
   ASSERT_TRUE(RunUntil(reactor_, [&] { return self_calls >= 2; }));
   ASSERT_TRUE(RunUntil(reactor_, [&] { return reactor_.timer_count() == 0; }));
@@ -135,7 +143,7 @@ TEST_F(ReactorTest, CancelSelfSiblingFiredAndUnknown) {
   // Already fired, and never issued.
   int fired = 0;
   const TimerId once =
-      reactor_.after(Clock::duration::zero(), [&] { ++fired; });
+      reactor_.after(Clock::duration::zero(), [&] { ++fired; }).value();
   ASSERT_TRUE(RunUntil(reactor_, [&] { return fired == 1; }));
   EXPECT_FALSE(reactor_.cancel(once));
   EXPECT_FALSE(reactor_.cancel(0));
@@ -144,7 +152,7 @@ TEST_F(ReactorTest, CancelSelfSiblingFiredAndUnknown) {
 
 TEST_F(ReactorTest, PeriodicTimerKeepsFiring) {
   int calls = 0;
-  const TimerId id = reactor_.every(milliseconds(3), [&] { ++calls; });
+  const TimerId id = reactor_.every(milliseconds(3), [&] { ++calls; }).value();
   ASSERT_TRUE(RunUntil(reactor_, [&] { return calls >= 5; }));
   EXPECT_EQ(reactor_.timer_count(), 1u);
   EXPECT_TRUE(reactor_.cancel(id));
@@ -160,7 +168,7 @@ TEST_F(ReactorTest, PeriodicTimerSkipsMissedPeriods) {
   // here); the skip rule fires once and moves on to a future grid point.
   // (The exact grid is checked with a fake clock in timer_queue_test.cc.)
   int calls = 0;
-  reactor_.every(milliseconds(20), [&] { ++calls; });
+  reactor_.every(milliseconds(20), [&] { ++calls; }).value();
   std::this_thread::sleep_for(milliseconds(210));
   for (int i = 0; i < 5; ++i) {
     ASSERT_TRUE(reactor_.run_once(Clock::duration::zero()).ok());
@@ -171,7 +179,7 @@ TEST_F(ReactorTest, PeriodicTimerSkipsMissedPeriods) {
 
 TEST_F(ReactorTest, AtInThePastFiresOnTheNextIteration) {
   int calls = 0;
-  reactor_.at(Clock::now() - seconds(1), [&] { ++calls; });
+  reactor_.at(Clock::now() - seconds(1), [&] { ++calls; }).value();
   // No waiting: the overdue timer makes the poll return at once.
   absl::StatusOr<int> handled = reactor_.run_once(seconds(5));
   ASSERT_TRUE(handled.ok());
@@ -181,9 +189,12 @@ TEST_F(ReactorTest, AtInThePastFiresOnTheNextIteration) {
 
 TEST_F(ReactorTest, PastTimerAddedByACallbackFiresInTheNextIteration) {
   int inner = 0;
-  reactor_.at(Clock::now() - milliseconds(1), [&] {
-    reactor_.at(Clock::now() - seconds(1), [&] { ++inner; });
-  });
+  reactor_
+      .at(Clock::now() - milliseconds(1),
+          [&] {
+            reactor_.at(Clock::now() - seconds(1), [&] { ++inner; }).value();
+          })
+      .value();
   ASSERT_TRUE(reactor_.run_once(Clock::duration::zero()).ok());
   EXPECT_EQ(inner, 0);
   ASSERT_TRUE(reactor_.run_once(seconds(5)).ok());
@@ -192,7 +203,7 @@ TEST_F(ReactorTest, PastTimerAddedByACallbackFiresInTheNextIteration) {
 
 TEST_F(ReactorTest, RunOnceWaitsForTheEarliestTimerNotLonger) {
   int calls = 0;
-  reactor_.after(milliseconds(20), [&] { ++calls; });
+  reactor_.after(milliseconds(20), [&] { ++calls; }).value();
   const auto start = Clock::now();
   // max_wait is long; the timer must end the wait.
   while (calls == 0 && Clock::now() - start < kPatience) {
@@ -289,9 +300,12 @@ TEST_F(ReactorTest, StopBeforeRunMakesRunReturnAtOnce) {
   EXPECT_TRUE(reactor_.run().ok());
   // The stop was consumed: a stop from a timer ends the next run.
   int calls = 0;
-  reactor_.every(milliseconds(1), [&] {
-    if (++calls == 3) reactor_.stop();
-  });
+  reactor_
+      .every(milliseconds(1),
+             [&] {
+               if (++calls == 3) reactor_.stop();
+             })
+      .value();
   EXPECT_TRUE(reactor_.run().ok());
   EXPECT_EQ(calls, 3);
 }
@@ -589,9 +603,11 @@ TEST_F(ReactorTest, ExceptionsFromCallbacksReachTheErrorHandler) {
                        })
                   .ok());
   int timers = 0, posts = 0;
-  reactor_.after(Clock::duration::zero(),
-                 [] { throw std::runtime_error("timer boom"); });
-  reactor_.after(Clock::duration::zero(), [&] { ++timers; });
+  reactor_
+      .after(Clock::duration::zero(),
+             [] { throw std::runtime_error("timer boom"); })
+      .value();
+  reactor_.after(Clock::duration::zero(), [&] { ++timers; }).value();
   reactor_.post([] { throw std::runtime_error("post boom"); });
   reactor_.post([&] { ++posts; });
   Send(p.b, {"bad"});
@@ -604,7 +620,7 @@ TEST_F(ReactorTest, ExceptionsFromCallbacksReachTheErrorHandler) {
                                                     "post: post boom"));
   // The loop is still healthy.
   int after = 0;
-  reactor_.after(milliseconds(1), [&] { ++after; });
+  reactor_.after(milliseconds(1), [&] { ++after; }).value();
   EXPECT_TRUE(RunUntil(reactor_, [&] { return after == 1; }));
 }
 
@@ -686,6 +702,76 @@ TEST_F(ReactorTest, RunReportsAFailingPoll) {
   ctx.reset();
 }
 
+// --- Re-entrancy and null callbacks
+// --------------------------------------------------
+
+TEST_F(ReactorTest, RunOnceInsideATimerIsRefused) {
+  absl::Status nested_once = absl::OkStatus();
+  absl::Status nested_run = absl::OkStatus();
+  bool fired = false;
+  (void)reactor_.after(Clock::duration::zero(), [&] {
+    fired = true;
+    nested_once = reactor_.run_once(Clock::duration::zero()).status();
+    nested_run = reactor_.run();
+  });
+  ASSERT_TRUE(RunUntil(reactor_, [&] { return fired; }));
+  EXPECT_TRUE(absl::IsFailedPrecondition(nested_once)) << nested_once;
+  EXPECT_THAT(std::string(nested_once.message()),
+              testing::HasSubstr("inside one of its callbacks"));
+  EXPECT_TRUE(absl::IsFailedPrecondition(nested_run)) << nested_run;
+  // The outer loop is unharmed and the reactor runs normally afterwards.
+  EXPECT_TRUE(reactor_.run_once(Clock::duration::zero()).ok());
+}
+
+TEST_F(ReactorTest, RunOnceInsideASocketHandlerKeepsTheOuterFrames) {
+  SocketPair p(ctx_, "reenter");
+  Send(p.b, {"first", "1"});
+  Send(p.b, {"second", "2"});
+  std::vector<std::string> seen;
+  absl::Status nested = absl::OkStatus();
+  bool nested_done = false;
+  ASSERT_TRUE(
+      reactor_
+          .add(p.a,
+               [&](std::span<zmq::message_t> frames) {
+                 if (!nested_done) {
+                   nested_done = true;
+                   // A nested iteration would receive "second" into
+                   // the buffer `frames` points into.
+                   nested = reactor_.run_once(Clock::duration::zero()).status();
+                 }
+                 std::string all;
+                 for (auto& f : frames) all += std::string(View(f));
+                 seen.push_back(all);
+               })
+          .ok());
+  ASSERT_TRUE(RunUntil(reactor_, [&] { return seen.size() >= 2; }));
+  EXPECT_TRUE(absl::IsFailedPrecondition(nested)) << nested;
+  EXPECT_THAT(seen, ElementsAre("first1", "second2"));
+}
+
+TEST_F(ReactorTest, NullCallbacksAreRefused) {
+  auto after = reactor_.after(milliseconds(1), nullptr);
+  auto every = reactor_.every(milliseconds(1), nullptr);
+  auto at = reactor_.at(Clock::now(), nullptr);
+  Reactor::Callback empty;
+  auto after_empty = reactor_.after(milliseconds(1), std::move(empty));
+  EXPECT_TRUE(absl::IsInvalidArgument(after.status())) << after.status();
+  EXPECT_THAT(std::string(after.status().message()),
+              testing::HasSubstr("after"));
+  EXPECT_TRUE(absl::IsInvalidArgument(every.status()));
+  EXPECT_TRUE(absl::IsInvalidArgument(at.status()));
+  EXPECT_TRUE(absl::IsInvalidArgument(after_empty.status()));
+  EXPECT_EQ(reactor_.timer_count(), 0u);
+  // Nothing was queued that could call an empty function later.
+  for (int i = 0; i < 3; ++i) {
+    ASSERT_TRUE(reactor_.run_once(milliseconds(2)).ok());
+  }
+  // A null task is refused too.
+  EXPECT_FALSE(reactor_.post(nullptr));
+  EXPECT_EQ(*reactor_.run_once(Clock::duration::zero()), 0);
+}
+
 TEST(ReactorDeathTest, CallFromAnotherThreadAbortsNamingTheMethod) {
 #ifdef NDEBUG
   GTEST_SKIP() << "the owner-thread check is compiled out with NDEBUG";
@@ -694,7 +780,8 @@ TEST(ReactorDeathTest, CallFromAnotherThreadAbortsNamingTheMethod) {
   EXPECT_DEATH(
       {
         Reactor reactor;
-        std::thread other([&] { reactor.after(milliseconds(1), [] {}); });
+        std::thread other(
+            [&] { reactor.after(milliseconds(1), [] {}).value(); });
         other.join();
       },
       "zb::Reactor::after called from a thread that does not own");
@@ -765,7 +852,7 @@ TEST(ReactorThreadTest, RunsTimersAndSocketsAndStopsOnDestruction) {
       EXPECT_TRUE(r.add(*s, [raw](std::span<zmq::message_t> frames) {
                      EXPECT_TRUE(SendFrames(*raw, frames).ok());  // echo
                    }).ok());
-      r.every(milliseconds(1), [&] { ++ticks; });
+      r.every(milliseconds(1), [&] { ++ticks; }).value();
       return s;
     });
     client.connect("inproc://reactor-thread");
@@ -805,6 +892,70 @@ TEST(ReactorThreadTest, InvokeAfterTheThreadEndedThrowsInsteadOfHanging) {
   EXPECT_THROW(thread.invoke([&](Reactor&) { ran = true; }),
                std::runtime_error);
   EXPECT_FALSE(ran);
+}
+
+}  // namespace
+}  // namespace zb
+
+namespace zb {
+namespace {
+
+// A task that holds `token` while it is queued: use_count() tells whether
+// the reactor still keeps it.
+TEST(ReactorThreadTest, PostAfterTheThreadEndedIsRefusedAndDropped) {
+  ReactorThread thread;
+  thread.stop();
+  ASSERT_TRUE(thread.join().ok());
+  auto token = std::make_shared<int>(0);
+  const bool queued = thread.reactor().post([token] { ++*token; });
+  EXPECT_FALSE(queued);
+  EXPECT_EQ(token.use_count(), 1) << "the refused task is still held";
+  EXPECT_EQ(*token, 0);
+}
+
+// stop() while the reactor thread is busy, then invoke() before run() has
+// returned: the task lands in the queue after the loop's last look at it.
+// It must run or fail, never wait for ever.  Every round is bounded.
+TEST(ReactorThreadTest, InvokeRacingWithStopRunsOrThrowsNeverHangs) {
+  int ran = 0;
+  int stopped = 0;
+  for (int round = 0; round < 50; ++round) {
+    auto thread = std::make_unique<ReactorThread>();
+    std::promise<void> release;
+    std::shared_future<void> released = release.get_future().share();
+    std::promise<void> busy;
+    thread->reactor().post([released, &busy] {
+      busy.set_value();
+      released.wait();
+    });
+    busy.get_future().wait();
+    thread->stop();
+    std::promise<void> posted_marker;
+    auto caller = std::async(std::launch::async, [&]() -> int {
+      try {
+        thread->invoke([](Reactor&) {});
+        return 1;
+      } catch (const ReactorThread::Stopped& e) {
+        EXPECT_THAT(std::string(e.what()), testing::HasSubstr("stopped"));
+        return 2;
+      }
+    });
+    // Let the invoke post while the loop is still inside the busy task
+    // (half the rounds), or after it (the other half).
+    if (round % 2 == 0) std::this_thread::sleep_for(milliseconds(5));
+    release.set_value();
+    if (caller.wait_for(seconds(5)) != std::future_status::ready) {
+      ADD_FAILURE() << "invoke() after stop() hung (round " << round << ")";
+      thread.reset();  // breaks the promise so that the caller can end
+      caller.wait();
+      return;
+    }
+    const int r = caller.get();
+    if (r == 1) ++ran;
+    if (r == 2) ++stopped;
+    thread.reset();
+  }
+  EXPECT_EQ(ran + stopped, 50);
 }
 
 }  // namespace

@@ -4,7 +4,6 @@
 
 #include <cstdio>
 #include <cstdlib>
-#include <stdexcept>
 
 namespace zb {
 
@@ -18,7 +17,9 @@ ReactorThread::ReactorThread(Reactor::Options options) {
     reactor_ = std::move(reactor);
     ready.set_value(r);
     run_status_ = r->run();
-    finished_.store(true, std::memory_order_release);
+    // Nothing will run the queue any more: release whoever waits on a task
+    // still in it, and refuse later ones (see "Stopping" in the header).
+    r->close_post_queue();
   });
   started.wait();
 }
@@ -44,13 +45,6 @@ void ReactorThread::check_not_reactor_thread() const {
                  "zb::ReactorThread::invoke called on the reactor thread "
                  "itself; it would wait for itself forever\n");
     std::abort();
-  }
-}
-
-void ReactorThread::check_running() const {
-  if (finished_.load(std::memory_order_acquire)) {
-    throw std::runtime_error(
-        "zb::ReactorThread::invoke: the reactor thread has stopped");
   }
 }
 

@@ -80,7 +80,8 @@ class TimerQueue {
 
   // Adds a timer that calls `cb` at `deadline` and then, when `period` is
   // positive, every `period` after it (see the re-arm rule above).  A
-  // zero or negative period makes a one-shot timer.
+  // zero or negative period makes a one-shot timer.  `cb` must not be empty
+  // (zb::Reactor refuses an empty one before it gets here).
   TimerId add(Clock::time_point deadline, Clock::duration period, Callback cb);
 
   // Removes a timer.  Returns false when `id` is unknown, was cancelled

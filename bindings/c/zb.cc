@@ -342,18 +342,20 @@ int CheckSocket(const zb_socket_t* s, absl::string_view where) {
 
 int AddTimer(zb_reactor_t* r, absl::string_view where, zb_callback_fn fn,
              void* user, zb_free_fn free_user, zb_timer_id* id,
-             zb::TimerId (*schedule)(zb::Reactor&, zb::Reactor::Callback,
-                                     std::int64_t),
+             absl::StatusOr<zb::TimerId> (*schedule)(zb::Reactor&,
+                                                     zb::Reactor::Callback,
+                                                     std::int64_t),
              std::int64_t when) {
   if (r == nullptr || fn == nullptr) {
     return Fail(ZB_ERR_INVALID,
                 absl::StrCat(where, ": reactor and callback are required"));
   }
   if (int rc = CheckOwner(r, where)) return rc;
-  zb::TimerId tid = schedule(
+  absl::StatusOr<zb::TimerId> tid = schedule(
       *r->loop, [fn, ref = UserRef(user, free_user)]() { fn(ref.get()); },
       when);
-  if (id != nullptr) *id = tid;
+  if (!tid.ok()) return FromStatus(tid.status(), where);
+  if (id != nullptr) *id = *tid;
   return ZB_OK;
 }
 
@@ -636,7 +638,8 @@ extern "C" int zb_reactor_after(zb_reactor_t* r, int64_t delay_us,
     }
     return AddTimer(
         r, "zb_reactor_after", fn, user, free_user, id,
-        [](zb::Reactor& loop, zb::Reactor::Callback cb, std::int64_t us) {
+        [](zb::Reactor& loop, zb::Reactor::Callback cb,
+           std::int64_t us) -> absl::StatusOr<zb::TimerId> {
           return loop.after(Micros(us), std::move(cb));
         },
         delay_us);
@@ -652,7 +655,8 @@ extern "C" int zb_reactor_every(zb_reactor_t* r, int64_t period_us,
     }
     return AddTimer(
         r, "zb_reactor_every", fn, user, free_user, id,
-        [](zb::Reactor& loop, zb::Reactor::Callback cb, std::int64_t us) {
+        [](zb::Reactor& loop, zb::Reactor::Callback cb,
+           std::int64_t us) -> absl::StatusOr<zb::TimerId> {
           return loop.every(Micros(us), std::move(cb));
         },
         period_us);
@@ -665,7 +669,8 @@ extern "C" int zb_reactor_at(zb_reactor_t* r, int64_t deadline_us,
   return Guard("zb_reactor_at", [&]() -> int {
     return AddTimer(
         r, "zb_reactor_at", fn, user, free_user, id,
-        [](zb::Reactor& loop, zb::Reactor::Callback cb, std::int64_t us) {
+        [](zb::Reactor& loop, zb::Reactor::Callback cb,
+           std::int64_t us) -> absl::StatusOr<zb::TimerId> {
           return loop.at(Clock::time_point(Micros(us)), std::move(cb));
         },
         deadline_us);

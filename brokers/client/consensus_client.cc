@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <limits>
+#include <thread>
 #include <utility>
 
 #include "absl/strings/str_format.h"
@@ -184,8 +185,7 @@ void ConsensusClient::wait_once() {
   if (!socket_) {
     // Reopening failed: nothing can arrive; sleep in the reactor until the
     // deadline ends the request.
-    reactor_.run_once(timer_ != 0 ? timer_at_ - now : std::chrono::seconds(1))
-        .IgnoreError();
+    idle(timer_ != 0 ? timer_at_ - now : std::chrono::seconds(1));
     return;
   }
   int timeout_ms = -1;
@@ -201,13 +201,21 @@ void ConsensusClient::wait_once() {
   if (n < 0) {
     // EAGAIN: the deadline came first (handled on the next call); EINTR: try
     // again; anything else ends the request at its deadline.
-    if (errno != EAGAIN && errno != EINTR) {
-      reactor_.run_once(std::chrono::milliseconds(1)).IgnoreError();
-    }
+    if (errno != EAGAIN && errno != EINTR) idle(std::chrono::milliseconds(1));
     return;
   }
   on_message(
       std::span<zmq::message_t>(in_.data(), static_cast<std::size_t>(n)));
+}
+
+void ConsensusClient::idle(Clock::duration wait) {
+  // Inside a reactor callback the reactor refuses to run (a nested
+  // iteration would corrupt the outer one): just sleep, bounded, and let the
+  // deadline check in wait_once() end the request.
+  if (!reactor_.run_once(wait).ok()) {
+    std::this_thread::sleep_for(
+        std::min<Clock::duration>(wait, std::chrono::milliseconds(10)));
+  }
 }
 
 void ConsensusClient::send_attempt(std::uint32_t index,
@@ -315,7 +323,7 @@ void ConsensusClient::post_failure(Callback done, std::string_view reason) {
   // callback may capture what the client's owner frees with it.  The
   // client's own timer is cancelled by close(), which delivers the rest.
   if (immediate_timer_ == 0 && !closed_) {
-    immediate_timer_ = reactor_.after(Clock::duration::zero(), [this] {
+    immediate_timer_ = *reactor_.after(Clock::duration::zero(), [this] {
       immediate_timer_ = 0;
       deliver_immediate();
     });
@@ -326,7 +334,7 @@ void ConsensusClient::post_ping_failure(PingCallback done,
                                         absl::Status status) {
   immediate_.push_back(Immediate{nullptr, std::move(done), {}, status});
   if (immediate_timer_ == 0 && !closed_) {
-    immediate_timer_ = reactor_.after(Clock::duration::zero(), [this] {
+    immediate_timer_ = *reactor_.after(Clock::duration::zero(), [this] {
       immediate_timer_ = 0;
       deliver_immediate();
     });
@@ -450,7 +458,7 @@ void ConsensusClient::arm_timer(Clock::time_point deadline) {
   if (timer_ != 0 && timer_at_ <= deadline) return;
   if (timer_ != 0) reactor_.cancel(timer_);
   timer_at_ = deadline;
-  timer_ = reactor_.at(deadline, [this] { on_timer(); });
+  timer_ = *reactor_.at(deadline, [this] { on_timer(); });
 }
 
 void ConsensusClient::note_timeout(std::uint64_t socket_epoch) {

@@ -302,6 +302,10 @@ class ConsensusClient {
   // One blocking wait of call(): a message on the socket, or the earliest
   // deadline.
   void wait_once();
+  // Runs the reactor for at most `wait` when nothing can arrive on the
+  // socket; sleeps instead (at most 10 ms) when the reactor refuses because
+  // call() was made from inside one of its callbacks.
+  void idle(Clock::duration wait);
   void on_message(std::span<zmq::message_t> frames);
   void on_reply(const ccp::Header& h, std::span<zmq::message_t> payload);
   // Sends one attempt of slots_[index] (the frames of `payload`, moved, or

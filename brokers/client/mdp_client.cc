@@ -240,7 +240,7 @@ absl::Status MdpAsyncClient::Request(
   p.done = std::move(done);
   p.timeout = timeout.value_or(options_.timeout);
   p.retries_left = std::max(0, options_.retries);
-  p.timer = reactor_.after(p.timeout, [this, id] { OnTimeout(id); });
+  p.timer = *reactor_.after(p.timeout, [this, id] { OnTimeout(id); });
   Dispatch(id, p);
   return absl::OkStatus();
 }
@@ -383,7 +383,7 @@ void MdpAsyncClient::OnTimeout(std::uint64_t id) {
       (p.state == State::kTagged && replies_ == p.replies_at_send);
   if (p.retries_left > 0) {
     --p.retries_left;
-    p.timer = reactor_.after(p.timeout, [this, id] { OnTimeout(id); });
+    p.timer = *reactor_.after(p.timeout, [this, id] { OnTimeout(id); });
     if (reset) {
       Reset();  // resends p with the others
     } else if (p.state == State::kTagged) {

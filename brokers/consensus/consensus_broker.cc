@@ -123,7 +123,7 @@ ConsensusBroker::ConsensusBroker(Reactor& reactor, zmq::context_t& context,
   const absl::Status added = reactor_.add(
       router_, [this](std::span<zmq::message_t> frames) { OnMessage(frames); });
   if (!added.ok()) Log(Severity::kError, Std(added.message()));
-  sweep_timer_ = reactor_.every(options_.sweep_interval, [this] { Sweep(); });
+  sweep_timer_ = *reactor_.every(options_.sweep_interval, [this] { Sweep(); });
   next_client_sweep_ = Clock::now();
 }
 

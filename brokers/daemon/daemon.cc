@@ -383,11 +383,11 @@ absl::Status Daemon::Impl::StartConsensus() {
 
 void Daemon::Impl::InstallTimers(BrokerRuntime& rt, Reactor& reactor) {
   BrokerRuntime* r = &rt;
-  r->timers.push_back(reactor.every(
+  r->timers.push_back(*reactor.every(
       kMetricsRefresh, [r] { r->metrics->Update(r->snapshot()); }));
   if (config.stats_interval.count() > 0) {
     spdlog::logger* lg = log.get();
-    r->timers.push_back(reactor.every(config.stats_interval, [r, lg] {
+    r->timers.push_back(*reactor.every(config.stats_interval, [r, lg] {
       BrokerSnapshot now = r->snapshot();
       lg->info("{}", StatsLine(r->kind, now, r->last_logged));
       r->last_logged = std::move(now);
@@ -510,14 +510,14 @@ void Daemon::Impl::BeginDrain(std::string_view why) {
           r->metrics->Update(r->snapshot());
           drained();
         };
-        *timer = reactor.after(grace, finish);
+        *timer = *reactor.after(grace, finish);
         r->timers.push_back(*timer);
         consensus->Drain(finish);
       });
     }
   }
-  control_reactor->after(config.grace + kDrainSlack,
-                         [this] { Finish("drain did not finish in time"); });
+  *control_reactor->after(config.grace + kDrainSlack,
+                          [this] { Finish("drain did not finish in time"); });
 }
 
 void Daemon::Impl::OnBrokerDrained(const std::string& kind) {

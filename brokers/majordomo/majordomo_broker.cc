@@ -133,7 +133,7 @@ class MajordomoBroker::Impl {
         router_, [this](std::span<zmq::message_t> f) { OnMessage(f); });
     if (!s.ok()) Log(LogLevel::kWarning, s.ToString());
     sweep_timer_ =
-        reactor_.every(options_.heartbeat_interval, [this] { Sweep(); });
+        *reactor_.every(options_.heartbeat_interval, [this] { Sweep(); });
   }
 
   ~Impl() {
@@ -176,7 +176,7 @@ class MajordomoBroker::Impl {
     }
     draining_ = true;
     on_drained_ = std::move(on_drained);
-    drain_timer_ = reactor_.after(grace, [this] {
+    drain_timer_ = *reactor_.after(grace, [this] {
       drain_timer_ = 0;
       FinishDrain();
     });

@@ -136,9 +136,9 @@ ConsensusWorker::ConsensusWorker(Reactor& reactor, zmq::context_t& context,
   status_ = open_socket();
   if (!status_.ok()) return;
   tick_timer_ =
-      reactor_.every(std::max<Clock::duration>(options_.heartbeat_interval / 2,
-                                               std::chrono::microseconds(500)),
-                     [this] { on_tick(); });
+      *reactor_.every(std::max<Clock::duration>(options_.heartbeat_interval / 2,
+                                                std::chrono::microseconds(500)),
+                      [this] { on_tick(); });
 }
 
 ConsensusWorker::~ConsensusWorker() {

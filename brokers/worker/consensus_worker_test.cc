@@ -345,7 +345,7 @@ TEST_P(ConsensusWorkerTest, NoHeartbeatsWhileBusy) {
   std::uint64_t seq = 0;
   Clock::time_point last = Clock::now();
   Clock::duration longest_gap{0};
-  TimerId t = reactor_.every(milliseconds(5), [&] {
+  TimerId t = *reactor_.every(milliseconds(5), [&] {
     const Clock::time_point now = Clock::now();
     longest_gap = std::max(longest_gap, now - last);
     last = now;
@@ -396,7 +396,7 @@ TEST_P(ConsensusWorkerTest, StaysConnectedWhileBrokerHeartbeats) {
   const std::string id = AwaitReady();
   Clock::time_point last = Clock::now();
   Clock::duration longest_gap{0};
-  TimerId t = reactor_.every(milliseconds(10), [&] {
+  TimerId t = *reactor_.every(milliseconds(10), [&] {
     const Clock::time_point now = Clock::now();
     longest_gap = std::max(longest_gap, now - last);
     last = now;

@@ -44,7 +44,7 @@ class MdpWorker::Core : public std::enable_shared_from_this<Core> {
     absl::Status s = Connect();
     if (!s.ok()) return s;
     tick_timer_ =
-        reactor_.every(options_.heartbeat_interval, [this] { Tick(); });
+        *reactor_.every(options_.heartbeat_interval, [this] { Tick(); });
     return absl::OkStatus();
   }
 
@@ -174,7 +174,7 @@ class MdpWorker::Core : public std::enable_shared_from_this<Core> {
     if (socket_) Close();
     ++epoch_;  // replies in flight belong to the old connection
     if (reconnect_timer_ != 0) return;
-    reconnect_timer_ = reactor_.after(options_.reconnect_delay, [this] {
+    reconnect_timer_ = *reactor_.after(options_.reconnect_delay, [this] {
       reconnect_timer_ = 0;
       if (stopped_) return;
       ++stats_.reconnects;

@@ -352,9 +352,10 @@ MdpWorker::Handler DelayedEcho(Reactor* reactor, unsigned seed) {
   auto rng = std::make_shared<std::minstd_rand>(seed);
   return [reactor, rng](Frames body, MdpWorker::Replier r) {
     const auto delay = std::chrono::microseconds((*rng)() % 3000);
-    reactor->after(delay, [body = std::move(body), r = std::move(r)]() mutable {
-      r.Reply(std::move(body));
-    });
+    *reactor->after(delay,
+                    [body = std::move(body), r = std::move(r)]() mutable {
+                      r.Reply(std::move(body));
+                    });
   };
 }
 
