@@ -184,6 +184,11 @@ struct BrokerRuntime {
   // Set once on the reactor thread, used there only.
   std::function<BrokerSnapshot()> snapshot;
   std::function<void()> destroy;
+  // Set on the reactor thread just before the broker is destroyed.  Drain
+  // steps may still be queued on the reactor then (the consensus broker's
+  // destructor fails what is open, which completes the drain and posts its
+  // callback): they must find the broker gone and do nothing.
+  bool broker_destroyed = false;
 };
 
 struct Daemon::Impl {
@@ -488,6 +493,7 @@ void Daemon::Impl::BeginDrain(std::string_view why) {
     const milliseconds grace = config.grace;
     if (r->kind == "majordomo") {
       r->thread->reactor().post([this, r, grace, drained] {
+        if (r->broker_destroyed) return;
         absl::Status s = majordomo->Drain(grace, drained);
         if (!s.ok()) {
           log->warn("majordomo: drain: {}", s.ToString());
@@ -500,11 +506,15 @@ void Daemon::Impl::BeginDrain(std::string_view why) {
       // What is still open at the end of the grace period is failed with
       // "zb:shutdown" when the broker is destroyed.
       r->thread->reactor().post([this, r, grace, drained] {
+        if (r->broker_destroyed) return;
         Reactor& reactor = r->thread->reactor();
         auto timer = std::make_shared<TimerId>(0);
         auto once = std::make_shared<bool>(false);
-        auto finish = [this, r, drained, timer, once, &reactor] {
-          if (*once) return;
+        auto finish = [r, drained, timer, once, &reactor] {
+          // After a second signal the broker may already be destroyed, and
+          // its destructor's failures then post this step (issue 10, item
+          // 10: it read the destroyed broker, SIGSEGV).
+          if (*once || r->broker_destroyed) return;
           *once = true;
           if (*timer != 0) reactor.cancel(*timer);
           r->metrics->Update(r->snapshot());
@@ -628,6 +638,7 @@ void Daemon::Impl::Teardown() {
         r->metrics->Update(last);
         log->info("{}", TotalsLine(r->kind, last));
       }
+      r->broker_destroyed = true;
       if (r->destroy) r->destroy();
     });
     StopThread(*r->thread);
