@@ -106,7 +106,7 @@ std::string TomlInt(Int n) {
 
 // The schema: every key the file may hold.  Adding a key here makes it
 // accepted in the file and, with a flag name, on the command line.
-const std::array<KeySpec, 18> kKeys = {{
+const std::array<KeySpec, 19> kKeys = {{
     {"daemon", "log_level", Kind::kLogLevel, "--log-level",
      [](DaemonConfig& c, Value&& v) { c.log_level = v.level; },
      [](const DaemonConfig& c) { return Toml(LogLevelName(c.log_level)); }},
@@ -124,6 +124,14 @@ const std::array<KeySpec, 18> kKeys = {{
     {"daemon", "grace", Kind::kDuration, "--grace",
      [](DaemonConfig& c, Value&& v) { c.grace = v.duration; },
      [](const DaemonConfig& c) { return Toml(c.grace); }},
+    {"daemon", "metrics_max_services", Kind::kNonNegativeInt,
+     "--metrics-max-services",
+     [](DaemonConfig& c, Value&& v) {
+       c.metrics_max_services = static_cast<std::size_t>(v.integer);
+     },
+     [](const DaemonConfig& c) {
+       return TomlInt(static_cast<std::int64_t>(c.metrics_max_services));
+     }},
     {"majordomo", "endpoints", Kind::kEndpoints, "--majordomo",
      [](DaemonConfig& c, Value&& v) {
        c.majordomo.endpoints = std::move(v.list);
@@ -756,6 +764,8 @@ Daemon:
   --metrics HOST:PORT        HTTP server for /metrics (Prometheus), /healthz
                              and /readyz, e.g. 127.0.0.1:5580 [off]
   --grace DURATION           drain period on SIGTERM/SIGINT [%s]
+  --metrics-max-services N   per-service series per broker; the rest are
+                             summed under service="_other" [%d]
 
 Majordomo tuning:
   --heartbeat-interval DURATION   heartbeat period towards workers [%s]
@@ -795,10 +805,11 @@ Exit codes: 0 after a clean stop (SIGTERM/SIGINT) or a valid --check-config,
 a usage or config error.
 )",
       LogLevelName(d.log_level), LogFormatName(d.log_format),
-      dur(d.stats_interval), dur(d.grace), dur(m.heartbeat_interval),
-      m.heartbeat_liveness, m.max_queue_per_service, dur(m.queue_expiry),
-      m.max_redispatch, dur(m.reply_timeout), m.max_services, m.max_workers,
-      m.worker_prefetch, dur(c.request_timeout), dur(c.client_idle_timeout));
+      dur(d.stats_interval), dur(d.grace), d.metrics_max_services,
+      dur(m.heartbeat_interval), m.heartbeat_liveness, m.max_queue_per_service,
+      dur(m.queue_expiry), m.max_redispatch, dur(m.reply_timeout),
+      m.max_services, m.max_workers, m.worker_prefetch, dur(c.request_timeout),
+      dur(c.client_idle_timeout));
 }
 
 }  // namespace zb

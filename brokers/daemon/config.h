@@ -18,6 +18,7 @@
 //   stats_interval = "60s"         # periodic counter log line; "0s" = off
 //   metrics = "127.0.0.1:5580"     # /metrics, /healthz, /readyz; "" = off
 //   grace = "5s"                   # drain period on SIGTERM/SIGINT
+//   metrics_max_services = 1000    # per-service series per broker
 //
 //   [majordomo]
 //   endpoints = ["tcp://*:5555"]
@@ -130,6 +131,9 @@ struct DaemonConfig {
   // "host:port" of the Prometheus text endpoint; empty = no endpoint.  Port 0
   // picks a free port (logged at start-up).
   std::string metrics_address;
+  // Most services per broker with metric series of their own; the others
+  // are summed under service="_other" (metrics.h).  0 = all of them.
+  std::size_t metrics_max_services = 1000;
   // On SIGTERM/SIGINT, how long open requests may take to finish.
   std::chrono::milliseconds grace = std::chrono::seconds(5);
 };

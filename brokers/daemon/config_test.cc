@@ -64,6 +64,7 @@ log_level = "debug"
 stats_interval = "30s"
 metrics = "127.0.0.1:9100"
 grace = "2500ms"
+metrics_max_services = 25
 
 [majordomo]
 endpoints = ["tcp://*:5555", "ipc:///tmp/zb-mdp"]
@@ -90,6 +91,7 @@ TEST(ConfigFileTest, GoodFileSetsEveryKey) {
   EXPECT_EQ(c->stats_interval, milliseconds(30'000));
   EXPECT_EQ(c->metrics_address, "127.0.0.1:9100");
   EXPECT_EQ(c->grace, milliseconds(2500));
+  EXPECT_EQ(c->metrics_max_services, 25u);
   EXPECT_THAT(c->majordomo.endpoints,
               ElementsAre("tcp://*:5555", "ipc:///tmp/zb-mdp"));
   EXPECT_EQ(c->majordomo.heartbeat_interval, milliseconds(1000));
@@ -113,6 +115,7 @@ TEST(ConfigFileTest, EmptyFileKeepsDefaults) {
   EXPECT_EQ(c->stats_interval, milliseconds(60'000));
   EXPECT_EQ(c->metrics_address, "");
   EXPECT_EQ(c->grace, milliseconds(5000));
+  EXPECT_EQ(c->metrics_max_services, 1000u);
   EXPECT_TRUE(c->majordomo.endpoints.empty());
   EXPECT_FALSE(c->majordomo.heartbeat_interval.has_value());
   EXPECT_FALSE(c->majordomo.queue_limit.has_value());
@@ -370,7 +373,8 @@ TEST(BuildConfigTest, FlagsOverrideTheFile) {
       Parse({"--config", file.path().c_str(), "--majordomo", "tcp://*:7000",
              "--log-level", "error", "--queue-limit", "7", "--grace=0s",
              "--metrics=", "--worker-prefetch", "16", "--reply-timeout=2s",
-             "--max-workers", "3", "--max-services=4"});
+             "--max-workers", "3", "--max-services=4", "--metrics-max-services",
+             "3"});
   ASSERT_TRUE(cli.ok()) << cli.status();
   absl::StatusOr<DaemonConfig> c = BuildConfig(*cli);
   ASSERT_TRUE(c.ok()) << c.status();
@@ -384,6 +388,7 @@ TEST(BuildConfigTest, FlagsOverrideTheFile) {
   EXPECT_EQ(c->majordomo.reply_timeout, milliseconds(2000));
   EXPECT_EQ(c->majordomo.max_workers, 3);
   EXPECT_EQ(c->majordomo.max_services, 4);
+  EXPECT_EQ(c->metrics_max_services, 3u);  // the file says 25
   // Kept from the file.
   EXPECT_THAT(c->consensus.endpoints, ElementsAre("tcp://127.0.0.1:5556"));
   EXPECT_EQ(c->majordomo.heartbeat_liveness, 5);

@@ -271,7 +271,7 @@ struct Daemon::Impl {
 absl::Status Daemon::Impl::StartMajordomo() {
   auto rt = std::make_unique<BrokerRuntime>();
   rt->kind = "majordomo";
-  rt->metrics = &metrics.AddBroker(rt->kind);
+  rt->metrics = &metrics.AddBroker(rt->kind, config.metrics_max_services);
   rt->thread = std::make_unique<ReactorThread>();
   BrokerRuntime* r = rt.get();
   runtimes.push_back(std::move(rt));
@@ -340,7 +340,7 @@ absl::Status Daemon::Impl::StartMajordomo() {
 absl::Status Daemon::Impl::StartConsensus() {
   auto rt = std::make_unique<BrokerRuntime>();
   rt->kind = "consensus";
-  rt->metrics = &metrics.AddBroker(rt->kind);
+  rt->metrics = &metrics.AddBroker(rt->kind, config.metrics_max_services);
   rt->thread = std::make_unique<ReactorThread>();
   BrokerRuntime* r = rt.get();
   runtimes.push_back(std::move(rt));

@@ -53,6 +53,12 @@ struct MetricFamilies {
                         .Name("zb_queue_depth")
                         .Help("Requests waiting per service")
                         .Register(r)),
+        folded_services(prometheus::BuildGauge()
+                            .Name("zb_folded_services")
+                            .Help("Services without series of their own "
+                                  "(beyond metrics_max_services), summed "
+                                  "under the service label _other")
+                            .Register(r)),
         open_requests(prometheus::BuildGauge()
                           .Name("zb_open_requests")
                           .Help("Requests queued or in flight")
@@ -75,6 +81,7 @@ struct MetricFamilies {
   prometheus::Family<prometheus::Counter>& events;
   prometheus::Family<prometheus::Gauge>& workers;
   prometheus::Family<prometheus::Gauge>& queue_depth;
+  prometheus::Family<prometheus::Gauge>& folded_services;
   prometheus::Family<prometheus::Gauge>& open_requests;
   prometheus::Family<prometheus::Gauge>& draining;
   prometheus::Family<prometheus::Histogram>& latency;
@@ -88,10 +95,62 @@ prometheus::Histogram::BucketBoundaries LatencyBoundaries() {
       BrokerMetrics::kLatencyBuckets.end());
 }
 
+// Length of the valid UTF-8 sequence at the start of `s`, or 0 when its
+// first byte does not start one (RFC 3629: no overlong forms, no
+// surrogates, nothing above U+10FFFF).
+std::size_t Utf8SequenceLength(std::string_view s) {
+  const auto byte = [&](std::size_t i) {
+    return static_cast<unsigned char>(s[i]);
+  };
+  const unsigned char b0 = byte(0);
+  if (b0 < 0x80) return 1;
+  std::size_t len;
+  unsigned char lo = 0x80;
+  unsigned char hi = 0xBF;  // bounds of the second byte
+  if (b0 >= 0xC2 && b0 <= 0xDF) {
+    len = 2;
+  } else if (b0 >= 0xE0 && b0 <= 0xEF) {
+    len = 3;
+    if (b0 == 0xE0) lo = 0xA0;  // overlong
+    if (b0 == 0xED) hi = 0x9F;  // surrogates
+  } else if (b0 >= 0xF0 && b0 <= 0xF4) {
+    len = 4;
+    if (b0 == 0xF0) lo = 0x90;  // overlong
+    if (b0 == 0xF4) hi = 0x8F;  // above U+10FFFF
+  } else {
+    return 0;
+  }
+  if (s.size() < len) return 0;
+  if (byte(1) < lo || byte(1) > hi) return 0;
+  for (std::size_t i = 2; i < len; ++i) {
+    if (byte(i) < 0x80 || byte(i) > 0xBF) return 0;
+  }
+  return len;
+}
+
 }  // namespace
 
-BrokerMetrics::BrokerMetrics(std::string kind, MetricFamilies& f)
+std::string ServiceLabel(std::string_view raw) {
+  constexpr std::string_view kReplacement = "\xEF\xBF\xBD";  // U+FFFD
+  std::string out;
+  out.reserve(raw.size());
+  while (!raw.empty()) {
+    const std::size_t n = Utf8SequenceLength(raw);
+    if (n == 0) {
+      out.append(kReplacement);
+      raw.remove_prefix(1);
+    } else {
+      out.append(raw.substr(0, n));
+      raw.remove_prefix(n);
+    }
+  }
+  return out;
+}
+
+BrokerMetrics::BrokerMetrics(std::string kind, std::size_t max_services,
+                             MetricFamilies& f)
     : kind_(std::move(kind)),
+      max_services_(max_services),
       families_(f),
       requests_(f.requests.Add({{"broker", kind_}})),
       replies_(f.replies.Add({{"broker", kind_}})),
@@ -100,6 +159,7 @@ BrokerMetrics::BrokerMetrics(std::string kind, MetricFamilies& f)
       malformed_(f.malformed.Add({{"broker", kind_}})),
       open_requests_(f.open_requests.Add({{"broker", kind_}})),
       draining_(f.draining.Add({{"broker", kind_}})),
+      folded_services_(f.folded_services.Add({{"broker", kind_}})),
       latency_(f.latency.Add({{"broker", kind_}}, LatencyBoundaries())) {}
 
 BrokerMetrics::~BrokerMetrics() = default;
@@ -140,30 +200,7 @@ void BrokerMetrics::Update(const BrokerSnapshot& s) {
     Advance(*it->second, before, value);
   }
 
-  absl::flat_hash_set<std::string> present;
-  for (const BrokerSnapshot::Service& svc : s.services) {
-    present.insert(svc.name);
-    auto [it, inserted] = services_.try_emplace(svc.name, ServiceGauges{});
-    if (inserted) {
-      const prometheus::Labels labels = {{"broker", kind_},
-                                         {"service", svc.name}};
-      it->second.workers = &families_.workers.Add(labels);
-      it->second.queued = &families_.queue_depth.Add(labels);
-    }
-    it->second.workers->Set(static_cast<double>(svc.workers));
-    it->second.queued->Set(static_cast<double>(svc.queued));
-  }
-  // Services the broker forgot: drop their series rather than report stale
-  // values for ever (a client can invent service names).
-  for (auto it = services_.begin(); it != services_.end();) {
-    if (present.contains(it->first)) {
-      ++it;
-      continue;
-    }
-    families_.workers.Remove(it->second.workers);
-    families_.queue_depth.Remove(it->second.queued);
-    services_.erase(it++);
-  }
+  UpdateServices(s.services);
 
   open_requests_.Set(static_cast<double>(s.open_requests));
   draining_.Set(s.draining ? 1 : 0);
@@ -177,6 +214,93 @@ void BrokerMetrics::Update(const BrokerSnapshot& s) {
     pending_any_ = false;
   }
   last_ = s;
+}
+
+void BrokerMetrics::UpdateServices(
+    const std::vector<BrokerSnapshot::Service>& services) {
+  // Sum by label value: distinct names may share one (see ServiceLabel).
+  struct Sum {
+    std::uint64_t workers = 0;
+    std::uint64_t queued = 0;
+    std::uint64_t names = 0;
+  };
+  absl::flat_hash_map<std::string, Sum> by_label;
+  by_label.reserve(services.size());
+  for (const BrokerSnapshot::Service& svc : services) {
+    Sum& sum = by_label[ServiceLabel(svc.name)];
+    sum.workers += svc.workers;
+    sum.queued += svc.queued;
+    ++sum.names;
+  }
+
+  // Services the broker forgot: drop their series rather than report stale
+  // values for ever (a client can invent service names).
+  for (auto it = services_.begin(); it != services_.end();) {
+    if (by_label.contains(it->first)) {
+      ++it;
+      continue;
+    }
+    families_.workers.Remove(it->second.workers);
+    families_.queue_depth.Remove(it->second.queued);
+    services_.erase(it++);
+  }
+
+  // New labels take the free slots: services with workers first, then by
+  // name, so that a flood of invented names (no workers) cannot take the
+  // slots of real services that register later while slots are scarce.
+  std::vector<const std::pair<const std::string, Sum>*> fresh;
+  for (const auto& entry : by_label) {
+    if (entry.first != kOtherService && !services_.contains(entry.first)) {
+      fresh.push_back(&entry);
+    }
+  }
+  const std::size_t free =
+      max_services_ > services_.size() ? max_services_ - services_.size() : 0;
+  if (fresh.size() > free) {
+    auto before = [](const auto* a, const auto* b) {
+      const bool a_has = a->second.workers > 0;
+      const bool b_has = b->second.workers > 0;
+      if (a_has != b_has) return a_has;
+      return a->first < b->first;
+    };
+    std::nth_element(fresh.begin(), fresh.begin() + free, fresh.end(), before);
+    fresh.resize(free);
+  }
+  for (const auto* entry : fresh) {
+    const prometheus::Labels labels = {{"broker", kind_},
+                                       {"service", entry->first}};
+    services_.emplace(entry->first,
+                      ServiceGauges{&families_.workers.Add(labels),
+                                    &families_.queue_depth.Add(labels)});
+  }
+
+  Sum other;
+  for (const auto& [label, sum] : by_label) {
+    auto it = services_.find(label);
+    if (it == services_.end()) {
+      other.workers += sum.workers;
+      other.queued += sum.queued;
+      other.names += sum.names;
+      continue;
+    }
+    it->second.workers->Set(static_cast<double>(sum.workers));
+    it->second.queued->Set(static_cast<double>(sum.queued));
+  }
+  folded_services_.Set(static_cast<double>(other.names));
+  if (other.names > 0) {
+    if (other_.workers == nullptr) {
+      const prometheus::Labels labels = {
+          {"broker", kind_}, {"service", std::string(kOtherService)}};
+      other_.workers = &families_.workers.Add(labels);
+      other_.queued = &families_.queue_depth.Add(labels);
+    }
+    other_.workers->Set(static_cast<double>(other.workers));
+    other_.queued->Set(static_cast<double>(other.queued));
+  } else if (other_.workers != nullptr) {
+    families_.workers.Remove(other_.workers);
+    families_.queue_depth.Remove(other_.queued);
+    other_ = {nullptr, nullptr};
+  }
 }
 
 Metrics::Metrics()
@@ -197,9 +321,10 @@ void Metrics::SetBuildInfo(
       .Set(1);
 }
 
-BrokerMetrics& Metrics::AddBroker(const std::string& kind) {
-  brokers_.push_back(
-      std::unique_ptr<BrokerMetrics>(new BrokerMetrics(kind, *families_)));
+BrokerMetrics& Metrics::AddBroker(const std::string& kind,
+                                  std::size_t max_services) {
+  brokers_.push_back(std::unique_ptr<BrokerMetrics>(
+      new BrokerMetrics(kind, max_services, *families_)));
   return *brokers_.back();
 }
 

@@ -26,12 +26,24 @@
 //   zb_events_total{event=...}   counter   broker-specific counters
 //   zb_workers{service=...}      gauge     registered workers per service
 //   zb_queue_depth{service=...}  gauge     requests waiting per service
+//   zb_folded_services           gauge     services counted under "_other"
 //   zb_open_requests             gauge     requests queued or in flight
 //   zb_draining                  gauge     1 while the broker drains
 //   zb_request_latency_seconds   histogram request arrival -> reply sent
 // and one without the broker label:
 //   zb_build_info{version=...,libzmq=...}  gauge  always 1
 // docs/daemon.md says which broker counter feeds which metric.
+//
+// Service labels.  A service name is whatever bytes a peer sent, so it is
+// made a valid label value first (ServiceLabel(): every byte that is not
+// part of a valid UTF-8 sequence becomes U+FFFD; the serializer then escapes
+// backslash, double quote and newline as the text format requires).  Names
+// that end up with the same label share one series, their values summed.
+// At most `max_services` labels per broker get series of their own; the
+// others are summed under service="_other" and counted by
+// zb_folded_services.  A service keeps its series for as long as it exists
+// (no churn while the set is full); a free slot goes to a new service with
+// workers before one without, then in name order.
 //
 // Threading: Metrics' methods are called on one thread (the daemon's main
 // thread) before brokers start and after they stop; Serialize() and scrapes
@@ -46,6 +58,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -86,8 +99,16 @@ struct BrokerSnapshot {
   bool draining = false;
 };
 
+// `raw` as a valid UTF-8 Prometheus label value (see "Service labels").
+std::string ServiceLabel(std::string_view raw);
+
 class BrokerMetrics {
  public:
+  // Default of max_services (Metrics::AddBroker): per broker, per gauge.
+  static constexpr std::size_t kDefaultMaxServices = 1000;
+  // The label value services beyond max_services are summed under.
+  static constexpr std::string_view kOtherService = "_other";
+
   // Upper bounds of the latency buckets, in seconds (50 us .. 10 s).
   static constexpr std::array<double, 17> kLatencyBuckets = {
       0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025,
@@ -113,12 +134,15 @@ class BrokerMetrics {
 
  private:
   friend class Metrics;
-  BrokerMetrics(std::string kind, MetricFamilies& families);
+  BrokerMetrics(std::string kind, std::size_t max_services,
+                MetricFamilies& families);
+  void UpdateServices(const std::vector<BrokerSnapshot::Service>& services);
 
   static void Advance(prometheus::Counter& counter, std::uint64_t before,
                       std::uint64_t now);
 
   const std::string kind_;
+  const std::size_t max_services_;
   MetricFamilies& families_;
   prometheus::Counter& requests_;
   prometheus::Counter& replies_;
@@ -127,13 +151,16 @@ class BrokerMetrics {
   prometheus::Counter& malformed_;
   prometheus::Gauge& open_requests_;
   prometheus::Gauge& draining_;
+  prometheus::Gauge& folded_services_;
   prometheus::Histogram& latency_;
   absl::flat_hash_map<std::string, prometheus::Counter*> events_;
   struct ServiceGauges {
     prometheus::Gauge* workers;
     prometheus::Gauge* queued;
   };
+  // Keyed by label value; "_other" is kept apart in other_.
   absl::flat_hash_map<std::string, ServiceGauges> services_;
+  ServiceGauges other_{nullptr, nullptr};
 
   BrokerSnapshot last_;
   // Latencies since the last Update(): per-bucket counts (not cumulative;
@@ -155,8 +182,12 @@ class Metrics {
   void SetBuildInfo(
       const std::vector<std::pair<std::string, std::string>>& labels);
 
-  // Metrics for one broker, labelled broker=`kind`.  Owned by this object.
-  BrokerMetrics& AddBroker(const std::string& kind);
+  // Metrics for one broker, labelled broker=`kind`, with at most
+  // `max_services` per-service series per gauge (see "Service labels").
+  // Owned by this object.
+  BrokerMetrics& AddBroker(
+      const std::string& kind,
+      std::size_t max_services = BrokerMetrics::kDefaultMaxServices);
 
   // The registry in Prometheus text format (what a scrape returns).
   std::string Serialize() const;

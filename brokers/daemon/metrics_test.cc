@@ -151,6 +151,88 @@ TEST(MetricsTest, LatencyHistogramIsPublishedOnUpdate) {
                         "\"majordomo\"} 3"));
 }
 
+TEST(MetricsTest, ServiceLabelsAreValidUtf8) {
+  EXPECT_EQ(ServiceLabel("echo"), "echo");
+  EXPECT_EQ(ServiceLabel("caf\xc3\xa9 \xe2\x98\x83 \xf0\x9f\x98\x80"),
+            "caf\xc3\xa9 \xe2\x98\x83 \xf0\x9f\x98\x80");  // kept as is
+  const std::string fffd = "\xef\xbf\xbd";
+  EXPECT_EQ(ServiceLabel("\xfe\xff bad utf8"), fffd + fffd + " bad utf8");
+  EXPECT_EQ(ServiceLabel("a\x80z"), "a" + fffd + "z");          // lone
+  EXPECT_EQ(ServiceLabel("\xc0\xaf"), fffd + fffd);             // overlong
+  EXPECT_EQ(ServiceLabel("\xe0\x80\xaf"), fffd + fffd + fffd);  // overlong
+  EXPECT_EQ(ServiceLabel("\xed\xa0\x80"), fffd + fffd + fffd);  // surrogate
+  EXPECT_EQ(ServiceLabel("\xf4\x90\x80\x80"), fffd + fffd + fffd + fffd);
+  EXPECT_EQ(ServiceLabel("end\xe2\x82"), "end" + fffd + fffd);  // truncated
+  // Escaping is the serializer's job; the bytes are valid UTF-8.
+  EXPECT_EQ(ServiceLabel("q\"b\\n\n"), "q\"b\\n\n");
+  EXPECT_EQ(ServiceLabel(std::string_view("\0", 1)), std::string("\0", 1));
+}
+
+TEST(MetricsTest, HostileServiceNamesStayValidAndEscaped) {
+  Metrics metrics;
+  BrokerMetrics& mdp = metrics.AddBroker("majordomo");
+  BrokerSnapshot s;
+  s.services = {{"\xfe\xff bad utf8", 1, 2},
+                {"\xff\xfe bad utf8", 1, 3},  // the same label: summed
+                {"quote\" back\\slash new\nline", 0, 1}};
+  mdp.Update(s);
+  const std::string text = metrics.Serialize();
+  EXPECT_THAT(text, Not(HasSubstr("\xfe")));
+  EXPECT_THAT(text, HasSubstr("zb_queue_depth{broker=\"majordomo\",service=\""
+                              "\xef\xbf\xbd\xef\xbf\xbd bad utf8\"} 5"));
+  EXPECT_THAT(text, HasSubstr("zb_workers{broker=\"majordomo\",service=\""
+                              "\xef\xbf\xbd\xef\xbf\xbd bad utf8\"} 2"));
+  EXPECT_THAT(text,
+              HasSubstr("service=\"quote\\\" back\\\\slash new\\nline\""));
+}
+
+TEST(MetricsTest, ServicesBeyondTheCapAreSummedUnderOther) {
+  Metrics metrics;
+  BrokerMetrics& mdp = metrics.AddBroker("majordomo", /*max_services=*/3);
+  auto count = [](const std::string& text, const std::string& needle) {
+    std::size_t n = 0;
+    for (std::size_t at = text.find(needle); at != std::string::npos;
+         at = text.find(needle, at + 1)) {
+      ++n;
+    }
+    return n;
+  };
+  BrokerSnapshot s;
+  s.services = {{"a", 0, 1}, {"b", 0, 1}, {"c", 0, 1}};
+  mdp.Update(s);
+  // 20,000 invented names (no workers) and one real service with workers.
+  for (int i = 0; i < 20'000; ++i) {
+    s.services.push_back({"flood-" + std::to_string(i), 0, 1});
+  }
+  s.services.push_back({"real", 2, 0});
+  mdp.Update(s);
+  std::string text = metrics.Serialize();
+  // The three that had series keep them; the rest are summed.
+  EXPECT_EQ(count(text, "zb_queue_depth{"), 4u) << text.substr(0, 2000);
+  EXPECT_THAT(text, HasSubstr("zb_queue_depth{broker=\"majordomo\","
+                              "service=\"_other\"} 20000"));
+  EXPECT_THAT(text, HasSubstr("zb_workers{broker=\"majordomo\","
+                              "service=\"_other\"} 2"));
+  EXPECT_THAT(text, HasSubstr("zb_folded_services{broker=\"majordomo\"} "
+                              "20001"));
+  // "a" goes away: its slot goes to the service with workers first.
+  s.services.erase(s.services.begin());
+  mdp.Update(s);
+  text = metrics.Serialize();
+  EXPECT_THAT(text, HasSubstr("zb_workers{broker=\"majordomo\","
+                              "service=\"real\"} 2"));
+  EXPECT_THAT(text, Not(HasSubstr("service=\"a\"")));
+  EXPECT_THAT(text, HasSubstr("zb_folded_services{broker=\"majordomo\"} "
+                              "20000"));
+  // Back under the cap: _other disappears, the count goes to 0.
+  s.services = {{"b", 0, 1}};
+  mdp.Update(s);
+  text = metrics.Serialize();
+  EXPECT_THAT(text, Not(HasSubstr(",service=\"_other\"}")));
+  EXPECT_THAT(text, HasSubstr("zb_folded_services{broker=\"majordomo\"} 0"));
+  EXPECT_EQ(count(text, "zb_queue_depth{"), 1u);
+}
+
 TEST(MetricsTest, ServesOverHttp) {
   Metrics metrics;
   BrokerMetrics& mdp = metrics.AddBroker("majordomo");
