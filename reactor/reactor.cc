@@ -218,18 +218,33 @@ void Reactor::rebuild_poll_items() {
   poll_items_dirty_ = false;
 }
 
+void Reactor::release_large_frames(std::size_t n) {
+  // Frames a handler left in the buffer are only released when the next
+  // message is received into their slot.  On an idle reactor that may be
+  // never: one large message dropped as malformed would stay allocated.
+  // Small frames (libzmq keeps up to 33 bytes inline) cost nothing to keep.
+  for (std::size_t i = 0; i < n; ++i) {
+    if (frames_[i].size() > kKeptFrameBytes) [[unlikely]] {
+      frames_[i].rebuild();
+    }
+  }
+}
+
 int Reactor::dispatch_socket(Watch& w) {
   int handled = 0;
+  std::size_t last = 0;  // frames of the last message handed out
   while (handled < options_.batch_cap && !w.removed) {
     // One multipart message into the reused frame buffer.
     const int n = ReceiveMessage(*w.socket, frames_, ZMQ_DONTWAIT);
     if (n < 0) {
+      release_large_frames(last);
       if (errno == EAGAIN) return handled;
       // Anything else is a real failure of the socket (e.g. ETERM).  Report
       // it and move on.
       report(std::make_exception_ptr(zmq::error_t()), "socket receive");
       return handled;
     }
+    last = static_cast<std::size_t>(n);
     ++handled;
     try {
       w.on_message(std::span<zmq::message_t>(frames_.data(), n));
@@ -237,6 +252,7 @@ int Reactor::dispatch_socket(Watch& w) {
       report(std::current_exception(), "socket");
     }
   }
+  release_large_frames(last);
   return handled;
 }
 

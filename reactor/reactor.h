@@ -30,7 +30,10 @@
 // more (EAGAIN) or the batch cap is reached, so one poll call serves many
 // messages.  The frames are received into a buffer that the reactor reuses
 // for every message; a handler may move frames out of the span (a moved-from
-// zmq::message_t is empty) but must not keep the span itself.
+// zmq::message_t is empty) but must not keep the span itself.  Frames it
+// leaves there are released when the next message is received into their
+// slot, and at the end of each batch when they are larger than 4 KiB, so an
+// idle reactor does not keep a large message alive.
 //
 // Timers.  Timers live in a zb::TimerQueue (timer_queue.h, which spells out
 // every rule): a std::vector sorted by deadline, latest first, so the
@@ -208,6 +211,10 @@ class Reactor {
   int fire_due_timers();
   int run_posted();
   int dispatch_socket(Watch& w);
+  // Frames larger than this that a handler left in frames_ are released at
+  // the end of each batch rather than kept until the next receive.
+  static constexpr std::size_t kKeptFrameBytes = 4096;
+  void release_large_frames(std::size_t n);
   void rebuild_poll_items();
   void report(std::exception_ptr e, std::string_view where);
 
