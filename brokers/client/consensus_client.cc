@@ -42,6 +42,13 @@ absl::Status ConsensusClient::open_socket() {
     // requests that have ended or will be resent: drop it.
     socket_->set(zmq::sockopt::linger, 0);
     SetIpv6For(*socket_, endpoint_);
+    if (options_.curve) {
+      if (absl::Status s = ApplyCurveClient(*socket_, *options_.curve);
+          !s.ok()) {
+        socket_.reset();
+        return s;
+      }
+    }
     socket_->connect(endpoint_);
   } catch (const zmq::error_t& e) {
     socket_.reset();

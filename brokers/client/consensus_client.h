@@ -110,6 +110,7 @@
 #include "absl/random/random.h"
 #include "absl/status/status.h"
 #include "brokers/protocol/ccp.h"
+#include "brokers/security/curve.h"
 #include "reactor/frames.h"
 #include "reactor/reactor.h"
 
@@ -130,6 +131,9 @@ struct ConsensusClientOptions {
   // no_workers_backoff_max.
   std::chrono::milliseconds no_workers_backoff{10};
   std::chrono::milliseconds no_workers_backoff_max{500};
+  // CURVE encryption and authentication (docs/security.md): the broker's
+  // public key and this client's key pair.  Unset = plaintext.
+  std::optional<CurveClientKeys> curve = std::nullopt;
 };
 
 // Options of one request (ConsensusClient::RequestOptions).

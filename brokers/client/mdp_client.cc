@@ -52,6 +52,12 @@ MdpClient::~MdpClient() { socket_.reset(); }
 absl::Status MdpClient::Open() {
   socket_.emplace(*context_, zmq::socket_type::dealer);
   socket_->set(zmq::sockopt::linger, 0);
+  if (options_.curve) {
+    if (absl::Status s = ApplyCurveClient(*socket_, *options_.curve); !s.ok()) {
+      socket_.reset();
+      return s;
+    }
+  }
   try {
     SetIpv6For(*socket_, endpoint_);
     socket_->connect(endpoint_);
@@ -195,6 +201,12 @@ absl::Status MdpAsyncClient::Open() {
   // Outstanding requests are bounded by the caller, not by the socket.
   socket_.set(zmq::sockopt::sndhwm, 0);
   socket_.set(zmq::sockopt::rcvhwm, 0);
+  if (options_.curve) {
+    if (absl::Status s = ApplyCurveClient(socket_, *options_.curve); !s.ok()) {
+      socket_.close();
+      return s;
+    }
+  }
   try {
     SetIpv6For(socket_, endpoint_);
     socket_.connect(endpoint_);

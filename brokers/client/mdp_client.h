@@ -80,6 +80,7 @@
 #include "absl/functional/any_invocable.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "brokers/security/curve.h"
 #include "reactor/frames.h"
 #include "reactor/reactor.h"
 
@@ -94,6 +95,9 @@ struct ClientMessage;
 struct MdpClientOptions {
   std::chrono::milliseconds timeout{2500};  // per attempt
   int retries = 3;                          // resends after the first try
+  // CURVE encryption and authentication (docs/security.md): the broker's
+  // public key and this client's key pair.  Unset = plaintext.
+  std::optional<CurveClientKeys> curve = std::nullopt;
 };
 
 struct MdpAsyncClientOptions {
@@ -102,6 +106,9 @@ struct MdpAsyncClientOptions {
   // Negotiate the zbrokers request-tag extension ("mmi.zb.tag") on each
   // connection; false: plain RFC 7, one request per service on the wire.
   bool request_tags = true;
+  // CURVE encryption and authentication (docs/security.md): the broker's
+  // public key and this client's key pair.  Unset = plaintext.
+  std::optional<CurveClientKeys> curve = std::nullopt;
 };
 
 class MdpClient {

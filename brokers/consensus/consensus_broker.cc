@@ -141,8 +141,11 @@ ConsensusBroker::~ConsensusBroker() {
   for (const std::string& endpoint : endpoints_) RemoveIpcSocketFile(endpoint);
 }
 
-absl::Status ConsensusBroker::Bind(const std::string& endpoint) {
+absl::Status ConsensusBroker::Bind(const std::string& endpoint,
+                                   const ListenerSecurity& security) {
   if (absl::Status s = CheckEndpoint(endpoint); !s.ok()) return s;
+  ListenerSecurityScope scope(router_, security);
+  if (!scope.status().ok()) return scope.status();
   try {
     SetIpv6For(router_, endpoint);
     router_.bind(endpoint);
@@ -151,6 +154,16 @@ absl::Status ConsensusBroker::Bind(const std::string& endpoint) {
         absl::StrFormat("cannot bind %s: %s", endpoint, e.what()));
   }
   endpoints_.push_back(router_.get(zmq::sockopt::last_endpoint));
+  return absl::OkStatus();
+}
+
+absl::Status ConsensusBroker::Monitor(const std::string& monitor_endpoint,
+                                      int events) {
+  if (zmq_socket_monitor(router_.handle(), monitor_endpoint.c_str(), events) !=
+      0) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "monitor %s: %s", monitor_endpoint, zmq_strerror(zmq_errno())));
+  }
   return absl::OkStatus();
 }
 

@@ -49,6 +49,7 @@
 #include "absl/functional/any_invocable.h"
 #include "absl/status/status.h"
 #include "brokers/protocol/ccp.h"
+#include "brokers/security/curve.h"
 #include "reactor/frames.h"
 #include "reactor/reactor.h"
 
@@ -127,8 +128,14 @@ class ConsensusBroker {
 
   // Binds the ROUTER to `endpoint` (may be called several times, e.g.
   // "tcp://127.0.0.1:*" for an ephemeral port).  The resolved endpoint is
-  // appended to endpoints().
-  absl::Status Bind(const std::string& endpoint);
+  // appended to endpoints().  `security` applies to this endpoint only
+  // (CURVE or plaintext, brokers/security/curve.h).
+  absl::Status Bind(const std::string& endpoint,
+                    const ListenerSecurity& security = {});
+  // Starts libzmq's socket monitor on the ROUTER: `events` (ZMQ_EVENT_*)
+  // are published on the inproc PAIR endpoint `monitor_endpoint`, e.g. for
+  // a zb::HandshakeMonitor (brokers/security/handshake_monitor.h).
+  absl::Status Monitor(const std::string& monitor_endpoint, int events);
   // Every bound endpoint as resolved by ZeroMQ (ZMQ_LAST_ENDPOINT), in Bind
   // order.
   const std::vector<std::string>& endpoints() const { return endpoints_; }

@@ -142,9 +142,12 @@ class MajordomoBroker::Impl {
     reactor_.remove(router_).IgnoreError();
   }
 
-  absl::StatusOr<std::string> Bind(const std::string& endpoint) {
+  absl::StatusOr<std::string> Bind(const std::string& endpoint,
+                                   const ListenerSecurity& security) {
     if (!invalid_.ok()) return invalid_;
     if (absl::Status s = CheckEndpoint(endpoint); !s.ok()) return s;
+    ListenerSecurityScope scope(router_, security);
+    if (!scope.status().ok()) return scope.status();
     try {
       SetIpv6For(router_, endpoint);
       router_.bind(endpoint);
@@ -153,6 +156,15 @@ class MajordomoBroker::Impl {
           absl::StrFormat("bind %s: %s", endpoint, e.what()));
     }
     return router_.get(zmq::sockopt::last_endpoint);
+  }
+
+  absl::Status Monitor(const std::string& monitor_endpoint, int events) {
+    if (zmq_socket_monitor(router_.handle(), monitor_endpoint.c_str(),
+                           events) != 0) {
+      return absl::InvalidArgumentError(absl::StrFormat(
+          "monitor %s: %s", monitor_endpoint, zmq_strerror(zmq_errno())));
+    }
+    return absl::OkStatus();
   }
 
   void set_worker_event_hook(WorkerEventHook h) { worker_hook_ = std::move(h); }
@@ -961,11 +973,17 @@ MajordomoBroker::~MajordomoBroker() {
   for (const std::string& endpoint : endpoints_) RemoveIpcSocketFile(endpoint);
 }
 
-absl::Status MajordomoBroker::Bind(const std::string& endpoint) {
-  absl::StatusOr<std::string> bound = impl_->Bind(endpoint);
+absl::Status MajordomoBroker::Bind(const std::string& endpoint,
+                                   const ListenerSecurity& security) {
+  absl::StatusOr<std::string> bound = impl_->Bind(endpoint, security);
   if (!bound.ok()) return bound.status();
   endpoints_.push_back(*std::move(bound));
   return absl::OkStatus();
+}
+
+absl::Status MajordomoBroker::Monitor(const std::string& monitor_endpoint,
+                                      int events) {
+  return impl_->Monitor(monitor_endpoint, events);
 }
 
 void MajordomoBroker::set_worker_event_hook(WorkerEventHook hook) {

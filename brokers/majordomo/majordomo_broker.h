@@ -103,6 +103,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/functional/any_invocable.h"
 #include "absl/status/status.h"
+#include "brokers/security/curve.h"
 #include "reactor/reactor.h"
 
 namespace zb {
@@ -235,8 +236,14 @@ class MajordomoBroker {
   // Binds the ROUTER socket to `endpoint` (may be called several times).
   // "tcp://127.0.0.1:*" picks a free port; see endpoints() for the result.
   // Fails with InvalidArgument, binding nothing, when the Options are
-  // invalid (worker_prefetch out of range).
-  absl::Status Bind(const std::string& endpoint);
+  // invalid (worker_prefetch out of range).  `security` applies to this
+  // endpoint only (CURVE or plaintext, brokers/security/curve.h).
+  absl::Status Bind(const std::string& endpoint,
+                    const ListenerSecurity& security = {});
+  // Starts libzmq's socket monitor on the ROUTER: `events` (ZMQ_EVENT_*)
+  // are published on the inproc PAIR endpoint `monitor_endpoint`, e.g. for
+  // a zb::HandshakeMonitor (brokers/security/handshake_monitor.h).
+  absl::Status Monitor(const std::string& monitor_endpoint, int events);
   // The resolved endpoints bound so far (ZMQ_LAST_ENDPOINT of each Bind).
   const std::vector<std::string>& endpoints() const { return endpoints_; }
 

@@ -154,6 +154,13 @@ absl::Status ConsensusWorker::open_socket() {
     // is gone; shutdown() raises the linger for its DISCONNECT.
     socket_->set(zmq::sockopt::linger, 0);
     SetIpv6For(*socket_, endpoint_);
+    if (options_.curve) {
+      if (absl::Status s = ApplyCurveClient(*socket_, *options_.curve);
+          !s.ok()) {
+        socket_.reset();
+        return s;
+      }
+    }
     socket_->connect(endpoint_);
   } catch (const zmq::error_t& e) {
     socket_.reset();

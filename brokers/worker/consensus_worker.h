@@ -65,6 +65,7 @@
 #include "absl/functional/any_invocable.h"
 #include "absl/status/status.h"
 #include "brokers/protocol/ccp.h"
+#include "brokers/security/curve.h"
 #include "reactor/frames.h"
 #include "reactor/reactor.h"
 
@@ -88,6 +89,9 @@ struct ConsensusWorkerOptions {
   // ZMQ_LINGER of the socket closed by shutdown(): how long libzmq keeps
   // trying to deliver the DISCONNECT (and answers still queued).
   std::chrono::milliseconds linger{200};
+  // CURVE encryption and authentication (docs/security.md): the broker's
+  // public key and this worker's key pair.  Unset = plaintext.
+  std::optional<CurveClientKeys> curve = std::nullopt;
 };
 
 class ConsensusWorker {

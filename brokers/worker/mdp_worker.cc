@@ -119,6 +119,13 @@ class MdpWorker::Core : public std::enable_shared_from_this<Core> {
   absl::Status Connect() {
     socket_ = zmq::socket_t(context_, zmq::socket_type::dealer);
     socket_.set(zmq::sockopt::linger, 0);
+    if (options_.curve) {
+      if (absl::Status s = ApplyCurveClient(socket_, *options_.curve);
+          !s.ok()) {
+        socket_.close();
+        return s;
+      }
+    }
     try {
       SetIpv6For(socket_, endpoint_);
       socket_.connect(endpoint_);

@@ -58,11 +58,13 @@
 #include <chrono>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <zmq.hpp>
 
 #include "absl/functional/any_invocable.h"
 #include "absl/status/status.h"
+#include "brokers/security/curve.h"
 #include "reactor/frames.h"
 #include "reactor/reactor.h"
 
@@ -76,6 +78,9 @@ struct MdpWorkerOptions {
   int heartbeat_liveness = 3;
   // Wait between closing a connection and opening the next.
   std::chrono::milliseconds reconnect_delay{1000};
+  // CURVE encryption and authentication (docs/security.md): the broker's
+  // public key and this worker's key pair.  Unset = plaintext.
+  std::optional<CurveClientKeys> curve = std::nullopt;
 };
 
 class MdpWorker {
