@@ -1,0 +1,367 @@
+// Copyright 2026 The zbrokers Authors.
+//
+// Every client and worker library with Options::curve against both brokers
+// listening in plaintext and with CURVE on one ROUTER each, a ZAP handler
+// over an allowlist, and handshake monitors: allowed peers get through on
+// both protocols; an unlisted key, a wrong server key and a plaintext peer
+// on the CURVE endpoint get nothing through (no worker registered, no
+// request answered), and the monitors say why.
+//
+// Threads: both brokers, the ZAP handler and the monitors on one
+// ReactorThread; workers on another; the asynchronous MDP client on a
+// third; the blocking clients on the test thread (BlockingConsensusClient
+// has its own).
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "brokers/client/blocking_consensus_client.h"
+#include "brokers/client/consensus_client.h"
+#include "brokers/client/mdp_client.h"
+#include "brokers/consensus/consensus_broker.h"
+#include "brokers/majordomo/majordomo_broker.h"
+#include "brokers/security/curve.h"
+#include "brokers/security/handshake_monitor.h"
+#include "brokers/security/zap_handler.h"
+#include "brokers/worker/consensus_worker.h"
+#include "brokers/worker/mdp_worker.h"
+#include "reactor/frames.h"
+#include "reactor/reactor_thread.h"
+
+namespace zb {
+namespace {
+
+using std::chrono::milliseconds;
+using ::testing::ElementsAre;
+
+CurveKeyPair NewPair() {
+  absl::StatusOr<CurveKeyPair> p = GenerateCurveKeyPair();
+  EXPECT_TRUE(p.ok()) << p.status();
+  return *p;
+}
+
+class CurveLibrariesTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ASSERT_TRUE(CurveAvailable());
+    absl::StatusOr<CurveAllowlist> allow =
+        CurveAllowlist::Parse(Z85(client_.public_key) + " client\n" +
+                                  Z85(worker_.public_key) + " worker\n",
+                              "test");
+    ASSERT_TRUE(allow.ok());
+    broker_thread_.invoke([&](Reactor& r) {
+      zap_ = std::make_unique<ZapHandler>(r, ctx_);
+      zap_->set_allowlist(std::make_shared<const CurveAllowlist>(*allow));
+      ASSERT_TRUE(zap_->Start().ok());
+
+      MajordomoBroker::Options mo;
+      mo.heartbeat_interval = milliseconds(200);
+      mdp_ = std::make_unique<MajordomoBroker>(r, ctx_, mo);
+      ccp_ = std::make_unique<ConsensusBroker>(r, ctx_,
+                                               ConsensusBroker::Options{});
+      const ListenerSecurity mdp_curve{.curve_secret_key = server_.secret_key,
+                                       .zap_domain = "majordomo"};
+      const ListenerSecurity ccp_curve{.curve_secret_key = server_.secret_key,
+                                       .zap_domain = "consensus"};
+      ASSERT_TRUE(mdp_->Bind("tcp://127.0.0.1:*").ok());
+      ASSERT_TRUE(mdp_->Bind("tcp://127.0.0.1:*", mdp_curve).ok());
+      ASSERT_TRUE(ccp_->Bind("tcp://127.0.0.1:*").ok());
+      ASSERT_TRUE(ccp_->Bind("tcp://127.0.0.1:*", ccp_curve).ok());
+      mdp_plain_ = mdp_->endpoints()[0];
+      mdp_curve_ = mdp_->endpoints()[1];
+      ccp_plain_ = ccp_->endpoints()[0];
+      ccp_curve_ = ccp_->endpoints()[1];
+
+      ASSERT_TRUE(
+          mdp_->Monitor("inproc://mon-mdp", HandshakeMonitor::kEvents).ok());
+      ASSERT_TRUE(
+          ccp_->Monitor("inproc://mon-ccp", HandshakeMonitor::kEvents).ok());
+      for (const char* kind : {"mdp", "ccp"}) {
+        auto& m = monitors_.emplace_back(std::make_unique<HandshakeMonitor>(
+            r, ctx_, std::string("inproc://mon-") + kind,
+            [this, kind](const HandshakeMonitor::Failure& f) {
+              std::lock_guard<std::mutex> lock(mu_);
+              ++failures_[std::string(kind) + ":" + std::string(f.reason)];
+            }));
+        ASSERT_TRUE(m->Start().ok());
+      }
+    });
+  }
+
+  void TearDown() override {
+    worker_thread_.invoke([&](Reactor&) {
+      ccp_workers_.clear();
+      mdp_workers_.clear();
+    });
+    broker_thread_.invoke([&](Reactor&) {
+      monitors_.clear();
+      mdp_.reset();
+      ccp_.reset();
+      zap_.reset();  // after the CURVE listeners
+    });
+  }
+
+  CurveClientKeys Keys(const CurveKeyPair& own,
+                       const CurveKey* server = nullptr) {
+    absl::StatusOr<CurveClientKeys> k = MakeCurveClientKeys(
+        server != nullptr ? *server : server_.public_key, own.secret_key);
+    EXPECT_TRUE(k.ok());
+    return *k;
+  }
+
+  void StartCcpWorker(const std::string& endpoint,
+                      std::optional<CurveClientKeys> curve) {
+    worker_thread_.invoke([&](Reactor& r) {
+      ConsensusWorker::Options o;
+      o.curve = curve;
+      ccp_workers_.push_back(std::make_unique<ConsensusWorker>(
+          r, ctx_, endpoint, "echo",
+          [this](std::span<zmq::message_t> payload,
+                 ConsensusWorker::Responder responder) {
+            ++ccp_handled_;
+            responder.succeed(payload);
+          },
+          o));
+      ASSERT_TRUE(ccp_workers_.back()->status().ok());
+    });
+  }
+
+  void StartMdpWorker(const std::string& endpoint,
+                      std::optional<CurveClientKeys> curve) {
+    worker_thread_.invoke([&](Reactor& r) {
+      MdpWorker::Options o;
+      o.heartbeat_interval = milliseconds(200);
+      o.reconnect_delay = milliseconds(100);
+      o.curve = curve;
+      mdp_workers_.push_back(std::make_unique<MdpWorker>(
+          r, ctx_, endpoint, "echo",
+          [this](Frames body, MdpWorker::Replier replier) {
+            ++mdp_handled_;
+            replier.Reply(std::move(body));
+          },
+          o));
+      ASSERT_TRUE(mdp_workers_.back()->Start().ok());
+    });
+  }
+
+  std::size_t CcpWorkers() {
+    return broker_thread_.invoke(
+        [&](Reactor&) { return ccp_->worker_count("echo"); });
+  }
+  std::size_t MdpWorkers() {
+    return broker_thread_.invoke([&](Reactor&) -> std::size_t {
+      const MajordomoBroker::Stats s = mdp_->stats();
+      auto it = s.services.find("echo");
+      return it == s.services.end() ? 0 : it->second.workers;
+    });
+  }
+  // Waits up to 3 s for `n` registered workers on both brokers.
+  bool WorkersRegistered(std::size_t ccp, std::size_t mdp) {
+    for (int i = 0; i < 300; ++i) {
+      if (CcpWorkers() == ccp && MdpWorkers() == mdp) return true;
+      std::this_thread::sleep_for(milliseconds(10));
+    }
+    return false;
+  }
+  int Failures(const std::string& key) {
+    std::lock_guard<std::mutex> lock(mu_);
+    return failures_[key];
+  }
+  bool SawFailure(const std::string& key) {
+    for (int i = 0; i < 300; ++i) {
+      if (Failures(key) > 0) return true;
+      std::this_thread::sleep_for(milliseconds(10));
+    }
+    return false;
+  }
+
+  absl::StatusOr<Frames> MdpRequest(const std::string& endpoint,
+                                    std::optional<CurveClientKeys> curve,
+                                    milliseconds timeout) {
+    MdpClient::Options o;
+    o.timeout = timeout;
+    o.retries = 0;
+    o.curve = curve;
+    MdpClient client(endpoint, o, &ctx_);
+    return client.Request("echo", MakeFrames({"mdp-payload"}));
+  }
+
+  ConsensusClient::Result CcpRequest(const std::string& endpoint,
+                                     std::optional<CurveClientKeys> curve,
+                                     milliseconds timeout) {
+    ConsensusClient::Options o;
+    o.curve = curve;
+    BlockingConsensusClient client(ctx_, endpoint, o);
+    return client.Request("echo", MakeFrames({"ccp-payload"}),
+                          {.timeout = timeout, .retries = 0});
+  }
+
+  zmq::context_t ctx_;
+  ReactorThread broker_thread_;
+  ReactorThread worker_thread_;
+  std::unique_ptr<ZapHandler> zap_;
+  std::unique_ptr<MajordomoBroker> mdp_;
+  std::unique_ptr<ConsensusBroker> ccp_;
+  std::vector<std::unique_ptr<HandshakeMonitor>> monitors_;
+  std::vector<std::unique_ptr<ConsensusWorker>> ccp_workers_;
+  std::vector<std::unique_ptr<MdpWorker>> mdp_workers_;
+  std::atomic<int> ccp_handled_{0};
+  std::atomic<int> mdp_handled_{0};
+  std::string mdp_plain_, mdp_curve_, ccp_plain_, ccp_curve_;
+  const CurveKeyPair server_ = NewPair();
+  const CurveKeyPair client_ = NewPair();
+  const CurveKeyPair worker_ = NewPair();
+  const CurveKeyPair stranger_ = NewPair();
+  std::mutex mu_;
+  std::map<std::string, int> failures_;
+};
+
+TEST_F(CurveLibrariesTest, AllowedPeersWorkOnBothProtocols) {
+  StartCcpWorker(ccp_curve_, Keys(worker_));
+  StartMdpWorker(mdp_curve_, Keys(worker_));
+  ASSERT_TRUE(WorkersRegistered(1, 1));
+
+  ConsensusClient::Result r =
+      CcpRequest(ccp_curve_, Keys(client_), milliseconds(3000));
+  ASSERT_TRUE(r.ok()) << r.reason;
+  EXPECT_THAT(FramesToStrings(r.payload), ElementsAre("ccp-payload"));
+
+  absl::StatusOr<Frames> m =
+      MdpRequest(mdp_curve_, Keys(client_), milliseconds(3000));
+  ASSERT_TRUE(m.ok()) << m.status();
+  EXPECT_THAT(FramesToStrings(*m), ElementsAre("mdp-payload"));
+
+  // The reactor-driven MDP client.
+  ReactorThread client_thread;
+  absl::StatusOr<Frames> async_reply = absl::UnknownError("not called");
+  std::atomic<bool> done{false};
+  std::unique_ptr<MdpAsyncClient> async;
+  client_thread.invoke([&](Reactor& reactor) {
+    MdpAsyncClient::Options o;
+    o.curve = Keys(client_);
+    async = std::make_unique<MdpAsyncClient>(reactor, ctx_, mdp_curve_, o);
+    ASSERT_TRUE(async->Start().ok());
+    ASSERT_TRUE(async
+                    ->Request(
+                        "echo", MakeFrames({"async"}),
+                        [&](absl::StatusOr<Frames> reply) {
+                          async_reply = std::move(reply);
+                          done = true;
+                        },
+                        milliseconds(3000))
+                    .ok());
+  });
+  for (int i = 0; i < 400 && !done; ++i) {
+    std::this_thread::sleep_for(milliseconds(10));
+  }
+  client_thread.invoke([&](Reactor&) { async.reset(); });
+  ASSERT_TRUE(done);
+  ASSERT_TRUE(async_reply.ok()) << async_reply.status();
+  EXPECT_THAT(FramesToStrings(*async_reply), ElementsAre("async"));
+
+  // And PING over CURVE.
+  ConsensusClient::Options o;
+  o.curve = Keys(client_);
+  BlockingConsensusClient pinger(ctx_, ccp_curve_, o);
+  EXPECT_TRUE(pinger.Ping(milliseconds(3000)));
+}
+
+TEST_F(CurveLibrariesTest, PlaintextAndCurveEndpointsServeTogether) {
+  // A CURVE worker and a plaintext worker on the same service; a plaintext
+  // client on the plaintext endpoint reaches both (consensus: every worker
+  // answers).
+  StartCcpWorker(ccp_curve_, Keys(worker_));
+  StartCcpWorker(ccp_plain_, std::nullopt);
+  StartMdpWorker(mdp_plain_, std::nullopt);
+  ASSERT_TRUE(WorkersRegistered(2, 1));
+  ConsensusClient::Result r =
+      CcpRequest(ccp_plain_, std::nullopt, milliseconds(3000));
+  ASSERT_TRUE(r.ok()) << r.reason;
+  EXPECT_THAT(FramesToStrings(r.payload),
+              ElementsAre("ccp-payload", "ccp-payload"));
+  absl::StatusOr<Frames> m =
+      MdpRequest(mdp_curve_, Keys(client_), milliseconds(3000));
+  ASSERT_TRUE(m.ok()) << m.status();
+  absl::StatusOr<Frames> plain =
+      MdpRequest(mdp_plain_, std::nullopt, milliseconds(3000));
+  ASSERT_TRUE(plain.ok()) << plain.status();
+}
+
+TEST_F(CurveLibrariesTest, UnlistedWorkersNeverRegister) {
+  StartCcpWorker(ccp_curve_, Keys(stranger_));
+  StartMdpWorker(mdp_curve_, Keys(stranger_));
+  EXPECT_TRUE(SawFailure("ccp:key_not_allowed"));
+  EXPECT_TRUE(SawFailure("mdp:key_not_allowed"));
+  std::this_thread::sleep_for(milliseconds(300));
+  EXPECT_EQ(CcpWorkers(), 0u);
+  EXPECT_EQ(MdpWorkers(), 0u);
+  // An allowed client finds no worker.
+  ConsensusClient::Result r =
+      CcpRequest(ccp_curve_, Keys(client_), milliseconds(2000));
+  EXPECT_EQ(r.reason, ccp::kReasonNoWorkers);
+  EXPECT_EQ(ccp_handled_.load() + mdp_handled_.load(), 0);
+}
+
+TEST_F(CurveLibrariesTest, UnlistedClientsGetNothingThrough) {
+  StartCcpWorker(ccp_curve_, Keys(worker_));
+  StartMdpWorker(mdp_curve_, Keys(worker_));
+  ASSERT_TRUE(WorkersRegistered(1, 1));
+  ConsensusClient::Result r =
+      CcpRequest(ccp_curve_, Keys(stranger_), milliseconds(600));
+  EXPECT_EQ(r.outcome, ConsensusClient::Outcome::kTimeout);
+  absl::StatusOr<Frames> m =
+      MdpRequest(mdp_curve_, Keys(stranger_), milliseconds(600));
+  EXPECT_TRUE(absl::IsDeadlineExceeded(m.status())) << m.status();
+  EXPECT_EQ(ccp_handled_.load() + mdp_handled_.load(), 0);
+  EXPECT_TRUE(SawFailure("ccp:key_not_allowed"));
+  EXPECT_TRUE(SawFailure("mdp:key_not_allowed"));
+}
+
+TEST_F(CurveLibrariesTest, WrongServerKeyGetsNothingThrough) {
+  StartCcpWorker(ccp_curve_, Keys(worker_));
+  StartMdpWorker(mdp_curve_, Keys(worker_));
+  ASSERT_TRUE(WorkersRegistered(1, 1));
+  const CurveKeyPair impostor = NewPair();
+  ConsensusClient::Result r = CcpRequest(
+      ccp_curve_, Keys(client_, &impostor.public_key), milliseconds(600));
+  EXPECT_EQ(r.outcome, ConsensusClient::Outcome::kTimeout);
+  absl::StatusOr<Frames> m = MdpRequest(
+      mdp_curve_, Keys(client_, &impostor.public_key), milliseconds(600));
+  EXPECT_TRUE(absl::IsDeadlineExceeded(m.status())) << m.status();
+  // A worker with the wrong server key does not register either.
+  StartCcpWorker(ccp_curve_, Keys(worker_, &impostor.public_key));
+  EXPECT_TRUE(SawFailure("ccp:decrypt_failed"));
+  EXPECT_TRUE(SawFailure("mdp:decrypt_failed"));
+  EXPECT_EQ(CcpWorkers(), 1u);
+  EXPECT_EQ(ccp_handled_.load() + mdp_handled_.load(), 0);
+}
+
+TEST_F(CurveLibrariesTest, PlaintextPeersOnTheCurveEndpointGetNothingThrough) {
+  StartCcpWorker(ccp_curve_, Keys(worker_));
+  StartMdpWorker(mdp_curve_, Keys(worker_));
+  ASSERT_TRUE(WorkersRegistered(1, 1));
+  ConsensusClient::Result r =
+      CcpRequest(ccp_curve_, std::nullopt, milliseconds(600));
+  EXPECT_EQ(r.outcome, ConsensusClient::Outcome::kTimeout);
+  absl::StatusOr<Frames> m =
+      MdpRequest(mdp_curve_, std::nullopt, milliseconds(600));
+  EXPECT_TRUE(absl::IsDeadlineExceeded(m.status())) << m.status();
+  StartMdpWorker(mdp_curve_, std::nullopt);
+  EXPECT_TRUE(SawFailure("ccp:mechanism_mismatch"));
+  EXPECT_TRUE(SawFailure("mdp:mechanism_mismatch"));
+  std::this_thread::sleep_for(milliseconds(300));
+  EXPECT_EQ(MdpWorkers(), 1u);
+  EXPECT_EQ(ccp_handled_.load() + mdp_handled_.load(), 0);
+}
+
+}  // namespace
+}  // namespace zb
