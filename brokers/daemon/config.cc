@@ -4,6 +4,7 @@
 
 #include <toml++/toml.h>
 
+#include <algorithm>
 #include <array>
 #include <fstream>
 #include <sstream>
@@ -42,6 +43,7 @@ enum class Kind {
   kLogLevel,          // string, one of the level names
   kLogFormat,         // string, "text" or "json"
   kAddress,           // "host:port" or "" (off)
+  kPath,              // a non-empty file or directory path
 };
 
 // A parsed value; the key's Kind says which field is set.  (A plain struct
@@ -55,6 +57,17 @@ struct Value {
   LogLevel level = LogLevel::kInfo;
   LogFormat format = LogFormat::kText;
 };
+
+// Records where `key` was set (the last setting wins).
+void SetOrigin(DaemonConfig& c, std::string key, std::string where) {
+  for (auto& [k, w] : c.origins) {
+    if (k == key) {
+      w = std::move(where);
+      return;
+    }
+  }
+  c.origins.emplace_back(std::move(key), std::move(where));
+}
 
 struct KeySpec {
   std::string_view section;
@@ -106,7 +119,7 @@ std::string TomlInt(Int n) {
 
 // The schema: every key the file may hold.  Adding a key here makes it
 // accepted in the file and, with a flag name, on the command line.
-const std::array<KeySpec, 19> kKeys = {{
+const std::array<KeySpec, 23> kKeys = {{
     {"daemon", "log_level", Kind::kLogLevel, "--log-level",
      [](DaemonConfig& c, Value&& v) { c.log_level = v.level; },
      [](const DaemonConfig& c) { return Toml(LogLevelName(c.log_level)); }},
@@ -132,11 +145,28 @@ const std::array<KeySpec, 19> kKeys = {{
      [](const DaemonConfig& c) {
        return TomlInt(static_cast<std::int64_t>(c.metrics_max_services));
      }},
+    {"daemon", "curve_secret_key_file", Kind::kPath, "--curve-secret-key-file",
+     [](DaemonConfig& c, Value&& v) {
+       c.curve_secret_key_file = std::move(v.text);
+     },
+     [](const DaemonConfig& c) {
+       return Toml(std::string_view(c.curve_secret_key_file));
+     }},
+    {"daemon", "curve_allowlist", Kind::kPath, "--curve-allowlist",
+     [](DaemonConfig& c, Value&& v) { c.curve_allowlist = std::move(v.text); },
+     [](const DaemonConfig& c) {
+       return Toml(std::string_view(c.curve_allowlist));
+     }},
     {"majordomo", "endpoints", Kind::kEndpoints, "--majordomo",
      [](DaemonConfig& c, Value&& v) {
        c.majordomo.endpoints = std::move(v.list);
      },
      [](const DaemonConfig& c) { return Toml(c.majordomo.endpoints); }},
+    {"majordomo", "curve_endpoints", Kind::kEndpoints, "--majordomo-curve",
+     [](DaemonConfig& c, Value&& v) {
+       c.majordomo.curve_endpoints = std::move(v.list);
+     },
+     [](const DaemonConfig& c) { return Toml(c.majordomo.curve_endpoints); }},
     {"majordomo", "heartbeat_interval", Kind::kPositiveDuration,
      "--heartbeat-interval",
      [](DaemonConfig& c, Value&& v) {
@@ -205,6 +235,11 @@ const std::array<KeySpec, 19> kKeys = {{
        c.consensus.endpoints = std::move(v.list);
      },
      [](const DaemonConfig& c) { return Toml(c.consensus.endpoints); }},
+    {"consensus", "curve_endpoints", Kind::kEndpoints, "--consensus-curve",
+     [](DaemonConfig& c, Value&& v) {
+       c.consensus.curve_endpoints = std::move(v.list);
+     },
+     [](const DaemonConfig& c) { return Toml(c.consensus.curve_endpoints); }},
     {"consensus", "request_deadline", Kind::kPositiveDuration,
      "--request-deadline",
      [](DaemonConfig& c, Value&& v) {
@@ -346,6 +381,14 @@ absl::StatusOr<Value> ParseScalarText(Kind kind, std::string_view text) {
       v.text = std::string(text);
       return v;
     }
+    case Kind::kPath: {
+      if (text.empty()) {
+        return absl::InvalidArgumentError("expected a path, got \"\"");
+      }
+      Value v;
+      v.text = std::string(text);
+      return v;
+    }
     case Kind::kEndpoints: {
       absl::Status s = CheckEndpointText(text);
       if (!s.ok()) return s;
@@ -437,13 +480,15 @@ absl::StatusOr<Value> ParseNode(const KeySpec& spec, const toml::node& node,
     case Kind::kPositiveDuration:
     case Kind::kLogLevel:
     case Kind::kLogFormat:
-    case Kind::kAddress: {
+    case Kind::kAddress:
+    case Kind::kPath: {
       const toml::value<std::string>* s = node.as_string();
       if (s == nullptr) {
         std::string_view expected =
             spec.kind == Kind::kLogLevel    ? "a log level string like \"info\""
             : spec.kind == Kind::kLogFormat ? "\"text\" or \"json\""
             : spec.kind == Kind::kAddress   ? "a \"host:port\" string"
+            : spec.kind == Kind::kPath      ? "a path string"
                                             : "a duration string like \"5s\"";
         return error(node, absl::StrFormat("expected %s, got %s", expected,
                                            TypeName(node)));
@@ -569,11 +614,15 @@ absl::StatusOr<CommandLine> ParseCommandLine(
     }
     if (flag == "--config") {
       cli.config_file = std::string(*value);
-    } else if (flag == "--majordomo" || flag == "--consensus") {
+    } else if (flag == "--majordomo" || flag == "--consensus" ||
+               flag == "--majordomo-curve" || flag == "--consensus-curve") {
       // Repeatable, and a comma-separated list is accepted too (ZeroMQ
       // endpoints never contain commas).
-      std::vector<std::string>& out =
-          flag == "--majordomo" ? cli.majordomo : cli.consensus;
+      std::vector<std::string>& out = flag == "--majordomo"   ? cli.majordomo
+                                      : flag == "--consensus" ? cli.consensus
+                                      : flag == "--majordomo-curve"
+                                          ? cli.majordomo_curve
+                                          : cli.consensus_curve;
       std::string_view rest = *value;
       while (true) {
         const std::size_t comma = rest.find(',');
@@ -631,6 +680,7 @@ absl::StatusOr<DaemonConfig> ParseConfigText(std::string_view text,
       absl::StatusOr<Value> v = ParseNode(*spec, node, source_name);
       if (!v.ok()) return v.status();
       spec->apply(config, *std::move(v));
+      SetOrigin(config, KeyName(*spec), Where(source_name, node.source()));
     }
   }
   return config;
@@ -652,9 +702,9 @@ absl::StatusOr<DaemonConfig> LoadConfigFile(const std::string& path) {
 }
 
 absl::Status ApplyCommandLine(const CommandLine& cli, DaemonConfig& config) {
-  auto endpoints = [](std::string_view flag,
-                      const std::vector<std::string>& values,
-                      std::vector<std::string>& out) -> absl::Status {
+  auto endpoints = [&config](std::string_view flag,
+                             const std::vector<std::string>& values,
+                             std::vector<std::string>& out) -> absl::Status {
     if (values.empty()) return absl::OkStatus();
     for (const std::string& ep : values) {
       absl::Status s = CheckEndpointText(ep);
@@ -664,12 +714,20 @@ absl::Status ApplyCommandLine(const CommandLine& cli, DaemonConfig& config) {
       }
     }
     out = values;
+    const KeySpec* spec = FindFlag(flag);
+    if (spec != nullptr) SetOrigin(config, KeyName(*spec), std::string(flag));
     return absl::OkStatus();
   };
   absl::Status s =
       endpoints("--majordomo", cli.majordomo, config.majordomo.endpoints);
   if (!s.ok()) return s;
   s = endpoints("--consensus", cli.consensus, config.consensus.endpoints);
+  if (!s.ok()) return s;
+  s = endpoints("--majordomo-curve", cli.majordomo_curve,
+                config.majordomo.curve_endpoints);
+  if (!s.ok()) return s;
+  s = endpoints("--consensus-curve", cli.consensus_curve,
+                config.consensus.curve_endpoints);
   if (!s.ok()) return s;
   for (const CommandLine::Override& o : cli.overrides) {
     const std::string_view key = o.key;
@@ -685,19 +743,106 @@ absl::Status ApplyCommandLine(const CommandLine& cli, DaemonConfig& config) {
           absl::StrFormat("%s: %s", o.flag, v.status().message()));
     }
     spec->apply(config, *std::move(v));
+    SetOrigin(config, o.key, o.flag);
   }
   return absl::OkStatus();
 }
 
+std::string DaemonConfig::OriginOf(std::string_view key) const {
+  for (const auto& [k, where] : origins) {
+    if (k == key) return where;
+  }
+  return std::string(key);
+}
+
+bool HasCurveEndpoints(const DaemonConfig& config) {
+  return !config.majordomo.curve_endpoints.empty() ||
+         !config.consensus.curve_endpoints.empty();
+}
+
 absl::Status ValidateConfig(const DaemonConfig& config) {
   if (config.majordomo.endpoints.empty() &&
-      config.consensus.endpoints.empty()) {
+      config.consensus.endpoints.empty() && !HasCurveEndpoints(config)) {
     return absl::InvalidArgumentError(
         "no broker to run: give at least one --majordomo or --consensus "
         "endpoint (or majordomo.endpoints / consensus.endpoints in the "
         "config file)");
   }
+  struct Lists {
+    std::string_view key;
+    const std::vector<std::string>& curve;
+    const std::vector<std::string>& plain;
+  };
+  for (const Lists& l :
+       {Lists{"majordomo.curve_endpoints", config.majordomo.curve_endpoints,
+              config.majordomo.endpoints},
+        Lists{"consensus.curve_endpoints", config.consensus.curve_endpoints,
+              config.consensus.endpoints}}) {
+    for (const std::string& ep : l.curve) {
+      if (absl::Status s = CheckCurveEndpoint(ep); !s.ok()) {
+        return absl::InvalidArgumentError(
+            absl::StrFormat("%s: %s", config.OriginOf(l.key), s.message()));
+      }
+      if (std::find(l.plain.begin(), l.plain.end(), ep) != l.plain.end()) {
+        return absl::InvalidArgumentError(absl::StrFormat(
+            "%s: \"%s\" is also a plaintext endpoint of the same broker",
+            config.OriginOf(l.key), ep));
+      }
+    }
+  }
+  if (HasCurveEndpoints(config)) {
+    if (!CurveAvailable()) {
+      return absl::InvalidArgumentError(
+          "CURVE endpoints are configured, but this libzmq has no CURVE "
+          "support (zmq_has(\"curve\") is false)");
+    }
+    if (config.curve_secret_key_file.empty()) {
+      return absl::InvalidArgumentError(
+          "CURVE endpoints need the server's secret key: set "
+          "daemon.curve_secret_key_file (or --curve-secret-key-file)");
+    }
+    if (config.curve_allowlist.empty()) {
+      return absl::InvalidArgumentError(
+          "CURVE endpoints need the clients' public keys: set "
+          "daemon.curve_allowlist (or --curve-allowlist) to a file or a "
+          "directory of *.pub files");
+    }
+  }
   return absl::OkStatus();
+}
+
+absl::StatusOr<CurveAllowlist> LoadCurveAllowlist(const DaemonConfig& config) {
+  absl::StatusOr<CurveAllowlist> list =
+      CurveAllowlist::Load(config.curve_allowlist);
+  if (!list.ok()) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "%s: daemon.curve_allowlist: %s",
+        config.OriginOf("daemon.curve_allowlist"), list.status().message()));
+  }
+  return list;
+}
+
+absl::StatusOr<CurveFiles> LoadCurveFiles(const DaemonConfig& config) {
+  CurveFiles files;
+  const std::string where = config.OriginOf("daemon.curve_secret_key_file");
+  absl::StatusOr<CurveKey> secret = ReadCurveSecretKeyFile(
+      config.curve_secret_key_file, &files.secret_key_warning);
+  if (!secret.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrFormat("%s: daemon.curve_secret_key_file: %s", where,
+                        secret.status().message()));
+  }
+  absl::StatusOr<CurveKey> pub = CurvePublicKey(*secret);
+  if (!pub.ok()) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "%s: daemon.curve_secret_key_file: %s", where, pub.status().message()));
+  }
+  files.secret_key = *secret;
+  files.public_key = *pub;
+  absl::StatusOr<CurveAllowlist> list = LoadCurveAllowlist(config);
+  if (!list.ok()) return list.status();
+  files.allowlist = *std::move(list);
+  return files;
 }
 
 absl::StatusOr<DaemonConfig> BuildConfig(const CommandLine& cli) {
@@ -711,6 +856,20 @@ absl::StatusOr<DaemonConfig> BuildConfig(const CommandLine& cli) {
   if (!s.ok()) return s;
   s = ValidateConfig(config);
   if (!s.ok()) return s;
+  // Key files are read now, so that a bad one is a config error (exit 2)
+  // rather than a failure after start.
+  if (!config.curve_secret_key_file.empty() &&
+      !config.curve_allowlist.empty()) {
+    absl::StatusOr<CurveFiles> files = LoadCurveFiles(config);
+    if (!files.ok()) return files.status();
+  } else if (!config.curve_allowlist.empty()) {
+    absl::StatusOr<CurveAllowlist> list = LoadCurveAllowlist(config);
+    if (!list.ok()) return list.status();
+  } else if (!config.curve_secret_key_file.empty()) {
+    return absl::InvalidArgumentError(
+        "daemon.curve_secret_key_file is set but daemon.curve_allowlist is "
+        "not: CURVE needs both (see docs/security.md)");
+  }
   return config;
 }
 
@@ -752,6 +911,13 @@ endpoint is required.  Flags override the config file.  Defaults are in
 Brokers (each flag repeatable; given flags replace the file's list):
   --majordomo ENDPOINT       Majordomo (MDP/0.1 + MMI) broker, e.g. tcp://*:5555
   --consensus ENDPOINT       consensus (CCp100) broker, e.g. tcp://*:5556
+  --majordomo-curve ENDPOINT Majordomo endpoint for CURVE clients only
+  --consensus-curve ENDPOINT consensus endpoint for CURVE clients only
+
+CURVE (needed by --*-curve endpoints; see docs/security.md):
+  --curve-secret-key-file FILE  the brokers' secret key (Z85; keep it 0600)
+  --curve-allowlist PATH        client public keys: a file, or a directory of
+                                *.pub files; re-read on SIGHUP
 
 Daemon:
   --config FILE              TOML config file (see docs/daemon.md)

@@ -19,9 +19,12 @@
 //   metrics = "127.0.0.1:5580"     # /metrics, /healthz, /readyz; "" = off
 //   grace = "5s"                   # drain period on SIGTERM/SIGINT
 //   metrics_max_services = 1000    # per-service series per broker
+//   curve_secret_key_file = "/etc/zb/broker.secret"  # CURVE server key
+//   curve_allowlist = "/etc/zb/clients"  # file or directory of *.pub
 //
 //   [majordomo]
 //   endpoints = ["tcp://*:5555"]
+//   curve_endpoints = ["tcp://*:5565"]  # CURVE clients only
 //   heartbeat_interval = "2500ms"
 //   heartbeat_liveness = 3
 //   queue_limit = 100000           # per service; 0 = unbounded
@@ -34,6 +37,7 @@
 //
 //   [consensus]
 //   endpoints = ["tcp://*:5556"]
+//   curve_endpoints = ["tcp://*:5566"]
 //   request_deadline = "5s"
 //   client_expiry = "5m"
 //
@@ -62,6 +66,8 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "brokers/security/curve.h"
+#include "brokers/security/zap_handler.h"
 
 namespace zb {
 
@@ -87,8 +93,11 @@ absl::StatusOr<std::chrono::milliseconds> ParseDurationText(
 std::string FormatDuration(std::chrono::milliseconds d);
 
 struct MajordomoSettings {
-  // Bind endpoints; none means no Majordomo broker.
+  // Plaintext bind endpoints; with curve_endpoints also empty, no Majordomo
+  // broker.
   std::vector<std::string> endpoints;
+  // Bind endpoints that take CURVE clients only (docs/security.md).
+  std::vector<std::string> curve_endpoints;
   // Broker HEARTBEAT period towards workers; a worker silent for
   // interval x liveness is dropped.
   std::optional<std::chrono::milliseconds> heartbeat_interval;
@@ -114,6 +123,7 @@ struct MajordomoSettings {
 
 struct ConsensusSettings {
   std::vector<std::string> endpoints;
+  std::vector<std::string> curve_endpoints;  // as in MajordomoSettings
   // A request not answered by every worker by then fails with "timeout".
   std::optional<std::chrono::milliseconds> request_deadline;
   // Idle client sequence records are forgotten after this long.
@@ -136,7 +146,39 @@ struct DaemonConfig {
   std::size_t metrics_max_services = 1000;
   // On SIGTERM/SIGINT, how long open requests may take to finish.
   std::chrono::milliseconds grace = std::chrono::seconds(5);
+
+  // CURVE (docs/security.md); both are required when a broker has
+  // curve_endpoints.  The file holding the brokers' secret key (one Z85
+  // key, see brokers/security/curve.h)...
+  std::string curve_secret_key_file;
+  // ... and the client public keys let in: a file, or a directory of
+  // "*.pub" files (brokers/security/zap_handler.h); re-read on SIGHUP.
+  std::string curve_allowlist;
+
+  // Where each key that was set came from, by "section.key": the file's
+  // "path:line:column" or the flag as typed.  For errors found after
+  // parsing (an unreadable key file).
+  std::vector<std::pair<std::string, std::string>> origins;
+  // The origin of `key`, or `key` itself when it was not set.
+  std::string OriginOf(std::string_view key) const;
 };
+
+// True when some broker has curve_endpoints.
+bool HasCurveEndpoints(const DaemonConfig& config);
+
+// What the CURVE files of a config hold.
+struct CurveFiles {
+  CurveKey secret_key;
+  CurveKey public_key;  // derived from secret_key
+  CurveAllowlist allowlist;
+  // Non-empty when the secret key file can be read by group or others.
+  std::string secret_key_warning;
+};
+// Reads daemon.curve_secret_key_file and daemon.curve_allowlist.  Errors
+// (InvalidArgument) name the key and where it was set.
+absl::StatusOr<CurveFiles> LoadCurveFiles(const DaemonConfig& config);
+// Reads daemon.curve_allowlist only (what SIGHUP reloads).
+absl::StatusOr<CurveAllowlist> LoadCurveAllowlist(const DaemonConfig& config);
 
 // What the command line said.  Fields the user did not give are empty, so
 // that they do not override the file.
@@ -151,6 +193,9 @@ struct CommandLine {
   // file's endpoint list for that broker.
   std::vector<std::string> majordomo;
   std::vector<std::string> consensus;
+  // --majordomo-curve / --consensus-curve, the same way.
+  std::vector<std::string> majordomo_curve;
+  std::vector<std::string> consensus_curve;
   // Other overrides in command-line order.  They are validated exactly like
   // the file's values (by ApplyCommandLine), and errors name `flag` as typed.
   struct Override {
@@ -179,11 +224,13 @@ absl::StatusOr<DaemonConfig> LoadConfigFile(const std::string& path);
 absl::Status ApplyCommandLine(const CommandLine& cli, DaemonConfig& config);
 
 // Checks what must hold for the daemon to start: at least one broker
-// endpoint.
+// endpoint; for CURVE endpoints (tcp:// or ipc:// only, none also listed as
+// plaintext) a libzmq with CURVE, a secret key file and an allowlist.
+// Reads no file.
 absl::Status ValidateConfig(const DaemonConfig& config);
 
 // The whole pipeline: defaults, then the file (if --config), then the flags,
-// then ValidateConfig().
+// then ValidateConfig(), then LoadCurveFiles() when a CURVE file is named.
 absl::StatusOr<DaemonConfig> BuildConfig(const CommandLine& cli);
 
 // The configuration the daemon runs with, as a TOML document that

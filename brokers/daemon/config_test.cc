@@ -637,6 +637,160 @@ TEST(BuildConfigTest, ExampleMetricsPortIsOutsideTheExporterRange) {
   const int port = std::atoi(addr.substr(addr.rfind(':') + 1).c_str());
   EXPECT_TRUE(port < 9100 || port > 9999) << addr;
   EXPECT_EQ(addr, "127.0.0.1:5580");  // what docs/daemon.md says
+// --- CURVE keys --------------------------------------------------------------
+
+// A key pair and an allowlist in a temporary directory.
+class CurveFilesFixture : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char tmpl[] = "/tmp/zb_config_curve_XXXXXX";
+    ASSERT_NE(mkdtemp(tmpl), nullptr);
+    dir_ = tmpl;
+    absl::StatusOr<WrittenKeyPair> server =
+        WriteCurveKeyPairFiles(dir_ + "/server");
+    ASSERT_TRUE(server.ok()) << server.status();
+    server_ = *server;
+    absl::StatusOr<WrittenKeyPair> client =
+        WriteCurveKeyPairFiles(dir_ + "/client");
+    ASSERT_TRUE(client.ok()) << client.status();
+    client_ = *client;
+  }
+  void TearDown() override {
+    const std::string cmd = "rm -rf '" + dir_ + "'";
+    EXPECT_EQ(std::system(cmd.c_str()), 0);
+  }
+  std::string File(std::string_view name, std::string_view text) {
+    const std::string p = dir_ + "/" + std::string(name);
+    std::ofstream(p) << text;
+    return p;
+  }
+
+  std::string dir_;
+  WrittenKeyPair server_, client_;
+};
+
+TEST_F(CurveFilesFixture, FileKeysAndFlags) {
+  const std::string toml =
+      File("zb.toml",
+           "[daemon]\ncurve_secret_key_file = \"" + server_.secret_key_file +
+               "\"\ncurve_allowlist = \"" + client_.public_key_file +
+               "\"\n[majordomo]\nendpoints = [\"tcp://127.0.0.1:1\"]\n"
+               "curve_endpoints = [\"tcp://127.0.0.1:2\"]\n"
+               "[consensus]\ncurve_endpoints = [\"ipc:///tmp/zb-c\"]\n");
+  absl::StatusOr<CommandLine> cli = Parse({"--config", toml.c_str()});
+  ASSERT_TRUE(cli.ok());
+  absl::StatusOr<DaemonConfig> c = BuildConfig(*cli);
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->curve_secret_key_file, server_.secret_key_file);
+  EXPECT_EQ(c->curve_allowlist, client_.public_key_file);
+  EXPECT_THAT(c->majordomo.curve_endpoints, ElementsAre("tcp://127.0.0.1:2"));
+  EXPECT_THAT(c->consensus.curve_endpoints, ElementsAre("ipc:///tmp/zb-c"));
+  EXPECT_TRUE(HasCurveEndpoints(*c));
+  EXPECT_EQ(c->OriginOf("daemon.curve_allowlist"), toml + ":3:19");
+  absl::StatusOr<CurveFiles> files = LoadCurveFiles(*c);
+  ASSERT_TRUE(files.ok()) << files.status();
+  EXPECT_EQ(files->public_key, server_.public_key);
+  EXPECT_TRUE(files->allowlist.Contains(client_.public_key));
+  EXPECT_EQ(files->secret_key_warning, "");
+
+  // Flags: the same words; repeatable and comma lists for the endpoints.
+  cli = Parse({"--curve-secret-key-file", server_.secret_key_file.c_str(),
+               "--curve-allowlist", dir_.c_str(), "--majordomo-curve",
+               "tcp://127.0.0.1:3,tcp://127.0.0.1:4", "--consensus_curve",
+               "tcp://127.0.0.1:5"});
+  ASSERT_TRUE(cli.ok()) << cli.status();
+  c = BuildConfig(*cli);
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_THAT(c->majordomo.curve_endpoints,
+              ElementsAre("tcp://127.0.0.1:3", "tcp://127.0.0.1:4"));
+  EXPECT_THAT(c->consensus.curve_endpoints, ElementsAre("tcp://127.0.0.1:5"));
+  EXPECT_TRUE(c->majordomo.endpoints.empty());  // a CURVE-only broker runs
+  files = LoadCurveFiles(*c);
+  ASSERT_TRUE(files.ok()) << files.status();
+  // The directory: both *.pub files.
+  EXPECT_EQ(files->allowlist.size(), 2u);
+}
+
+TEST_F(CurveFilesFixture, CurveEndpointsNeedBothFiles) {
+  absl::StatusOr<CommandLine> cli =
+      Parse({"--majordomo-curve", "tcp://127.0.0.1:1"});
+  ASSERT_TRUE(cli.ok());
+  absl::StatusOr<DaemonConfig> c = BuildConfig(*cli);
+  ASSERT_FALSE(c.ok());
+  EXPECT_THAT(c.status().message(), HasSubstr("daemon.curve_secret_key_file"));
+  cli = Parse({"--majordomo-curve", "tcp://127.0.0.1:1",
+               "--curve-secret-key-file", server_.secret_key_file.c_str()});
+  ASSERT_TRUE(cli.ok());
+  c = BuildConfig(*cli);
+  ASSERT_FALSE(c.ok());
+  EXPECT_THAT(c.status().message(), HasSubstr("daemon.curve_allowlist"));
+  // A secret key without an allowlist is refused even with no CURVE
+  // endpoint: it would have no effect.
+  cli = Parse({"--majordomo", "tcp://127.0.0.1:1", "--curve-secret-key-file",
+               server_.secret_key_file.c_str()});
+  ASSERT_TRUE(cli.ok());
+  c = BuildConfig(*cli);
+  ASSERT_FALSE(c.ok());
+  EXPECT_THAT(c.status().message(), HasSubstr("daemon.curve_allowlist"));
+}
+
+TEST_F(CurveFilesFixture, BadKeyFilesNameKeyAndLine) {
+  const std::string bad_secret = File("bad.secret", "# x\nnot a key\n");
+  const std::string toml =
+      File("zb.toml", "[daemon]\ncurve_secret_key_file = \"" + bad_secret +
+                          "\"\ncurve_allowlist = \"" + dir_ +
+                          "\"\n[consensus]\ncurve_endpoints = "
+                          "[\"tcp://127.0.0.1:1\"]\n");
+  absl::StatusOr<CommandLine> cli = Parse({"--config", toml.c_str()});
+  ASSERT_TRUE(cli.ok());
+  absl::StatusOr<DaemonConfig> c = BuildConfig(*cli);
+  ASSERT_FALSE(c.ok());
+  EXPECT_THAT(c.status().message(),
+              AllOf(HasSubstr(toml + ":2:25"),
+                    HasSubstr("daemon.curve_secret_key_file"),
+                    HasSubstr(bad_secret + ":2:")));
+
+  cli = Parse({"--consensus-curve", "tcp://127.0.0.1:1",
+               "--curve-secret-key-file", server_.secret_key_file.c_str(),
+               "--curve-allowlist", "/nonexistent/clients"});
+  ASSERT_TRUE(cli.ok());
+  c = BuildConfig(*cli);
+  ASSERT_FALSE(c.ok());
+  EXPECT_THAT(c.status().message(), AllOf(HasSubstr("--curve-allowlist"),
+                                          HasSubstr("/nonexistent/clients")));
+}
+
+TEST_F(CurveFilesFixture, CurveEndpointRules) {
+  auto error = [&](std::vector<const char*> args) {
+    std::vector<const char*> all = {
+        "--curve-secret-key-file", server_.secret_key_file.c_str(),
+        "--curve-allowlist", client_.public_key_file.c_str()};
+    all.insert(all.end(), args.begin(), args.end());
+    absl::StatusOr<CommandLine> cli = Parse(all);
+    EXPECT_TRUE(cli.ok());
+    absl::StatusOr<DaemonConfig> c = BuildConfig(*cli);
+    EXPECT_FALSE(c.ok());
+    return c.ok() ? std::string() : std::string(c.status().message());
+  };
+  EXPECT_THAT(error({"--majordomo-curve", "inproc://x"}),
+              AllOf(HasSubstr("--majordomo-curve"), HasSubstr("inproc")));
+  EXPECT_THAT(error({"--consensus", "tcp://127.0.0.1:9", "--consensus-curve",
+                     "tcp://127.0.0.1:9"}),
+              HasSubstr("also a plaintext endpoint"));
+  EXPECT_THAT(
+      ParseError("[majordomo]\ncurve_endpoints = \"tcp://*:1\"\n"),
+      AllOf(HasSubstr("t.toml:2:"), HasSubstr("majordomo.curve_endpoints")));
+  EXPECT_THAT(ParseError("[daemon]\ncurve_allowlist = \"\"\n"),
+              AllOf(HasSubstr("t.toml:2:"), HasSubstr("daemon.curve_allowlist"),
+                    HasSubstr("expected a path")));
+}
+
+TEST(CommandLineTest, UsageNamesTheCurveFlags) {
+  const std::string usage = UsageText();
+  for (const char* flag : {"--majordomo-curve", "--consensus-curve",
+                           "--curve-secret-key-file", "--curve-allowlist"}) {
+    EXPECT_THAT(usage, HasSubstr(flag));
+  }
 }
 
 }  // namespace

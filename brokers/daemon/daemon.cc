@@ -19,6 +19,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/synchronization/notification.h"
 #include "brokers/consensus/consensus_broker.h"
+#include "brokers/daemon/auth.h"
 #include "brokers/daemon/http_server.h"
 #include "brokers/daemon/logging.h"
 #include "brokers/daemon/metrics.h"
@@ -206,6 +207,8 @@ struct BrokerRuntime {
   // destructor fails what is open, which completes the drain and posts its
   // callback): they must find the broker gone and do nothing.
   bool broker_destroyed = false;
+  // Refused handshakes of the broker's ROUTER (CURVE configured only).
+  std::unique_ptr<HandshakeMonitor> monitor;
 };
 
 struct Daemon::Impl {
@@ -219,6 +222,12 @@ struct Daemon::Impl {
 
   absl::Status StartMajordomo();
   absl::Status StartConsensus();
+  // CURVE: the ZAP handler (before any broker binds), then per broker the
+  // CURVE endpoints and the handshake monitor (on its reactor thread).
+  absl::Status StartAuth();
+  template <typename Broker>
+  absl::Status BindCurve(BrokerRuntime& rt, Reactor& reactor, Broker& broker,
+                         const std::vector<std::string>& endpoints);
   absl::Status StartControl();
   absl::Status StartHttp();
   void InstallTimers(BrokerRuntime& rt, Reactor& reactor);
@@ -261,6 +270,10 @@ struct Daemon::Impl {
   // /metrics, /healthz, /readyz; destroyed before `metrics` and `phase`,
   // which its handlers read.
   std::unique_ptr<HttpServer> http;
+  // CURVE (when configured): the brokers' secret key, held only until the
+  // brokers have bound; the ZAP handler, destroyed after the brokers.
+  std::optional<CurveKey> curve_secret_key;
+  std::unique_ptr<DaemonAuth> auth;
 
   // Brokers; each object lives on its runtime's thread.
   std::unique_ptr<MajordomoBroker> majordomo;
@@ -321,7 +334,10 @@ absl::Status Daemon::Impl::StartMajordomo() {
     majordomo = std::make_unique<MajordomoBroker>(reactor, context, options);
     // Set at once: a broker must be destroyed on its thread even when a
     // Bind() below fails.
-    r->destroy = [this] { majordomo.reset(); };
+    r->destroy = [this, r] {
+      r->monitor.reset();
+      majordomo.reset();
+    };
     MajordomoBroker& b = *majordomo;
     spdlog::logger* lg = log.get();
     // Worker joins and leaves come through the log hook, rate-limited by the
@@ -347,6 +363,11 @@ absl::Status Daemon::Impl::StartMajordomo() {
       if (absl::Status st = b.Bind(ep); !st.ok()) {
         return absl::Status(st.code(), BindError("majordomo", ep, st));
       }
+    }
+    if (absl::Status st =
+            BindCurve(*r, reactor, b, config.majordomo.curve_endpoints);
+        !st.ok()) {
+      return st;
     }
     r->snapshot = [this] { return SnapshotOf(*majordomo); };
     InstallTimers(*r, reactor);
@@ -386,7 +407,10 @@ absl::Status Daemon::Impl::StartConsensus() {
 
   return r->thread->invoke([&](Reactor& reactor) -> absl::Status {
     consensus = std::make_unique<ConsensusBroker>(reactor, context, options);
-    r->destroy = [this] { consensus.reset(); };
+    r->destroy = [this, r] {
+      r->monitor.reset();
+      consensus.reset();
+    };
     BrokerMetrics* m = r->metrics;
     consensus->set_latency_hook(
         [m](std::string_view, std::chrono::nanoseconds d) {
@@ -397,10 +421,58 @@ absl::Status Daemon::Impl::StartConsensus() {
         return absl::Status(st.code(), BindError("consensus", ep, st));
       }
     }
+    if (absl::Status st = BindCurve(*r, reactor, *consensus,
+                                    config.consensus.curve_endpoints);
+        !st.ok()) {
+      return st;
+    }
     r->snapshot = [this] { return SnapshotOf(*consensus); };
     InstallTimers(*r, reactor);
     return absl::OkStatus();
   });
+}
+
+absl::Status Daemon::Impl::StartAuth() {
+  absl::StatusOr<CurveFiles> files = LoadCurveFiles(config);
+  if (!files.ok()) return files.status();
+  std::vector<std::string> brokers;
+  if (!config.majordomo.curve_endpoints.empty()) brokers.push_back("majordomo");
+  if (!config.consensus.curve_endpoints.empty()) brokers.push_back("consensus");
+  absl::StatusOr<std::unique_ptr<DaemonAuth>> a =
+      DaemonAuth::Start(context, config, brokers, *files, log, metrics);
+  if (!a.ok()) return a.status();
+  auth = *std::move(a);
+  curve_secret_key = files->secret_key;
+  return absl::OkStatus();
+}
+
+template <typename Broker>
+absl::Status Daemon::Impl::BindCurve(
+    BrokerRuntime& rt, Reactor& reactor, Broker& broker,
+    const std::vector<std::string>& endpoints) {
+  if (endpoints.empty() || auth == nullptr) return absl::OkStatus();
+  // Plaintext endpoints are bound first: a listener bound after a CURVE one
+  // keeps its ZAP domain (brokers/security/curve.h) and would ask the ZAP
+  // handler about every plaintext peer.
+  const ListenerSecurity security{.curve_secret_key = curve_secret_key,
+                                  .zap_domain = rt.kind};
+  for (const std::string& ep : endpoints) {
+    if (absl::Status st = broker.Bind(ep, security); !st.ok()) {
+      return absl::Status(st.code(), BindError(rt.kind, ep, st));
+    }
+  }
+  const std::string monitor_ep = DaemonAuth::MonitorEndpoint(rt.kind);
+  if (absl::Status st = broker.Monitor(monitor_ep, HandshakeMonitor::kEvents);
+      !st.ok()) {
+    return st;
+  }
+  DaemonAuth* a = auth.get();
+  rt.monitor = std::make_unique<HandshakeMonitor>(
+      reactor, context, monitor_ep,
+      [a, kind = rt.kind](const HandshakeMonitor::Failure& f) {
+        a->OnHandshakeFailure(kind, f);
+      });
+  return rt.monitor->Start();
 }
 
 void Daemon::Impl::InstallTimers(BrokerRuntime& rt, Reactor& reactor) {
@@ -667,6 +739,8 @@ void Daemon::Impl::Teardown() {
     StopThread(*r->thread);
     r->thread.reset();
   }
+  // The ZAP handler goes after the last CURVE listener.
+  auth.reset();
 }
 
 Daemon::Daemon(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
@@ -682,33 +756,70 @@ absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Start(
   if (!config.metrics_address.empty()) {
     if (absl::Status s = impl->StartHttp(); !s.ok()) return s;
   }
-  if (!config.majordomo.endpoints.empty()) {
+  if (HasCurveEndpoints(config)) {
+    if (absl::Status s = impl->StartAuth(); !s.ok()) return s;
+  }
+  if (!config.majordomo.endpoints.empty() ||
+      !config.majordomo.curve_endpoints.empty()) {
     if (absl::Status s = impl->StartMajordomo(); !s.ok()) return s;
   }
-  if (!config.consensus.endpoints.empty()) {
+  if (!config.consensus.endpoints.empty() ||
+      !config.consensus.curve_endpoints.empty()) {
     if (absl::Status s = impl->StartConsensus(); !s.ok()) return s;
   }
+  impl->curve_secret_key.reset();  // the listeners have their copies
   if (absl::Status s = impl->StartControl(); !s.ok()) return s;
 
   impl->ready = true;
   impl->phase.store(Impl::Phase::kReady);
   std::unique_ptr<Daemon> daemon(new Daemon(std::move(impl)));
   Impl& d = *daemon->impl_;
-  if (d.majordomo != nullptr) {
-    daemon->majordomo_endpoints_ = d.runtimes.front()->thread->invoke(
-        [&](Reactor&) { return d.majordomo->endpoints(); });
-  }
+  // Each broker bound its plaintext endpoints first, then its CURVE ones.
+  auto split = [](std::vector<std::string> all, std::size_t plain,
+                  std::vector<std::string>& plain_out,
+                  std::vector<std::string>& curve_out) {
+    plain = std::min(plain, all.size());
+    curve_out.assign(all.begin() + static_cast<std::ptrdiff_t>(plain),
+                     all.end());
+    all.resize(plain);
+    plain_out = std::move(all);
+  };
   for (const std::unique_ptr<BrokerRuntime>& rt : d.runtimes) {
-    if (rt->kind == "consensus") {
-      daemon->consensus_endpoints_ = rt->thread->invoke(
-          [&](Reactor&) { return d.consensus->endpoints(); });
+    if (rt->kind == "majordomo") {
+      split(rt->thread->invoke(
+                [&](Reactor&) { return d.majordomo->endpoints(); }),
+            config.majordomo.endpoints.size(), daemon->majordomo_endpoints_,
+            daemon->majordomo_curve_endpoints_);
+    } else {
+      split(rt->thread->invoke(
+                [&](Reactor&) { return d.consensus->endpoints(); }),
+            config.consensus.endpoints.size(), daemon->consensus_endpoints_,
+            daemon->consensus_curve_endpoints_);
     }
   }
   for (const std::string& ep : daemon->majordomo_endpoints_) {
     log->info("majordomo: listening on {}", ep);
   }
+  for (const std::string& ep : daemon->majordomo_curve_endpoints_) {
+    log->info("majordomo: listening on {} (CURVE)", ep);
+  }
   for (const std::string& ep : daemon->consensus_endpoints_) {
     log->info("consensus: listening on {}", ep);
+  }
+  for (const std::string& ep : daemon->consensus_curve_endpoints_) {
+    log->info("consensus: listening on {} (CURVE)", ep);
+  }
+  if (d.auth == nullptr && (!config.curve_secret_key_file.empty() ||
+                            !config.curve_allowlist.empty())) {
+    log->warn(
+        "curve: keys are configured but no broker has curve_endpoints: "
+        "every endpoint is plaintext");
+  }
+  if (d.auth != nullptr) {
+    DaemonAuth* auth = d.auth.get();
+    daemon->AddReloadHandler(
+        {"curve", {"daemon.curve_allowlist"},
+         [auth](const DaemonConfig& next) { return auth->Reload(next); }});
   }
   if (d.http != nullptr) {
     log->info(

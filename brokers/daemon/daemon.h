@@ -111,12 +111,18 @@ class Daemon {
   void AddReloadHandler(ReloadHandler handler);
 
   // The resolved endpoints (ZMQ_LAST_ENDPOINT: "tcp://127.0.0.1:*" becomes
-  // the real port).
+  // the real port), plaintext and CURVE.
   const std::vector<std::string>& majordomo_endpoints() const {
     return majordomo_endpoints_;
   }
   const std::vector<std::string>& consensus_endpoints() const {
     return consensus_endpoints_;
+  }
+  const std::vector<std::string>& majordomo_curve_endpoints() const {
+    return majordomo_curve_endpoints_;
+  }
+  const std::vector<std::string>& consensus_curve_endpoints() const {
+    return consensus_curve_endpoints_;
   }
   // The metrics port, 0 when there is no endpoint.
   int metrics_port() const;
@@ -128,6 +134,8 @@ class Daemon {
   std::unique_ptr<Impl> impl_;
   std::vector<std::string> majordomo_endpoints_;
   std::vector<std::string> consensus_endpoints_;
+  std::vector<std::string> majordomo_curve_endpoints_;
+  std::vector<std::string> consensus_curve_endpoints_;
 };
 
 }  // namespace zb

@@ -192,6 +192,9 @@ class Metrics {
   // The registry in Prometheus text format (what a scrape returns).
   std::string Serialize() const;
 
+  // For metric families defined elsewhere (auth.h).  Thread-safe.
+  prometheus::Registry& registry() { return *registry_; }
+
  private:
   std::shared_ptr<prometheus::Registry> registry_;
   std::unique_ptr<MetricFamilies> families_;

@@ -307,6 +307,20 @@ absl::StatusOr<WrittenKeyPair> WriteCurveKeyPairFiles(const std::string& prefix,
 
 // --- Listeners -------------------------------------------------------------
 
+absl::Status CheckCurveEndpoint(std::string_view endpoint) {
+  if (endpoint.starts_with("tcp://") || endpoint.starts_with("ipc://")) {
+    return absl::OkStatus();
+  }
+  if (endpoint.starts_with("inproc://")) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "\"%s\": inproc:// connections skip the ZMTP handshake, so CURVE "
+        "cannot protect them",
+        endpoint));
+  }
+  return absl::InvalidArgumentError(absl::StrFormat(
+      "\"%s\": CURVE endpoints must be tcp:// or ipc://", endpoint));
+}
+
 ListenerSecurityScope::ListenerSecurityScope(zmq::socket_t& socket,
                                              const ListenerSecurity& security)
     : socket_(socket), curve_(security.curve()) {

@@ -187,6 +187,11 @@ class ListenerSecurityScope {
   absl::Status status_;
 };
 
+// OK when CURVE can protect `endpoint`: tcp:// and ipc:// run the ZMTP
+// handshake; inproc:// connections skip it (libzmq 4.3 connects inproc
+// pipes directly), so a CURVE listener there would let plaintext peers in.
+absl::Status CheckCurveEndpoint(std::string_view endpoint);
+
 // The libzmq option that makes a missing ZAP handler fail the handshake
 // (ZMQ_ZAP_ENFORCE_DOMAIN; a draft option in libzmq 4.3 that Debian's
 // libzmq accepts).  ListenerSecurityScope sets it when libzmq takes it.
