@@ -783,7 +783,10 @@ absl::Status ValidateConfig(const DaemonConfig& config) {
         return absl::InvalidArgumentError(
             absl::StrFormat("%s: %s", config.OriginOf(l.key), s.message()));
       }
-      if (std::find(l.plain.begin(), l.plain.end(), ep) != l.plain.end()) {
+      // (An ephemeral port, "host:*" or "host:0", differs at each bind.)
+      const bool ephemeral = ep.ends_with(":*") || ep.ends_with(":0");
+      if (!ephemeral &&
+          std::find(l.plain.begin(), l.plain.end(), ep) != l.plain.end()) {
         return absl::InvalidArgumentError(absl::StrFormat(
             "%s: \"%s\" is also a plaintext endpoint of the same broker",
             config.OriginOf(l.key), ep));

@@ -40,7 +40,9 @@ std::string_view HandshakeMonitor::Describe(std::string_view reason) {
            "a CURVE endpoint, or a CURVE peer on a plaintext one)";
   }
   if (reason == "protocol_error") return "a ZMTP or ZAP protocol error";
-  return "the handshake failed (no detail from libzmq)";
+  return "the handshake failed without detail from libzmq (typically the "
+         "peer hung up mid-handshake: a plaintext peer that saw the mismatch "
+         "first, a refused client closing)";
 }
 
 HandshakeMonitor::HandshakeMonitor(Reactor& reactor, zmq::context_t& context,

@@ -24,8 +24,12 @@
 //                       plaintext peer on a CURVE listener, or a CURVE peer
 //                       on a plaintext one
 //   protocol_error      any other ZMTP or ZAP protocol error
-//   other               a handshake failure libzmq gives no detail for
-//                       (e.g. no ZAP handler with ZMQ_ZAP_ENFORCE_DOMAIN)
+//   other               a handshake failure libzmq gives no detail for;
+//                       the value is an errno: typically EPIPE/ECONNRESET,
+//                       the peer hung up mid-handshake (a plaintext peer
+//                       that noticed the mismatch first, a client closing
+//                       after a ZAP refusal), or EFAULT, no ZAP handler
+//                       with ZMQ_ZAP_ENFORCE_DOMAIN
 // libzmq drops monitor events when the monitor socket's queue is full (its
 // receive high-water mark, 1000 by default), so under a flood of bad
 // handshakes the counts are a lower bound.
