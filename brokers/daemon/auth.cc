@@ -182,16 +182,16 @@ void DaemonAuth::OnHandshakeFailure(std::string_view broker,
   if (f.reason == "key_not_allowed") return;  // OnDecision logged it
   std::uint64_t suppressed = 0;
   if (!limiter_.Allow(&suppressed)) return;
-  log_->warn("{}: refused a handshake on {}: {}{}{}", broker, f.endpoint,
-             HandshakeMonitor::Describe(f.reason),
-             f.reason == "other"
-                 ? absl::StrFormat(" (%s)", std::strerror(static_cast<int>(
-                                                f.value)))
-                 : std::string(),
-             suppressed > 0 ? absl::StrFormat(" (%d similar line(s) "
-                                              "suppressed)",
-                                              suppressed)
-                            : std::string());
+  log_->warn(
+      "{}: refused a handshake on {}: {}{}{}", broker, f.endpoint,
+      HandshakeMonitor::Describe(f.reason),
+      f.reason == "other"
+          ? absl::StrFormat(" (%s)", std::strerror(static_cast<int>(f.value)))
+          : std::string(),
+      suppressed > 0 ? absl::StrFormat(" (%d similar line(s) "
+                                       "suppressed)",
+                                       suppressed)
+                     : std::string());
 }
 
 void DaemonAuth::OnDecision(const ZapHandler::Decision& d) {

@@ -43,7 +43,7 @@ enum class Kind {
   kLogLevel,          // string, one of the level names
   kLogFormat,         // string, "text" or "json"
   kAddress,           // "host:port" or "" (off)
-  kPath,              // a non-empty file or directory path
+  kPath,              // a file or directory path; "" = not set
 };
 
 // A parsed value; the key's Kind says which field is set.  (A plain struct
@@ -382,9 +382,7 @@ absl::StatusOr<Value> ParseScalarText(Kind kind, std::string_view text) {
       return v;
     }
     case Kind::kPath: {
-      if (text.empty()) {
-        return absl::InvalidArgumentError("expected a path, got \"\"");
-      }
+      // "" means "not set", as --check-config prints an unset path.
       Value v;
       v.text = std::string(text);
       return v;

@@ -637,6 +637,8 @@ TEST(BuildConfigTest, ExampleMetricsPortIsOutsideTheExporterRange) {
   const int port = std::atoi(addr.substr(addr.rfind(':') + 1).c_str());
   EXPECT_TRUE(port < 9100 || port > 9999) << addr;
   EXPECT_EQ(addr, "127.0.0.1:5580");  // what docs/daemon.md says
+}
+
 // --- CURVE keys --------------------------------------------------------------
 
 // A key pair and an allowlist in a temporary directory.
@@ -780,9 +782,14 @@ TEST_F(CurveFilesFixture, CurveEndpointRules) {
   EXPECT_THAT(
       ParseError("[majordomo]\ncurve_endpoints = \"tcp://*:1\"\n"),
       AllOf(HasSubstr("t.toml:2:"), HasSubstr("majordomo.curve_endpoints")));
-  EXPECT_THAT(ParseError("[daemon]\ncurve_allowlist = \"\"\n"),
+  EXPECT_THAT(ParseError("[daemon]\ncurve_allowlist = 3\n"),
               AllOf(HasSubstr("t.toml:2:"), HasSubstr("daemon.curve_allowlist"),
-                    HasSubstr("expected a path")));
+                    HasSubstr("expected a path string")));
+  // "" is "not set" (what --check-config prints for an unset path).
+  absl::StatusOr<DaemonConfig> unset =
+      ParseConfigText("[daemon]\ncurve_allowlist = \"\"\n", "t.toml");
+  ASSERT_TRUE(unset.ok()) << unset.status();
+  EXPECT_EQ(unset->curve_allowlist, "");
 }
 
 TEST(CommandLineTest, UsageNamesTheCurveFlags) {

@@ -818,8 +818,9 @@ absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Start(
   if (d.auth != nullptr) {
     DaemonAuth* auth = d.auth.get();
     daemon->AddReloadHandler(
-        {"curve", {"daemon.curve_allowlist"},
-         [auth](const DaemonConfig& next) { return auth->Reload(next); }});
+        {"curve", {"daemon.curve_allowlist"}, [auth](const DaemonConfig& next) {
+           return auth->Reload(next);
+         }});
   }
   if (d.http != nullptr) {
     log->info(
