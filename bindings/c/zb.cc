@@ -24,6 +24,7 @@
 #include <memory>
 #include <mutex>
 #include <new>
+#include <optional>
 #include <span>
 #include <string>
 #include <utility>
@@ -42,6 +43,7 @@
 #include "brokers/consensus/consensus_broker.h"
 #include "brokers/majordomo/majordomo_broker.h"
 #include "brokers/protocol/ccp.h"
+#include "brokers/security/curve.h"
 #include "brokers/worker/consensus_worker.h"
 #include "brokers/worker/mdp_worker.h"
 #include "reactor/frames.h"
@@ -1049,6 +1051,37 @@ int CheckWorker(const zb_consensus_worker_t* w, absl::string_view where) {
   return CheckOwner(w->reactor, where);
 }
 
+// Reads C CURVE keys into `out` (left unset for NULL).  Error messages
+// name the key, never its text.
+int CurveFromC(absl::string_view where, const zb_curve_keys_t* keys,
+               std::optional<zb::CurveClientKeys>& out) {
+  if (keys == nullptr) return ZB_OK;
+  if (keys->server_public_key == nullptr || keys->secret_key == nullptr) {
+    return Fail(ZB_ERR_INVALID,
+                absl::StrCat(where,
+                             ": CURVE needs server_public_key and "
+                             "secret_key"));
+  }
+  absl::StatusOr<zb::CurveClientKeys> k =
+      zb::MakeCurveClientKeys(keys->server_public_key, keys->secret_key);
+  if (!k.ok()) {
+    return Fail(
+        absl::IsFailedPrecondition(k.status()) ? ZB_ERR_STATE : ZB_ERR_INVALID,
+        absl::StrCat(where, ": ", k.status().message()));
+  }
+  if (keys->public_key != nullptr) {
+    absl::StatusOr<zb::CurveKey> given = zb::ParseZ85Key(keys->public_key);
+    if (!given.ok() || *given != k->public_key) {
+      return Fail(ZB_ERR_INVALID,
+                  absl::StrCat(where,
+                               ": public_key is not the public key of "
+                               "secret_key (pass NULL to derive it)"));
+    }
+  }
+  out = *k;
+  return ZB_OK;
+}
+
 int CheckBroker(const zb_consensus_broker_t* b, absl::string_view where) {
   if (b == nullptr) {
     return Fail(ZB_ERR_INVALID, absl::StrCat(where, ": broker is NULL"));
@@ -1079,8 +1112,57 @@ int Answer(zb_responder_t* token, bool success, size_t count,
 
 }  // namespace
 
+extern "C" int zb_has_curve(void) { return zb::CurveAvailable() ? 1 : 0; }
+
+extern "C" int zb_curve_keypair(char* public_key, char* secret_key) {
+  return Guard("zb_curve_keypair", [&]() -> int {
+    if (public_key == nullptr || secret_key == nullptr) {
+      return Fail(ZB_ERR_INVALID, "zb_curve_keypair: NULL buffer");
+    }
+    absl::StatusOr<zb::CurveKeyPair> pair = zb::GenerateCurveKeyPair();
+    if (!pair.ok()) {
+      return Fail(ZB_ERR_STATE,
+                  absl::StrCat("zb_curve_keypair: ", pair.status().message()));
+    }
+    const std::string pub = zb::Z85(pair->public_key);
+    std::string sec = zb::Z85(pair->secret_key);
+    std::memcpy(public_key, pub.c_str(), pub.size() + 1);
+    std::memcpy(secret_key, sec.c_str(), sec.size() + 1);
+    std::fill(sec.begin(), sec.end(), '\0');
+    return ZB_OK;
+  });
+}
+
+extern "C" int zb_curve_public(const char* secret_key, char* public_key) {
+  return Guard("zb_curve_public", [&]() -> int {
+    if (secret_key == nullptr || public_key == nullptr) {
+      return Fail(ZB_ERR_INVALID, "zb_curve_public: NULL argument");
+    }
+    absl::StatusOr<zb::CurveKey> secret = zb::ParseZ85Key(secret_key);
+    if (!secret.ok()) {
+      return Fail(ZB_ERR_INVALID, absl::StrCat("zb_curve_public: secret key: ",
+                                               secret.status().message()));
+    }
+    absl::StatusOr<zb::CurveKey> pub = zb::CurvePublicKey(*secret);
+    if (!pub.ok()) {
+      return Fail(ZB_ERR_STATE,
+                  absl::StrCat("zb_curve_public: ", pub.status().message()));
+    }
+    const std::string text = zb::Z85(*pub);
+    std::memcpy(public_key, text.c_str(), text.size() + 1);
+    return ZB_OK;
+  });
+}
+
 extern "C" int zb_consensus_client_new(zb_reactor_t* r, const char* endpoint,
                                        zb_consensus_client_t** out) {
+  return zb_consensus_client_new_curve(r, endpoint, nullptr, out);
+}
+
+extern "C" int zb_consensus_client_new_curve(zb_reactor_t* r,
+                                             const char* endpoint,
+                                             const zb_curve_keys_t* curve,
+                                             zb_consensus_client_t** out) {
   return Guard("zb_consensus_client_new", [&]() -> int {
     if (r == nullptr || endpoint == nullptr || out == nullptr) {
       return Fail(ZB_ERR_INVALID,
@@ -1088,10 +1170,14 @@ extern "C" int zb_consensus_client_new(zb_reactor_t* r, const char* endpoint,
                   "required");
     }
     if (int rc = CheckOwner(r, "zb_consensus_client_new")) return rc;
+    zb::ConsensusClient::Options options;
+    if (int rc = CurveFromC("zb_consensus_client_new", curve, options.curve)) {
+      return rc;
+    }
     auto c = std::make_unique<zb_consensus_client_t>();
     c->reactor = r;
-    c->client =
-        std::make_unique<zb::ConsensusClient>(*r->loop, *r->context, endpoint);
+    c->client = std::make_unique<zb::ConsensusClient>(*r->loop, *r->context,
+                                                      endpoint, options);
     if (!c->client->status().ok()) {
       return Fail(ZB_ERR_ZMQ,
                   absl::StrCat("zb_consensus_client_new(\"", endpoint,
@@ -1224,6 +1310,16 @@ extern "C" int zb_consensus_worker_new(zb_reactor_t* r, const char* endpoint,
                                        zb_consensus_handler_fn handler,
                                        void* user, zb_free_fn free_user,
                                        zb_consensus_worker_t** out) {
+  return zb_consensus_worker_new_curve(r, endpoint, service, service_size,
+                                       heartbeat_interval_us, heartbeat_retries,
+                                       nullptr, handler, user, free_user, out);
+}
+
+extern "C" int zb_consensus_worker_new_curve(
+    zb_reactor_t* r, const char* endpoint, const void* service,
+    size_t service_size, int64_t heartbeat_interval_us, int heartbeat_retries,
+    const zb_curve_keys_t* curve, zb_consensus_handler_fn handler, void* user,
+    zb_free_fn free_user, zb_consensus_worker_t** out) {
   constexpr absl::string_view kWhere = "zb_consensus_worker_new";
   return Guard(kWhere, [&]() -> int {
     if (r == nullptr || endpoint == nullptr || handler == nullptr ||
@@ -1243,6 +1339,7 @@ extern "C" int zb_consensus_worker_new(zb_reactor_t* r, const char* endpoint,
       options.heartbeat_interval = MillisUp(heartbeat_interval_us);
     }
     if (heartbeat_retries > 0) options.heartbeat_retries = heartbeat_retries;
+    if (int rc = CurveFromC(kWhere, curve, options.curve)) return rc;
     auto w = std::make_unique<zb_consensus_worker_t>();
     w->reactor = r;
     w->handler = handler;
@@ -1506,6 +1603,14 @@ void MdpBrokerLog(zb_mdp_broker_t* b, int level, std::string_view line) {
 extern "C" int zb_mdp_client_new(zb_reactor_t* r, const char* endpoint,
                                  int64_t timeout_us, int retries,
                                  zb_mdp_client_t** out) {
+  return zb_mdp_client_new_curve(r, endpoint, timeout_us, retries, nullptr,
+                                 out);
+}
+
+extern "C" int zb_mdp_client_new_curve(zb_reactor_t* r, const char* endpoint,
+                                       int64_t timeout_us, int retries,
+                                       const zb_curve_keys_t* curve,
+                                       zb_mdp_client_t** out) {
   constexpr absl::string_view kWhere = "zb_mdp_client_new";
   return Guard(kWhere, [&]() -> int {
     if (r == nullptr || endpoint == nullptr || out == nullptr) {
@@ -1517,6 +1622,7 @@ extern "C" int zb_mdp_client_new(zb_reactor_t* r, const char* endpoint,
     zb::MdpAsyncClient::Options options;
     if (timeout_us > 0) options.timeout = MillisUp(timeout_us);
     if (retries > 0) options.retries = retries;
+    if (int rc = CurveFromC(kWhere, curve, options.curve)) return rc;
     auto c = std::make_unique<zb_mdp_client_t>();
     c->reactor = r;
     c->client = std::make_unique<zb::MdpAsyncClient>(*r->loop, *r->context,
@@ -1612,6 +1718,18 @@ extern "C" int zb_mdp_worker_new(zb_reactor_t* r, const char* endpoint,
                                  int64_t reconnect_delay_us,
                                  zb_mdp_handler_fn handler, void* user,
                                  zb_free_fn free_user, zb_mdp_worker_t** out) {
+  return zb_mdp_worker_new_curve(r, endpoint, service, service_size,
+                                 heartbeat_interval_us, heartbeat_liveness,
+                                 reconnect_delay_us, nullptr, handler, user,
+                                 free_user, out);
+}
+
+extern "C" int zb_mdp_worker_new_curve(
+    zb_reactor_t* r, const char* endpoint, const void* service,
+    size_t service_size, int64_t heartbeat_interval_us, int heartbeat_liveness,
+    int64_t reconnect_delay_us, const zb_curve_keys_t* curve,
+    zb_mdp_handler_fn handler, void* user, zb_free_fn free_user,
+    zb_mdp_worker_t** out) {
   constexpr absl::string_view kWhere = "zb_mdp_worker_new";
   return Guard(kWhere, [&]() -> int {
     if (r == nullptr || endpoint == nullptr || handler == nullptr ||
@@ -1630,6 +1748,7 @@ extern "C" int zb_mdp_worker_new(zb_reactor_t* r, const char* endpoint,
     if (reconnect_delay_us >= 0) {
       options.reconnect_delay = MillisUp(reconnect_delay_us);
     }
+    if (int rc = CurveFromC(kWhere, curve, options.curve)) return rc;
     auto w = std::make_unique<zb_mdp_worker_t>();
     w->reactor = r;
     w->handler = handler;

@@ -332,6 +332,31 @@ int zb_socket_send(zb_socket_t* socket, size_t count, const void* const* data,
 int zb_socket_on_readable(zb_socket_t* socket, zb_frames_fn fn, void* user,
                           zb_free_fn free_user);
 
+/* ---- CURVE encryption and authentication -------------------------------
+ *
+ * docs/security.md: a broker endpoint that takes CURVE clients only lets in
+ * those whose public key is in its allowlist.  Clients and workers give the
+ * broker's public key and their own key pair to the *_new_curve variants of
+ * their constructors.  Keys are NUL-terminated Z85 strings of 40
+ * characters (what `zb keygen` writes); secret keys are never copied into
+ * error messages.  Any thread. */
+
+typedef struct zb_curve_keys_t {
+  const char* server_public_key; /* the broker's public key */
+  const char* public_key;        /* ours; NULL: derived from secret_key */
+  const char* secret_key;        /* ours */
+} zb_curve_keys_t;
+
+/* 1 when the libzmq in use has CURVE (zmq_has("curve")), else 0. */
+int zb_has_curve(void);
+
+/* Writes a new key pair, each 40 characters + NUL, into public_key[41] and
+ * secret_key[41].  ZB_ERR_STATE when libzmq has no CURVE. */
+int zb_curve_keypair(char* public_key, char* secret_key);
+
+/* Writes the public key of `secret_key` into public_key[41]. */
+int zb_curve_public(const char* secret_key, char* public_key);
+
 /* ---- Consensus (CCp100) clients, workers and brokers ---------------------
  *
  * docs/consensus.md and docs/protocols/ccp.md describe the protocol: a
@@ -383,6 +408,11 @@ typedef void (*zb_consensus_reply_fn)(void* user, int result, int failed_by,
  * endpoint fails here (ZB_ERR_ZMQ).  The reactor owns the client. */
 int zb_consensus_client_new(zb_reactor_t* reactor, const char* endpoint,
                             zb_consensus_client_t** out);
+/* The same with CURVE keys (NULL: plaintext).  Bad keys fail here
+ * (ZB_ERR_INVALID). */
+int zb_consensus_client_new_curve(zb_reactor_t* reactor, const char* endpoint,
+                                  const zb_curve_keys_t* curve,
+                                  zb_consensus_client_t** out);
 
 /* Destroys the client.  Requests still open end at once with
  * ZB_RESULT_FAILURE / ZB_FAILED_BY_CLIENT / "zb:client-closed", and failures
@@ -466,6 +496,12 @@ int zb_consensus_worker_new(zb_reactor_t* reactor, const char* endpoint,
                             int heartbeat_retries,
                             zb_consensus_handler_fn handler, void* user,
                             zb_free_fn free_user, zb_consensus_worker_t** out);
+/* The same with CURVE keys (NULL: plaintext). */
+int zb_consensus_worker_new_curve(
+    zb_reactor_t* reactor, const char* endpoint, const void* service,
+    size_t service_size, int64_t heartbeat_interval_us, int heartbeat_retries,
+    const zb_curve_keys_t* curve, zb_consensus_handler_fn handler, void* user,
+    zb_free_fn free_user, zb_consensus_worker_t** out);
 
 /* Sends DISCONNECT and destroys the worker; tokens still out stay valid
  * and their answers are dropped.  From inside the worker's own handler the
@@ -546,6 +582,11 @@ typedef void (*zb_mdp_reply_fn)(void* user, int code, const char* message,
  * A bad endpoint fails here (ZB_ERR_ZMQ). */
 int zb_mdp_client_new(zb_reactor_t* reactor, const char* endpoint,
                       int64_t timeout_us, int retries, zb_mdp_client_t** out);
+/* The same with CURVE keys (NULL: plaintext). */
+int zb_mdp_client_new_curve(zb_reactor_t* reactor, const char* endpoint,
+                            int64_t timeout_us, int retries,
+                            const zb_curve_keys_t* curve,
+                            zb_mdp_client_t** out);
 
 /* Destroys the client; outstanding requests end with ZB_ERR_CANCELLED
  * (their callbacks run inside this call).  From inside one of its own
@@ -596,6 +637,14 @@ int zb_mdp_worker_new(zb_reactor_t* reactor, const char* endpoint,
                       int64_t heartbeat_interval_us, int heartbeat_liveness,
                       int64_t reconnect_delay_us, zb_mdp_handler_fn handler,
                       void* user, zb_free_fn free_user, zb_mdp_worker_t** out);
+/* The same with CURVE keys (NULL: plaintext). */
+int zb_mdp_worker_new_curve(zb_reactor_t* reactor, const char* endpoint,
+                            const void* service, size_t service_size,
+                            int64_t heartbeat_interval_us,
+                            int heartbeat_liveness, int64_t reconnect_delay_us,
+                            const zb_curve_keys_t* curve,
+                            zb_mdp_handler_fn handler, void* user,
+                            zb_free_fn free_user, zb_mdp_worker_t** out);
 
 /* Sends DISCONNECT and destroys the worker.  From inside its own handler
  * the destruction is finished on the next loop iteration.  NULL is a

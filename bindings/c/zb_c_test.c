@@ -934,6 +934,108 @@ static void test_majordomo_discard_gives_back(void) {
   CHECK_OK(zb_reactor_destroy(r));
 }
 
+/* ---- CURVE ------------------------------------------------------------------
+ */
+
+typedef struct {
+  int messages;
+  char last[64];
+} curve_server_state;
+
+/* A raw CURVE server (a ROUTER with ZMQ_CURVE_SERVER set through the socket
+ * options) records what reaches it. */
+static void curve_server_got(void* user, size_t count, const void* const* data,
+                             const size_t* sizes) {
+  curve_server_state* st = (curve_server_state*)user;
+  st->messages++;
+  /* [identity] [""] ["MDPC01"] [service] [body] */
+  if (count == 5 && sizes[4] < sizeof st->last) {
+    memcpy(st->last, data[4], sizes[4]);
+    st->last[sizes[4]] = '\0';
+  }
+}
+
+static void ignore_reply(void* user, int code, const char* message,
+                         size_t count, const void* const* data,
+                         const size_t* sizes) {
+  (void)user, (void)code, (void)message, (void)count, (void)data, (void)sizes;
+}
+
+static void test_curve(void) {
+  CHECK(zb_has_curve() == 1);
+  char server_pub[41], server_sec[41], client_pub[41], client_sec[41];
+  char derived[41];
+  CHECK_OK(zb_curve_keypair(server_pub, server_sec));
+  CHECK_OK(zb_curve_keypair(client_pub, client_sec));
+  CHECK(strlen(server_pub) == 40 && strlen(server_sec) == 40);
+  CHECK(strcmp(server_pub, client_pub) != 0);
+  CHECK_OK(zb_curve_public(client_sec, derived));
+  CHECK(strcmp(derived, client_pub) == 0);
+  CHECK(zb_curve_public("short", derived) == ZB_ERR_INVALID);
+  CHECK(zb_curve_keypair(NULL, derived) == ZB_ERR_INVALID);
+
+  zb_reactor_t* r;
+  CHECK_OK(zb_reactor_new(&r));
+  zb_socket_t* server;
+  CHECK_OK(zb_socket_new(r, ZB_ROUTER, &server));
+  CHECK_OK(zb_socket_set_int(server, 47 /* ZMQ_CURVE_SERVER */, 1));
+  CHECK_OK(zb_socket_set_bytes(server, 49 /* ZMQ_CURVE_SECRETKEY */, server_sec,
+                               41));
+  CHECK_OK(zb_socket_bind(server, "tcp://127.0.0.1:*"));
+  char endpoint[256];
+  CHECK_OK(zb_socket_last_endpoint(server, endpoint, sizeof endpoint));
+  curve_server_state st = {0};
+  CHECK_OK(zb_socket_on_readable(server, curve_server_got, &st, NULL));
+
+  /* Bad keys are refused at construction; the message names no key. */
+  zb_mdp_client_t* c = NULL;
+  zb_curve_keys_t bad = {server_pub, NULL, "not-a-key"};
+  CHECK(zb_mdp_client_new_curve(r, endpoint, 0, 0, &bad, &c) == ZB_ERR_INVALID);
+  CHECK(strstr(zb_last_error(), "secret key") != NULL);
+  CHECK(c == NULL);
+  zb_curve_keys_t mismatch = {server_pub, server_pub, client_sec};
+  CHECK(zb_mdp_client_new_curve(r, endpoint, 0, 0, &mismatch, &c) ==
+        ZB_ERR_INVALID);
+  CHECK(strstr(zb_last_error(), client_sec) == NULL);
+  zb_curve_keys_t missing = {NULL, NULL, client_sec};
+  CHECK(zb_mdp_client_new_curve(r, endpoint, 0, 0, &missing, &c) ==
+        ZB_ERR_INVALID);
+
+  /* A plaintext client gets nothing to a CURVE server ... */
+  zb_mdp_client_t* plain;
+  CHECK_OK(zb_mdp_client_new_curve(r, endpoint, 0, 0, NULL, &plain));
+  const void* body[1] = {"plain"};
+  const size_t body_sizes[1] = {5};
+  CHECK_OK(zb_mdp_client_request(plain, "svc", 3, 1, body, body_sizes, 0,
+                                 ignore_reply, NULL, NULL));
+  const int never = 0;
+  run_until(r, &never, 0.5);
+  CHECK(st.messages == 0);
+  /* ... a CURVE client with the server's public key gets through. */
+  zb_curve_keys_t keys = {server_pub, client_pub, client_sec};
+  CHECK_OK(zb_mdp_client_new_curve(r, endpoint, 0, 0, &keys, &c));
+  const void* body2[1] = {"over-curve"};
+  const size_t body2_sizes[1] = {10};
+  CHECK_OK(zb_mdp_client_request(c, "svc", 3, 1, body2, body2_sizes, 0,
+                                 ignore_reply, NULL, NULL));
+  CHECK(run_until(r, &st.messages, 10.0));
+  CHECK(strcmp(st.last, "over-curve") == 0);
+
+  /* The other constructors take the same keys. */
+  zb_consensus_client_t* cc;
+  CHECK_OK(zb_consensus_client_new_curve(r, endpoint, &keys, &cc));
+  zb_consensus_worker_t* cw;
+  CHECK_OK(zb_consensus_worker_new_curve(r, endpoint, "w", 1, 0, 0, &keys,
+                                         handle_now, NULL, NULL, &cw));
+  zb_mdp_worker_t* mw;
+  CHECK_OK(zb_mdp_worker_new_curve(r, endpoint, "w", 1, 0, 0, -1, &keys,
+                                   mdp_echo, NULL, NULL, &mw));
+  CHECK(zb_consensus_worker_new_curve(r, endpoint, "w", 1, 0, 0, &bad,
+                                      handle_now, NULL, NULL,
+                                      &cw) == ZB_ERR_INVALID);
+  CHECK_OK(zb_reactor_destroy(r));
+}
+
 int main(void) {
   test_errors();
   test_timers();
@@ -943,6 +1045,7 @@ int main(void) {
   test_consensus();
   test_majordomo();
   test_majordomo_discard_gives_back();
+  test_curve();
   printf("zb_c_test: %d checks passed\n", g_checks);
   return 0;
 }

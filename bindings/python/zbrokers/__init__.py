@@ -22,6 +22,8 @@ from ._native import (InvalidArgumentError, NotFoundError, StateError,
                       UnreachableError, WouldBlockError, WrongThreadError,
                       ZbError, ZmqError)
 from ._native import lib as _lib
+from .curve import (CurveKeys, curve_keypair, curve_public, has_curve,
+                    read_key_file)
 from .majordomo import (WORKER_ERROR, MdpBroker, MdpClient, MdpReply,
                         MdpResult, MdpWorker)
 from .reactor import (SOCKET_OPTIONS, Reactor, ReactorThread, Socket, Timer,
@@ -37,4 +39,6 @@ __all__ = [
     "Reply", "WorkerError",
     "MdpClient", "MdpWorker", "MdpBroker", "MdpResult", "MdpReply",
     "WORKER_ERROR",
+    "CurveKeys", "curve_keypair", "curve_public", "has_curve",
+    "read_key_file",
 ]

@@ -34,6 +34,7 @@ from typing import Callable, List, Optional, Sequence, Union
 
 from . import _native as n
 from ._native import StateError
+from .curve import CurveKeys, c_keys
 from .reactor import Reactor, _Entry
 
 __all__ = ["Result", "ConsensusClient", "ConsensusWorker", "ConsensusBroker",
@@ -146,10 +147,12 @@ class ConsensusClient(_Child):
     _kind = "consensus client"
     _destroy = "zb_consensus_client_destroy"
 
-    def __init__(self, reactor: Reactor, endpoint: str):
+    def __init__(self, reactor: Reactor, endpoint: str, *,
+                 curve: Optional[CurveKeys] = None):
+        # curve: CURVE keys for a broker's CURVE endpoint (docs/security.md).
         ptr = ctypes.c_void_p()
-        n.check(n.lib.zb_consensus_client_new(
-            reactor._handle(), n.encode(endpoint, "endpoint"),
+        n.check(n.lib.zb_consensus_client_new_curve(
+            reactor._handle(), n.encode(endpoint, "endpoint"), c_keys(curve),
             ctypes.byref(ptr)))
         self._init_child(reactor, ptr)
         self.endpoint = endpoint
@@ -313,7 +316,8 @@ class ConsensusWorker(_Child):
 
     heartbeat/retries: the worker heartbeats every `heartbeat` seconds and
     reconnects after `retries` silent intervals (the broker drops it after
-    as many).
+    as many).  curve: CURVE keys for a broker's CURVE endpoint
+    (docs/security.md).
     """
 
     _kind = "consensus worker"
@@ -322,7 +326,7 @@ class ConsensusWorker(_Child):
     def __init__(self, reactor: Reactor, endpoint: str,
                  service: Union[bytes, str], handler: Callable, *,
                  with_reply: bool = False, heartbeat: float = 1.0,
-                 retries: int = 3):
+                 retries: int = 3, curve: Optional[CurveKeys] = None):
         svc = n.encode(service, "service")
         self.service = svc
         self.endpoint = endpoint
@@ -355,9 +359,10 @@ class ConsensusWorker(_Child):
 
         key = n.register(_Entry(reactor, on_request, "consensus handler"))
         ptr = ctypes.c_void_p()
-        rc = n.lib.zb_consensus_worker_new(
+        keys = c_keys(curve)
+        rc = n.lib.zb_consensus_worker_new_curve(
             reactor._handle(), n.encode(endpoint, "endpoint"), svc, len(svc),
-            _seconds_to_us(heartbeat, "heartbeat"), int(retries),
+            _seconds_to_us(heartbeat, "heartbeat"), int(retries), keys,
             n.consensus_handler_trampoline, n.as_user(key), n.free_trampoline,
             ctypes.byref(ptr))
         if rc != n.ZB_OK:

@@ -30,6 +30,7 @@ from typing import Callable, List, Optional, Sequence, Union
 
 from . import _native as n
 from .consensus import _Child, _seconds_to_us, _success_frames
+from .curve import CurveKeys, c_keys
 from .reactor import Reactor, _Entry
 
 __all__ = ["MdpClient", "MdpWorker", "MdpBroker", "MdpReply", "MdpResult",
@@ -93,11 +94,13 @@ class MdpClient(_Child):
     _destroy = "zb_mdp_client_destroy"
 
     def __init__(self, reactor: Reactor, endpoint: str, *,
-                 timeout: float = 2.5, retries: int = 0):
+                 timeout: float = 2.5, retries: int = 0,
+                 curve: Optional[CurveKeys] = None):
+        # curve: CURVE keys for a broker's CURVE endpoint (docs/security.md).
         ptr = ctypes.c_void_p()
-        n.check(n.lib.zb_mdp_client_new(
+        n.check(n.lib.zb_mdp_client_new_curve(
             reactor._handle(), n.encode(endpoint, "endpoint"),
-            _seconds_to_us(timeout, "timeout"), int(retries),
+            _seconds_to_us(timeout, "timeout"), int(retries), c_keys(curve),
             ctypes.byref(ptr)))
         self._init_child(reactor, ptr)
         self.endpoint = endpoint
@@ -199,6 +202,7 @@ class MdpWorker(_Child):
 
     heartbeat must match the broker's; the worker reconnects after
     `liveness` silent heartbeats, waiting `reconnect_delay` seconds first.
+    curve: CURVE keys for a broker's CURVE endpoint (docs/security.md).
     """
 
     _kind = "majordomo worker"
@@ -207,7 +211,8 @@ class MdpWorker(_Child):
     def __init__(self, reactor: Reactor, endpoint: str,
                  service: Union[bytes, str], handler: Callable, *,
                  with_reply: bool = False, heartbeat: float = 2.5,
-                 liveness: int = 3, reconnect_delay: float = 1.0):
+                 liveness: int = 3, reconnect_delay: float = 1.0,
+                 curve: Optional[CurveKeys] = None):
         svc = n.encode(service, "service")
         self.service = svc
         self.endpoint = endpoint
@@ -242,10 +247,11 @@ class MdpWorker(_Child):
 
         key = n.register(_Entry(reactor, on_request, "majordomo handler"))
         ptr = ctypes.c_void_p()
-        rc = n.lib.zb_mdp_worker_new(
+        keys = c_keys(curve)
+        rc = n.lib.zb_mdp_worker_new_curve(
             reactor._handle(), n.encode(endpoint, "endpoint"), svc, len(svc),
             _seconds_to_us(heartbeat, "heartbeat"), int(liveness),
-            _seconds_to_us(reconnect_delay, "reconnect_delay"),
+            _seconds_to_us(reconnect_delay, "reconnect_delay"), keys,
             n.mdp_handler_trampoline, n.as_user(key), n.free_trampoline,
             ctypes.byref(ptr))
         if rc != n.ZB_OK:
