@@ -216,6 +216,7 @@ void Reactor::rebuild_poll_items() {
   }
   ready_.assign(poll_owners_.size(), 0);
   poll_items_dirty_ = false;
+  ++poll_generation_;
 }
 
 void Reactor::release_large_frames(std::size_t n) {
@@ -577,6 +578,44 @@ absl::Status Reactor::run() {
     absl::StatusOr<int> r = iterate(Clock::duration::max());
     if (!r.ok()) return r.status();
   }
+}
+
+// --- Driving it from another event loop ------------------------------------
+
+std::vector<pollfd> Reactor::poll_fds() const {
+  check_thread("poll_fds");
+  std::vector<pollfd> out;
+  out.reserve(watches_.size() + 1);
+  out.push_back(pollfd{wake_fd_, POLLIN, 0});
+  for (const auto& w : watches_) {
+    if (w->removed) continue;
+    short events = POLLIN;  // a ZMQ_FD
+    if (w->socket == nullptr) {
+      events = static_cast<short>((w->on_readable ? POLLIN : 0) |
+                                  (w->on_writable ? POLLOUT : 0));
+    }
+    out.push_back(pollfd{w->fd, events, 0});
+  }
+  return out;
+}
+
+Reactor::Clock::duration Reactor::next_wait() {
+  check_thread("next_wait");
+  if (poll_items_dirty_ || wake_pending_.load(std::memory_order_acquire)) {
+    return Clock::duration::zero();
+  }
+  for (const auto& w : watches_) {
+    if (w->removed || w->socket == nullptr) continue;
+    // Non-zero, or a failed socket (which run_once() reports): work now.
+    if (SocketEvents(w->socket->handle(), static_cast<bool>(w->on_writable)) !=
+        0) {
+      return Clock::duration::zero();
+    }
+  }
+  if (timers_.empty()) return Clock::duration::max();
+  const Clock::time_point now = Clock::now();
+  const Clock::time_point next = timers_.next_deadline();
+  return next <= now ? Clock::duration::zero() : next - now;
 }
 
 }  // namespace zb

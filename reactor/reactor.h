@@ -175,6 +175,33 @@ class Reactor {
   // one of this reactor's callbacks.  Owner thread only.
   bool in_callback() const { return running_; }
 
+  // --- Driving it from another event loop (owner thread only) -------------
+  //
+  // For hosts with a loop of their own (asyncio, libuv, glib): instead of
+  // run(), wait until one of poll_fds() is ready or next_wait() has passed,
+  // call run_once(zero), and ask again.  The C ABI's zb_reactor_fd() builds
+  // one epoll descriptor from these.
+
+  // The descriptors run_once() waits on: the wake-up eventfd (post, stop),
+  // every watched socket's ZMQ_FD (POLLIN: it only says "read ZMQ_EVENTS
+  // again", for reading and writing alike) and every raw fd with the events
+  // it was registered for.
+  std::vector<pollfd> poll_fds() const;
+  // Changes whenever run_once() rebuilds its poll set after an add or a
+  // remove, so that a host knows to take poll_fds() again (a closed fd's
+  // number may come back for another socket).
+  std::uint64_t poll_generation() const { return poll_generation_; }
+  // How long the host may wait on poll_fds() before calling run_once():
+  // zero when there is work already (a socket has a message, or room for
+  // its writable handler; a post or stop is pending; a timer is due; the
+  // registrations changed), else the time to the earliest timer, and
+  // Clock::duration::max() when only a descriptor can wake the reactor.  It
+  // reads every socket's ZMQ_EVENTS, which is what makes waiting on the
+  // edge-triggered ZMQ_FDs safe: a ZMQ_FD signals new activity only, so a
+  // message already queued (for instance one whose signal a send consumed)
+  // would never wake the host otherwise.
+  Clock::duration next_wait();
+
   // --- Any thread ----------------------------------------------------------
 
   // Runs `task` on the reactor thread at the start of the next iteration.
@@ -230,6 +257,7 @@ class Reactor {
   bool has_raw_fds_ = false;
   bool running_ = false;  // run() or run_once() is on the stack
   bool poll_items_dirty_ = true;
+  std::uint64_t poll_generation_ = 0;  // bumped by rebuild_poll_items()
   // Frames of the message being handed to a handler; reused for every message.
   std::vector<zmq::message_t> frames_;
 
