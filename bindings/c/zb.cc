@@ -15,6 +15,10 @@
 
 #include "bindings/c/zb.h"
 
+#include <poll.h>
+#include <sys/epoll.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <atomic>
 #include <cerrno>
@@ -205,6 +209,14 @@ struct zb_reactor_t {
   // Set while zb_reactor_destroy() tears things down: callbacks running
   // then (e.g. "client closed" results) must not touch the reactor.
   bool destroying = false;
+  // External-loop mode (zb_reactor_fd): the epoll descriptor over the
+  // loop's poll_fds(), what is registered in it, the loop's poll
+  // generation it was built from, and whether a call outside the callbacks
+  // has already made it readable since the last step (Kick).
+  int epoll_fd = -1;
+  std::vector<int> epoll_members;
+  std::uint64_t epoll_generation = 0;
+  bool kicked = false;
   // Owned objects; each is destroyed by its own zb_*_destroy or with the
   // reactor.
   absl::flat_hash_set<zb_socket_t*> sockets;
@@ -292,7 +304,8 @@ struct zb_mdp_broker_t {
 
 namespace {
 
-int CheckOwner(const zb_reactor_t* r, absl::string_view where) {
+// The thread and state checks of every owner-thread function.
+int CheckThread(const zb_reactor_t* r, absl::string_view where) {
   if (r->destroying) {
     return Fail(ZB_ERR_STATE,
                 absl::StrCat(where, ": the reactor is being destroyed"));
@@ -305,6 +318,24 @@ int CheckOwner(const zb_reactor_t* r, absl::string_view where) {
                              "zb_reactor_stop may be called from other "
                              "threads"));
   }
+  return ZB_OK;
+}
+
+// In external-loop mode, makes zb_reactor_fd() readable after a call made
+// outside the reactor's callbacks: the call may have changed what the
+// reactor waits for (a new socket or timer) or consumed a ZMQ_FD signal (a
+// send), so the host must run a step and ask zb_reactor_next_timeout_us()
+// again.  One empty post per step at most.
+void Kick(zb_reactor_t* r) {
+  if (r->epoll_fd < 0 || r->depth > 0 || r->kicked) return;
+  r->kicked = true;
+  r->loop->post([] {});
+}
+
+// CheckThread() for functions that may change what the reactor waits for.
+int CheckOwner(zb_reactor_t* r, absl::string_view where) {
+  if (int rc = CheckThread(r, where)) return rc;
+  Kick(r);
   return ZB_OK;
 }
 
@@ -322,7 +353,7 @@ class Running {
 
 int CheckRunnable(zb_reactor_t* r, absl::string_view where) {
   if (r == nullptr) return Fail(ZB_ERR_INVALID, absl::StrCat(where, ": NULL"));
-  if (int rc = CheckOwner(r, where)) return rc;
+  if (int rc = CheckThread(r, where)) return rc;
   if (r->depth > 0) {
     return Fail(ZB_ERR_STATE,
                 absl::StrCat(where,
@@ -548,6 +579,7 @@ extern "C" int zb_reactor_destroy(zb_reactor_t* r) {
       r->life->alive = false;
     }
     r->loop.reset();
+    if (r->epoll_fd >= 0) ::close(r->epoll_fd);
     delete r;  // releases this reactor's share of the context last
     return ZB_OK;
   });
@@ -569,6 +601,7 @@ extern "C" int zb_reactor_run_once(zb_reactor_t* r, int64_t max_wait_us,
                                    int* handled) {
   return Guard("zb_reactor_run_once", [&]() -> int {
     if (int rc = CheckRunnable(r, "zb_reactor_run_once")) return rc;
+    r->kicked = false;  // this step consumes the kick's post
     Running running(r);
     absl::StatusOr<int> n = r->loop->run_once(
         max_wait_us < 0 ? Clock::duration::max() : Micros(max_wait_us));
@@ -619,6 +652,84 @@ extern "C" int zb_reactor_post(zb_reactor_t* r, zb_callback_fn fn, void* user,
     }
     r->loop->post(
         [fn, ref = UserRef(user, free_user)]() mutable { fn(ref.get()); });
+    return ZB_OK;
+  });
+}
+
+// ---- External event loops ---------------------------------------------------
+
+namespace {
+
+// Brings the epoll set up to date with the loop's poll_fds() after its
+// registrations changed.  Everything is removed and added again: a closed
+// descriptor's number may have come back for another socket.
+int SyncEpoll(zb_reactor_t* r, absl::string_view where) {
+  if (r->epoll_generation == r->loop->poll_generation() &&
+      !r->epoll_members.empty()) {
+    return ZB_OK;
+  }
+  for (int fd : r->epoll_members) {
+    ::epoll_ctl(r->epoll_fd, EPOLL_CTL_DEL, fd, nullptr);  // may be closed
+  }
+  r->epoll_members.clear();
+  for (const pollfd& p : r->loop->poll_fds()) {
+    epoll_event ev{};
+    ev.events = ((p.events & POLLIN) ? EPOLLIN : 0u) |
+                ((p.events & POLLOUT) ? EPOLLOUT : 0u);
+    ev.data.fd = p.fd;
+    if (::epoll_ctl(r->epoll_fd, EPOLL_CTL_ADD, p.fd, &ev) != 0 &&
+        (errno != EEXIST ||
+         ::epoll_ctl(r->epoll_fd, EPOLL_CTL_MOD, p.fd, &ev) != 0)) {
+      return Fail(ZB_ERR_INTERNAL, absl::StrCat(where, ": epoll_ctl(", p.fd,
+                                                "): ", std::strerror(errno)));
+    }
+    r->epoll_members.push_back(p.fd);
+  }
+  r->epoll_generation = r->loop->poll_generation();
+  return ZB_OK;
+}
+
+}  // namespace
+
+extern "C" int zb_reactor_fd(zb_reactor_t* r, int* fd) {
+  return Guard("zb_reactor_fd", [&]() -> int {
+    if (fd == nullptr) return Fail(ZB_ERR_INVALID, "zb_reactor_fd: fd is NULL");
+    if (int rc = CheckRunnable(r, "zb_reactor_fd")) return rc;
+    if (r->epoll_fd < 0) {
+      r->epoll_fd = ::epoll_create1(EPOLL_CLOEXEC);
+      if (r->epoll_fd < 0) {
+        return Fail(ZB_ERR_INTERNAL, absl::StrCat("zb_reactor_fd: epoll: ",
+                                                  std::strerror(errno)));
+      }
+      if (int rc = SyncEpoll(r, "zb_reactor_fd")) {
+        ::close(r->epoll_fd);
+        r->epoll_fd = -1;
+        r->epoll_members.clear();
+        return rc;
+      }
+    }
+    *fd = r->epoll_fd;
+    return ZB_OK;
+  });
+}
+
+extern "C" int zb_reactor_next_timeout_us(zb_reactor_t* r,
+                                          int64_t* timeout_us) {
+  return Guard("zb_reactor_next_timeout_us", [&]() -> int {
+    if (timeout_us == nullptr) {
+      return Fail(ZB_ERR_INVALID,
+                  "zb_reactor_next_timeout_us: timeout_us is NULL");
+    }
+    if (int rc = CheckRunnable(r, "zb_reactor_next_timeout_us")) return rc;
+    if (r->epoll_fd >= 0) {
+      if (int rc = SyncEpoll(r, "zb_reactor_next_timeout_us")) return rc;
+    }
+    const Clock::duration wait = r->loop->next_wait();
+    if (wait == Clock::duration::max()) {
+      *timeout_us = -1;
+    } else {
+      *timeout_us = std::chrono::ceil<std::chrono::microseconds>(wait).count();
+    }
     return ZB_OK;
   });
 }

@@ -190,6 +190,50 @@ int zb_reactor_stop(zb_reactor_t* reactor);
 int zb_reactor_post(zb_reactor_t* reactor, zb_callback_fn fn, void* user,
                     zb_free_fn free_user);
 
+/* ---- Driving a reactor from another event loop ------------------------------
+ *
+ * For hosts with an event loop of their own (Python's asyncio, libuv, glib,
+ * a GUI toolkit): instead of zb_reactor_run(), watch one descriptor and
+ * one timeout, and run a step whenever either fires:
+ *
+ *   int fd;
+ *   zb_reactor_fd(r, &fd);                      // once; readable = work
+ *   for (;;) {
+ *     int64_t us;
+ *     zb_reactor_next_timeout_us(r, &us);       // -1: no timer pending
+ *     wait until fd is readable or `us` microseconds have passed
+ *     zb_reactor_run_once(r, 0, NULL);          // never blocks
+ *   }
+ *
+ * ZeroMQ's ZMQ_FD is edge-triggered in effect: it signals that something
+ * changed, not that a message is waiting, and any operation on the socket
+ * (a send, reading an option) may consume the signal of a message that is
+ * then never looked at.  Two rules keep a host from sleeping on such a
+ * message, and the library applies both: zb_reactor_next_timeout_us()
+ * reads every socket's ZMQ_EVENTS and answers 0 when anything is ready;
+ * and once zb_reactor_fd() has been called, every owner-thread zb_ call
+ * made outside the reactor's callbacks (a send, a request, a new socket or
+ * timer, ...) makes the descriptor readable, so that the host runs the next
+ * step and asks again.  A host therefore never needs to know which call
+ * touched which socket. */
+
+/* A descriptor that is readable (level-triggered) while the reactor has
+ * something to do: an epoll descriptor over the reactor's wake-up eventfd,
+ * its sockets' ZMQ_FDs and its raw descriptors, kept up to date by
+ * zb_reactor_next_timeout_us().  The reactor owns it (do not close it or
+ * read from it); it stays the same until zb_reactor_destroy() closes it.
+ * The first call switches the reactor to the mode described above.  Owner
+ * thread; not from inside a callback. */
+int zb_reactor_fd(zb_reactor_t* reactor, int* fd);
+
+/* How long the host may wait on zb_reactor_fd() before it calls
+ * zb_reactor_run_once(r, 0, NULL): *timeout_us receives 0 when there is
+ * work now (a message queued, a post or a stop pending, a timer due), the
+ * time to the earliest timer (rounded up to a microsecond), or -1 when only
+ * the descriptor can bring work.  Call it after every step.  Owner thread;
+ * not from inside a callback. */
+int zb_reactor_next_timeout_us(zb_reactor_t* reactor, int64_t* timeout_us);
+
 /* ---- Timers ---------------------------------------------------------------
  *
  * A timer id is never 0 and never reused by one reactor.  Times are in
