@@ -2,10 +2,12 @@
 """zbrokers: script the zbrokers reactor, clients and workers from Python.
 
 A pure-Python package (standard library only) over the C ABI of
-libzbrokers.so, loaded with ctypes.  The library is found, in this order,
-through the ZBROKERS_LIB environment variable (a path to the .so), next to
-this package, in a build*/bindings/c/ directory above it, or on the system
-library path.
+libzbrokers.so, loaded with ctypes.  The library is found, in this order:
+the ZBROKERS_LIB environment variable (a path to the .so); a copy inside
+this package (what `pip install` carries from a built tree); the library
+directory of the prefix the package is installed under (`meson install`);
+a build*/bindings/c/ directory above the package; the system library path.
+`zbrokers.library_path` says which one was loaded.
 
     import zbrokers
 
@@ -13,7 +15,11 @@ library path.
     reactor.after(1.0, reactor.stop)
     reactor.run()
 
-See docs/bindings.md for the full guide.
+    client = zbrokers.ConsensusClient(reactor, "tcp://127.0.0.1:5556")
+    result = client.call(b"echo", [b"hi"])        # blocking, for scripts
+
+asyncio programs run the reactor inside their event loop with
+zbrokers.aio (`import zbrokers.aio`).  See docs/bindings.md for the guide.
 """
 
 from .consensus import (ConsensusBroker, ConsensusClient, ConsensusWorker,
@@ -24,6 +30,7 @@ from ._native import (InvalidArgumentError, NotFoundError, StateError,
 from ._native import lib as _lib
 from .curve import (CurveKeys, curve_keypair, curve_public, has_curve,
                     read_key_file)
+from ._native import library_path
 from .majordomo import (WORKER_ERROR, MdpBroker, MdpClient, MdpReply,
                         MdpResult, MdpWorker)
 from .reactor import (SOCKET_OPTIONS, Reactor, ReactorThread, Socket, Timer,
@@ -38,7 +45,7 @@ __all__ = [
     "ConsensusClient", "ConsensusWorker", "ConsensusBroker", "Result",
     "Reply", "WorkerError",
     "MdpClient", "MdpWorker", "MdpBroker", "MdpResult", "MdpReply",
-    "WORKER_ERROR",
+    "WORKER_ERROR", "library_path",
     "CurveKeys", "curve_keypair", "curve_public", "has_curve",
     "read_key_file",
 ]

@@ -21,6 +21,7 @@ import ctypes.util
 import glob
 import itertools
 import os
+import sysconfig
 from ctypes import (CFUNCTYPE, POINTER, c_char_p, c_int, c_int64, c_size_t,
                     c_uint64, c_void_p)
 
@@ -117,7 +118,8 @@ def check(code: int) -> None:
 
 # ---- Finding the library ----------------------------------------------------
 
-_LIB_NAMES = ("libzbrokers.so", "libzbrokers.so.0")
+# The runtime name first: a runtime-only install has no libzbrokers.so link.
+_LIB_NAMES = ("libzbrokers.so.0", "libzbrokers.so")
 
 
 def _asan_loaded() -> bool:
@@ -151,6 +153,35 @@ def _build_candidates(start: str):
         here = parent
 
 
+def _prefix_candidates(package_dir: str):
+    """libzbrokers.so in the library directories of the prefix the package
+    is installed under: PREFIX/lib/python3.X/site-packages/zbrokers (or
+    Debian's PREFIX/lib/python3/dist-packages/zbrokers) has its library in
+    PREFIX/lib/<multiarch>/, PREFIX/lib64/ or PREFIX/lib/ -- what `meson
+    install` (with or without --destdir) lays out."""
+    parts = package_dir.split(os.sep)
+    for i in range(len(parts) - 1, 0, -1):
+        if parts[i] in ("lib", "lib64") and i + 1 < len(parts) and \
+                parts[i + 1].startswith("python"):
+            prefix = os.sep.join(parts[:i]) or os.sep
+            break
+    else:
+        return
+    multiarch = sysconfig.get_config_var("MULTIARCH")
+    dirs = []
+    if multiarch:
+        dirs.append(os.path.join(prefix, "lib", multiarch))
+    dirs += sorted(glob.glob(os.path.join(prefix, "lib", "*-linux-*")))
+    dirs += [os.path.join(prefix, "lib64"), os.path.join(prefix, "lib")]
+    seen = set()
+    for d in dirs:
+        for name in _LIB_NAMES:
+            path = os.path.join(d, name)
+            if path not in seen and os.path.exists(path):
+                seen.add(path)
+                yield path
+
+
 def _candidates():
     env = os.environ.get("ZBROKERS_LIB")
     if env:
@@ -159,10 +190,12 @@ def _candidates():
         yield env
         return
     package_dir = os.path.dirname(os.path.abspath(__file__))
+    # A copy the package carries (pip install from a built source tree).
     for name in _LIB_NAMES:
         path = os.path.join(package_dir, name)
         if os.path.exists(path):
             yield path
+    yield from _prefix_candidates(package_dir)
     yield from _build_candidates(package_dir)
     system = ctypes.util.find_library("zbrokers")
     if system:
@@ -174,15 +207,22 @@ def _load() -> ctypes.CDLL:
     errors = []
     for candidate in _candidates():
         try:
-            return ctypes.CDLL(candidate)
+            loaded = ctypes.CDLL(candidate)
         except OSError as e:
             errors.append(f"  {candidate}: {e}")
+            continue
+        global library_path
+        library_path = candidate
+        return loaded
     raise ImportError(
         "zbrokers: cannot load libzbrokers.so; set ZBROKERS_LIB to its path, "
         "install it (meson install), or build it (ninja -C build).  Tried:\n"
         + "\n".join(errors))
 
 
+# Where the library was loaded from (a path, or a name the dynamic loader
+# resolved).
+library_path = ""
 lib = _load()
 
 # ---- Prototypes -------------------------------------------------------------
@@ -219,6 +259,8 @@ _PROTOTYPES = {
     "zb_reactor_run_for": (c_int, (_p, c_int64, POINTER(c_int))),
     "zb_reactor_stop": (c_int, (_p,)),
     "zb_reactor_post": (c_int, (_p, CALLBACK_FN, _p, FREE_FN)),
+    "zb_reactor_fd": (c_int, (_p, POINTER(c_int))),
+    "zb_reactor_next_timeout_us": (c_int, (_p, POINTER(c_int64))),
     "zb_reactor_after": (c_int, (_p, c_int64, CALLBACK_FN, _p, FREE_FN,
                                  POINTER(c_uint64))),
     "zb_reactor_every": (c_int, (_p, c_int64, CALLBACK_FN, _p, FREE_FN,

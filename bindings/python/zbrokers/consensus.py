@@ -30,7 +30,7 @@ from __future__ import annotations
 import ctypes
 import threading
 import weakref
-from typing import Callable, List, Optional, Sequence, Union
+from typing import Any, Callable, List, Optional, Sequence, Union
 
 from . import _native as n
 from ._native import StateError
@@ -72,7 +72,7 @@ class Result:
     __slots__ = ("ok", "outcome", "failed_by", "reason", "frames", "attempts")
 
     def __init__(self, outcome: str, failed_by: Optional[str], reason: str,
-                 frames: List[bytes], attempts: int):
+                 frames: List[bytes], attempts: int) -> None:
         self.ok = outcome == "success"
         self.outcome = outcome
         self.failed_by = failed_by
@@ -84,7 +84,7 @@ class Result:
     def timed_out(self) -> bool:
         return self.outcome == "timeout"
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         if self.ok:
             return f"<Result ok frames={self.frames!r}>"
         return (f"<Result {self.outcome} by={self.failed_by} "
@@ -126,13 +126,13 @@ class _Child:
         ptr, self._ptr = self._ptr, None
         n.check(getattr(n.lib, self._destroy)(ptr))
 
-    def __enter__(self):
+    def __enter__(self) -> Any:
         return self
 
-    def __exit__(self, *exc):
+    def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         state = "closed" if self._ptr is None else "open"
         return f"<zbrokers.{type(self).__name__} {state}>"
 
@@ -148,7 +148,7 @@ class ConsensusClient(_Child):
     _destroy = "zb_consensus_client_destroy"
 
     def __init__(self, reactor: Reactor, endpoint: str, *,
-                 curve: Optional[CurveKeys] = None):
+                 curve: Optional[CurveKeys] = None) -> None:
         # curve: CURVE keys for a broker's CURVE endpoint (docs/security.md).
         ptr = ctypes.c_void_p()
         n.check(n.lib.zb_consensus_client_new_curve(
@@ -189,6 +189,19 @@ class ConsensusClient(_Child):
             n.unregister(key)
             raise n.error_for(rc)
 
+    def call(self, service: Union[bytes, str], frames: Sequence[bytes] = (),
+             timeout: float = 5.0, retries: int = 0) -> Result:
+        """Sends a request and returns its Result: request() for simple
+        scripts.  It runs the reactor until the outcome is there (other
+        timers, sockets, workers and brokers on the reactor run meanwhile,
+        so a script may keep its broker and workers on the same reactor).
+        Bounded: every request ends within about timeout x (retries + 1).
+        Reactor thread; not from inside a callback (StateError) and not
+        on a reactor that zbrokers.aio drives (await
+        zbrokers.aio.request() there)."""
+        return _call(self._reactor, lambda done: self.request(
+            service, frames, done, timeout=timeout, retries=retries))
+
     def ping(self, on_result: Callable[[bool], None],
              timeout: float = 5.0) -> None:
         """Sends PING; on_result(True) when the broker echoes it in time,
@@ -212,13 +225,28 @@ class ConsensusClient(_Child):
         return count.value
 
 
+def _call(reactor: Reactor, start: Callable[[Callable[[Any], None]], None]
+          ) -> Any:
+    """Starts an asynchronous operation and runs `reactor` until it calls
+    back; returns what it called back with (the blocking call()s)."""
+    if reactor._driver is not None:
+        raise RuntimeError("call() would block the asyncio loop that runs "
+                           "this reactor; use await zbrokers.aio.request()")
+    box: List[Any] = []
+    start(box.append)
+    # Each request ends exactly once (success, failure or its own
+    # timeout), so this wait is bounded by the request's options.
+    reactor.run_until(lambda: bool(box))
+    return box[0]
+
+
 class WorkerError(Exception):
     """Raise it from a worker handler to fail a request with exactly these
     frames (bytes or str): `raise WorkerError(b"bad-input", b"details")`.
     The first frame becomes the client's result.reason.  Any other
     exception fails the request with one frame, "TypeName: message"."""
 
-    def __init__(self, *frames: Union[bytes, str]):
+    def __init__(self, *frames: Union[bytes, str]) -> None:
         super().__init__(*frames)
         self.frames = [f.encode("utf-8") if isinstance(f, str) else bytes(f)
                        for f in frames]
@@ -248,15 +276,15 @@ class Reply:
     dropped without an answer fails its request ("worker:unanswered").
     """
 
-    def __init__(self, token: int):
-        self._token = token
+    def __init__(self, token: int) -> None:
+        self._token: Optional[int] = token
         self._lock = threading.Lock()
 
     @property
     def pending(self) -> bool:
         return self._token is not None
 
-    def _take(self):
+    def _take(self) -> Optional[int]:
         with self._lock:
             token, self._token = self._token, None
         return token
@@ -324,9 +352,9 @@ class ConsensusWorker(_Child):
     _destroy = "zb_consensus_worker_destroy"
 
     def __init__(self, reactor: Reactor, endpoint: str,
-                 service: Union[bytes, str], handler: Callable, *,
+                 service: Union[bytes, str], handler: Callable[..., Any], *,
                  with_reply: bool = False, heartbeat: float = 1.0,
-                 retries: int = 3, curve: Optional[CurveKeys] = None):
+                 retries: int = 3, curve: Optional[CurveKeys] = None) -> None:
         svc = n.encode(service, "service")
         self.service = svc
         self.endpoint = endpoint
@@ -386,7 +414,7 @@ class ConsensusBroker(_Child):
 
     def __init__(self, reactor: Reactor, endpoint: Optional[str] = None, *,
                  request_timeout: float = 5.0,
-                 log: Optional[Callable[[str, str], None]] = None):
+                 log: Optional[Callable[[str, str], None]] = None) -> None:
         ptr = ctypes.c_void_p()
         n.check(n.lib.zb_consensus_broker_new(
             reactor._handle(), _seconds_to_us(request_timeout,

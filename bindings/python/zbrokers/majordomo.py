@@ -26,10 +26,10 @@ from __future__ import annotations
 import ctypes
 import threading
 import weakref
-from typing import Callable, List, Optional, Sequence, Union
+from typing import Any, Callable, List, Optional, Sequence, Union
 
 from . import _native as n
-from .consensus import _Child, _seconds_to_us, _success_frames
+from .consensus import _call, _Child, _seconds_to_us, _success_frames
 from .curve import CurveKeys, c_keys
 from .reactor import Reactor, _Entry
 
@@ -57,7 +57,7 @@ class MdpResult:
 
     __slots__ = ("ok", "frames", "reason", "outcome")
 
-    def __init__(self, code: int, message: str, frames: List[bytes]):
+    def __init__(self, code: int, message: str, frames: List[bytes]) -> None:
         self.ok = code == n.ZB_OK
         self.outcome = _OUTCOMES.get(code, "failure")
         self.frames = frames
@@ -72,7 +72,7 @@ class MdpResult:
     def timed_out(self) -> bool:
         return self.outcome == "timeout"
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         if self.ok:
             return f"<MdpResult ok frames={self.frames!r}>"
         return f"<MdpResult {self.outcome} reason={self.reason!r}>"
@@ -95,7 +95,7 @@ class MdpClient(_Child):
 
     def __init__(self, reactor: Reactor, endpoint: str, *,
                  timeout: float = 2.5, retries: int = 0,
-                 curve: Optional[CurveKeys] = None):
+                 curve: Optional[CurveKeys] = None) -> None:
         # curve: CURVE keys for a broker's CURVE endpoint (docs/security.md).
         ptr = ctypes.c_void_p()
         n.check(n.lib.zb_mdp_client_new_curve(
@@ -129,6 +129,15 @@ class MdpClient(_Child):
             n.unregister(key)
             raise n.error_for(rc)
 
+    def call(self, service: Union[bytes, str], frames: Sequence[bytes] = (),
+             timeout: Optional[float] = None) -> MdpResult:
+        """Sends a request and returns its MdpResult, running the reactor
+        until it is there (see ConsensusClient.call()): for simple
+        scripts.  Reactor thread; not from inside a callback, not on a
+        reactor that zbrokers.aio drives."""
+        return _call(self._reactor, lambda done: self.request(
+            service, frames, done, timeout=timeout))
+
     @property
     def outstanding(self) -> int:
         count = ctypes.c_size_t(0)
@@ -151,8 +160,8 @@ class MdpReply:
     the request is given back to the broker (see the module docstring).
     """
 
-    def __init__(self, token: int):
-        self._token = token
+    def __init__(self, token: int) -> None:
+        self._token: Optional[int] = token
         self._lock = threading.Lock()
 
     @property
@@ -209,10 +218,10 @@ class MdpWorker(_Child):
     _destroy = "zb_mdp_worker_destroy"
 
     def __init__(self, reactor: Reactor, endpoint: str,
-                 service: Union[bytes, str], handler: Callable, *,
+                 service: Union[bytes, str], handler: Callable[..., Any], *,
                  with_reply: bool = False, heartbeat: float = 2.5,
                  liveness: int = 3, reconnect_delay: float = 1.0,
-                 curve: Optional[CurveKeys] = None):
+                 curve: Optional[CurveKeys] = None) -> None:
         svc = n.encode(service, "service")
         self.service = svc
         self.endpoint = endpoint
@@ -274,7 +283,7 @@ class MdpBroker(_Child):
 
     def __init__(self, reactor: Reactor, endpoint: Optional[str] = None, *,
                  heartbeat: float = 2.5, liveness: int = 3,
-                 log: Optional[Callable[[str, str], None]] = None):
+                 log: Optional[Callable[[str, str], None]] = None) -> None:
         ptr = ctypes.c_void_p()
         n.check(n.lib.zb_mdp_broker_new(
             reactor._handle(), _seconds_to_us(heartbeat, "heartbeat"),

@@ -29,12 +29,15 @@ import sys
 import threading
 import time
 import weakref
-from typing import Callable, Iterable, List, Optional, Union
+from typing import (Any, Callable, Iterable, List, Optional, TypeVar,
+                    Union)
 
 from . import _native as n
 from ._native import StateError, ZbError
 
 __all__ = ["Reactor", "Timer", "Socket", "ReactorThread", "now"]
+
+_T = TypeVar("_T")
 
 # run() returns to Python this often so that signals (Ctrl-C) are handled
 # while the loop is idle.  Events never wait for it: the C loop wakes on them.
@@ -98,7 +101,7 @@ class Timer:
 
     __slots__ = ("_reactor", "id", "_active", "__weakref__")
 
-    def __init__(self, reactor: "Reactor", timer_id: int = 0):
+    def __init__(self, reactor: "Reactor", timer_id: int = 0) -> None:
         self._reactor = weakref.ref(reactor)
         self.id = timer_id
         self._active = True
@@ -116,7 +119,7 @@ class Timer:
     def _released(self):
         self._active = False
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         state = "active" if self._active else "done"
         return f"<zbrokers.Timer {self.id:#x} {state}>"
 
@@ -124,7 +127,7 @@ class Timer:
 class Reactor:
     """A zbrokers event loop: timers, sockets, cross-thread posts."""
 
-    def __init__(self):
+    def __init__(self) -> None:
         ptr = ctypes.c_void_p()
         n.check(n.lib.zb_reactor_new(ctypes.byref(ptr)))
         self._ptr = ptr
@@ -135,6 +138,8 @@ class Reactor:
         self._thread = threading.get_ident()
         self._interrupted: Optional[BaseException] = None
         self._children = weakref.WeakSet()  # sockets, clients, workers, ...
+        # The asyncio driver (zbrokers.aio) running this reactor, if any.
+        self._driver: Any = None
         self.error_handler: Callable[[BaseException, str], None] = \
             _default_error_handler
 
@@ -157,6 +162,9 @@ class Reactor:
         with self._lock:
             if self._ptr is None:
                 return
+            if self._driver is not None:
+                # Off the event loop before the descriptor it watches goes.
+                self._driver.close()
             n.check(n.lib.zb_reactor_destroy(self._ptr))
             self._ptr = None
             # The C objects went with the reactor; their wrappers must not
@@ -164,10 +172,10 @@ class Reactor:
             for child in list(self._children):
                 child._detach()
 
-    def __enter__(self):
+    def __enter__(self) -> "Reactor":
         return self
 
-    def __exit__(self, *exc):
+    def __exit__(self, *exc: object) -> None:
         self.close()
 
     def __del__(self):
@@ -244,11 +252,48 @@ class Reactor:
         return bool(predicate())
 
     def stop(self) -> None:
-        """Makes run() return.  Any thread, also from a callback."""
+        """Makes run() return (and zbrokers.aio.run()).  Any thread, also
+        from a callback."""
         with self._lock:
             n.check(n.lib.zb_reactor_stop(self._handle()))
+            driver = self._driver
+        if driver is not None:
+            driver._stop_requested()
 
-    def post(self, fn: Callable, *args) -> None:
+    def _consume_stop(self) -> None:
+        # Takes back a stop() that zbrokers.aio.run() has acted on.
+        stopped = ctypes.c_int(0)
+        n.check(n.lib.zb_reactor_run_for(self._handle(), 0,
+                                         ctypes.byref(stopped)))
+
+    # ---- driving it from another event loop ------------------------------
+
+    def fileno(self) -> int:
+        """A descriptor that is readable while the reactor has something to
+        do, for another event loop (selectors, asyncio's add_reader, ...):
+        wait on it for at most next_timeout() seconds, then call
+        run_once(0), and ask again.  zbrokers.aio does exactly this for
+        asyncio.  The reactor owns the descriptor (never close it); once
+        this has been called, every call made on the reactor's thread
+        outside its callbacks also makes it readable, so the host runs a
+        step after anything that might have changed what the reactor waits
+        for (see docs/bindings.md on ZeroMQ's edge-triggered ZMQ_FD).
+        Reactor thread, not from inside a callback."""
+        fd = ctypes.c_int(-1)
+        n.check(n.lib.zb_reactor_fd(self._handle(), ctypes.byref(fd)))
+        return fd.value
+
+    def next_timeout(self) -> Optional[float]:
+        """Seconds the host may wait on fileno() before the next
+        run_once(0): 0.0 when there is work now, the time to the earliest
+        timer, or None when only the descriptor can bring work.  Call it
+        after every step.  Reactor thread, not from inside a callback."""
+        us = ctypes.c_int64(0)
+        n.check(n.lib.zb_reactor_next_timeout_us(self._handle(),
+                                                 ctypes.byref(us)))
+        return None if us.value < 0 else us.value / 1e6
+
+    def post(self, fn: Callable[..., Any], *args: Any) -> None:
         """Runs fn(*args) on the reactor thread at the next iteration,
         waking the loop at once.  Any thread."""
         entry = _Entry(self, (lambda: fn(*args)) if args else fn, "post")
@@ -278,17 +323,19 @@ class Reactor:
         timer.id = tid.value
         return timer
 
-    def after(self, seconds: float, fn: Callable, *args) -> Timer:
+    def after(self, seconds: float, fn: Callable[..., Any],
+              *args: Any) -> Timer:
         """Calls fn(*args) once, `seconds` from now.  Returns a Timer."""
         us = _micros(seconds, "seconds")
         return self._timer(n.lib.zb_reactor_after, us, fn, args, "timer")
 
-    def every(self, seconds: float, fn: Callable, *args) -> Timer:
+    def every(self, seconds: float, fn: Callable[..., Any],
+              *args: Any) -> Timer:
         """Calls fn(*args) every `seconds` (> 0) until cancelled."""
         us = _micros(seconds, "seconds")
         return self._timer(n.lib.zb_reactor_every, us, fn, args, "timer")
 
-    def at(self, when: float, fn: Callable, *args) -> Timer:
+    def at(self, when: float, fn: Callable[..., Any], *args: Any) -> Timer:
         """Calls fn(*args) once at `when`, in time.monotonic() seconds."""
         deadline = n.lib.zb_now_us() + _micros(when - time.monotonic(),
                                                 "when")
@@ -311,7 +358,7 @@ class Reactor:
         ZeroMQ type number) on this reactor."""
         return Socket(self, socket_type)
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         state = "closed" if self._ptr is None else "open"
         return f"<zbrokers.Reactor {state}>"
 
@@ -381,7 +428,8 @@ class Socket:
     `s.set("linger", ms)` to keep unsent messages for a while.
     """
 
-    def __init__(self, reactor: Reactor, socket_type: Union[str, int]):
+    def __init__(self, reactor: Reactor,
+                 socket_type: Union[str, int]) -> None:
         ptr = ctypes.c_void_p()
         if isinstance(socket_type, str):
             rc = n.lib.zb_socket_new_named(reactor._handle(),
@@ -496,7 +544,7 @@ class Socket:
             n.unregister(key)
             raise n.error_for(rc)
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         state = "closed" if self._ptr is None else "open"
         return f"<zbrokers.Socket {state}>"
 
@@ -512,7 +560,7 @@ class ReactorThread:
     other threads use `reactor.post()`, `reactor.stop()` or `invoke()`.
     """
 
-    def __init__(self, name: str = "zbrokers-reactor"):
+    def __init__(self, name: str = "zbrokers-reactor") -> None:
         ready: concurrent.futures.Future = concurrent.futures.Future()
         self._error: Optional[BaseException] = None
 
@@ -537,8 +585,8 @@ class ReactorThread:
         self._thread.start()
         self.reactor: Reactor = ready.result()
 
-    def invoke(self, fn: Callable[[Reactor], object],
-               timeout: Optional[float] = None):
+    def invoke(self, fn: Callable[[Reactor], _T],
+               timeout: Optional[float] = None) -> _T:
         """Runs fn(reactor) on the reactor thread, waits, and returns its
         result (or raises its exception)."""
         if threading.current_thread() is self._thread:
@@ -568,9 +616,9 @@ class ReactorThread:
         if self._error is not None:
             raise self._error
 
-    def __enter__(self):
+    def __enter__(self) -> "ReactorThread":
         return self
 
-    def __exit__(self, *exc):
+    def __exit__(self, *exc: object) -> None:
         self.stop()
         self.join()
