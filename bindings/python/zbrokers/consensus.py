@@ -190,7 +190,8 @@ class ConsensusClient(_Child):
             raise n.error_for(rc)
 
     def call(self, service: Union[bytes, str], frames: Sequence[bytes] = (),
-             timeout: float = 5.0, retries: int = 0) -> Result:
+             timeout: float = 5.0, retries: int = 0,
+             retry_no_workers: bool = False) -> Result:
         """Sends a request and returns its Result: request() for simple
         scripts.  It runs the reactor until the outcome is there (other
         timers, sockets, workers and brokers on the reactor run meanwhile,
@@ -200,7 +201,8 @@ class ConsensusClient(_Child):
         on a reactor that zbrokers.aio drives (await
         zbrokers.aio.request() there)."""
         return _call(self._reactor, lambda done: self.request(
-            service, frames, done, timeout=timeout, retries=retries))
+            service, frames, done, timeout=timeout, retries=retries,
+            retry_no_workers=retry_no_workers))
 
     def ping(self, on_result: Callable[[bool], None],
              timeout: float = 5.0) -> None:
