@@ -42,7 +42,7 @@ class ThreadDeployment : public Deployment {
     std::unique_ptr<ThreadDeployment> d(new ThreadDeployment(cfg));
     if (cfg.external_broker.empty()) {
       auto b = StartBroker(cfg.impl, d->context_,
-                           BindEndpoint(cfg.transport, cfg.impl));
+                           BindEndpoint(cfg.transport, cfg.impl), cfg.timeout);
       if (!b.ok()) return b.status();
       d->broker_ = std::move(*b);
       d->endpoint_ = d->broker_->endpoint();
@@ -126,7 +126,8 @@ class ProcessDeployment : public Deployment {
     if (cfg.external_broker.empty()) {
       auto b = Subprocess::Start(
           {exe, "--role=broker", impl, sockets,
-           "--bind=" + BindEndpoint(cfg.transport, cfg.impl)});
+           "--bind=" + BindEndpoint(cfg.transport, cfg.impl),
+           absl::StrFormat("--timeout-ms=%d", cfg.timeout.count())});
       if (!b.ok()) return b.status();
       d->broker_ = std::move(*b);
       auto ep = Expect(*d->broker_, "ready", kControlTimeout);
@@ -315,7 +316,11 @@ int RunRole(const std::vector<std::string>& args) {
   std::string line;
 
   if (role == "broker") {
-    auto b = StartBroker(impl, context, kv["bind"]);
+    int timeout_ms = 5000;
+    if (!absl::SimpleAtoi(kv["timeout-ms"], &timeout_ms) || timeout_ms <= 0) {
+      return RoleError("broker: bad --timeout-ms");
+    }
+    auto b = StartBroker(impl, context, kv["bind"], milliseconds(timeout_ms));
     if (!b.ok()) return RoleError(std::string(b.status().message()));
     const std::string endpoint = (*b)->endpoint();
     Say("ready " + endpoint);

@@ -30,10 +30,12 @@ namespace {
 class ZbBrokerHost : public BrokerHost {
  public:
   static absl::StatusOr<std::unique_ptr<BrokerHost>> Start(
-      zmq::context_t& context, const std::string& bind_endpoint) {
+      zmq::context_t& context, const std::string& bind_endpoint,
+      std::chrono::milliseconds request_timeout) {
     auto host = std::make_unique<ZbBrokerHost>();
     absl::Status st = host->thread_.invoke([&](Reactor& r) -> absl::Status {
       ConsensusBroker::Options options;
+      options.request_timeout = request_timeout;
       // Worker joins are logged at kInfo; the test adds workers all the
       // time, so only warnings and errors reach stderr.
       options.log = [](ConsensusBroker::Severity s, std::string_view line) {
@@ -220,9 +222,10 @@ class RawClientEndpoint : public ClientEndpoint {
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<BrokerHost>> StartBroker(
-    Impl impl, zmq::context_t& context, const std::string& bind_endpoint) {
+    Impl impl, zmq::context_t& context, const std::string& bind_endpoint,
+    std::chrono::milliseconds request_timeout) {
   if (impl == Impl::kZbrokers) {
-    return ZbBrokerHost::Start(context, bind_endpoint);
+    return ZbBrokerHost::Start(context, bind_endpoint, request_timeout);
   }
   absl::StatusOr<std::unique_ptr<RawBroker>> b =
       RawBroker::Start(context, bind_endpoint);

@@ -80,8 +80,12 @@ class ClientEndpoint {
   virtual int Probe() = 0;
 };
 
+// `request_timeout` is the zbrokers broker's deadline for a request (the
+// raw broker keeps none); zb-latency passes its --timeout-ms, so that one
+// setting bounds a round trip everywhere.
 absl::StatusOr<std::unique_ptr<BrokerHost>> StartBroker(
-    Impl impl, zmq::context_t& context, const std::string& bind_endpoint);
+    Impl impl, zmq::context_t& context, const std::string& bind_endpoint,
+    std::chrono::milliseconds request_timeout = std::chrono::seconds(5));
 
 absl::StatusOr<std::unique_ptr<WorkerHost>> StartWorkers(
     Impl impl, zmq::context_t& context, const std::string& endpoint,
