@@ -33,6 +33,10 @@ TimerId TimerQueue::add(Clock::time_point deadline, Clock::duration period,
   } else {
     slot = static_cast<std::uint32_t>(slots_.size());
     slots_.emplace_back();
+    // Room for every slot, so that freeing one (a one-shot timer firing, a
+    // cancel) never allocates: a timer re-armed from its own callback is
+    // allocation-free from the first time.
+    free_slots_.reserve(slots_.capacity());
   }
   Slot& s = slots_[slot];
   s.cb = std::move(cb);

@@ -135,7 +135,7 @@ class TimerQueue {
 
   std::vector<Entry> queue_;  // latest first; the back fires next
   std::vector<Slot> slots_;
-  std::vector<std::uint32_t> free_slots_;
+  std::vector<std::uint32_t> free_slots_;  // capacity >= slots_.size()
   std::uint64_t next_seq_ = 0;
   // Set while fire_due() runs: its `now`, for the past-deadline rule.
   bool firing_ = false;

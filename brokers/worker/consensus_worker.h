@@ -28,14 +28,16 @@
 //
 // Heartbeats and reconnects.  The worker runs one periodic timer per worker
 // at half the heartbeat interval (never a timer per message; sending only
-// sets a flag).  It sends HEARTBEAT when it has sent nothing else for one
-// interval, so the broker hears from it at least every 1.5 intervals.  When
-// it has heard nothing from the broker (no request, no heartbeat) for
-// interval x retries (checked at tick granularity, never early), it treats
-// the broker as gone: it closes its socket, opens a NEW socket (the broker
-// sees a new identity) and sends READY again.  A DISCONNECT from the broker
-// triggers the same reconnect at once.  Answers for requests received
-// before a reconnect are dropped (the broker that sent them forgot them).
+// sets a flag), on multiples of that period on the steady clock, so that
+// the workers sharing a reactor tick together.  It sends HEARTBEAT when it has
+// sent nothing else for one interval, so the broker hears from it at least
+// every 1.5 intervals.  When it has heard nothing from the broker (no request,
+// no heartbeat) for interval x retries (checked at tick granularity, never
+// early), it treats the broker as gone: it closes its socket, opens a NEW
+// socket (the broker sees a new identity) and sends READY again.  A DISCONNECT
+// from the broker triggers the same reconnect at once.  Answers for requests
+// received before a reconnect are dropped (the broker that sent them forgot
+// them).
 //
 // Shutdown.  shutdown() (also run by the destructor) sends DISCONNECT and
 // closes the socket with ZMQ_LINGER = Options::linger, so the DISCONNECT
@@ -199,6 +201,11 @@ class ConsensusWorker {
   void reconnect();
   void on_message(std::span<zmq::message_t> frames);
   void on_tick();
+  // Schedules the next on_tick() at `deadline`, a point of the tick grid.
+  void arm_tick(Clock::time_point deadline);
+  // The first multiple of `period` on the steady clock after `after`.
+  static Clock::time_point NextTick(Clock::time_point after,
+                                    Clock::duration period);
   // Sends head + payload (moved) as one message; false when refused.
   bool send(std::span<zmq::message_t> head, std::span<zmq::message_t> payload);
   // send(out_, payload), then clears out_ for the next message.
@@ -221,6 +228,8 @@ class ConsensusWorker {
   // Counts sockets; a Responder remembers the one its request came on.
   std::uint64_t connection_ = 0;
   TimerId tick_timer_ = 0;
+  Clock::duration tick_period_{};
+  Clock::time_point tick_deadline_;  // of the armed tick
   bool sent_since_tick_ = false;
   int quiet_ticks_ = 0;  // ticks in a row with nothing sent
   bool heard_since_tick_ = false;

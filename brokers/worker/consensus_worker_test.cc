@@ -12,6 +12,8 @@
 #include <algorithm>
 #include <chrono>
 #include <functional>
+#include <memory>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -335,6 +337,41 @@ TEST_P(ConsensusWorkerTest, HeartbeatsWhileIdle) {
   EXPECT_LE(static_cast<double>(beats.size()),
             elapsed / milliseconds(30) + 1.0);
   EXPECT_EQ(worker.stats().reconnects, 0u);
+}
+
+// Workers made at different moments still tick on one grid (multiples of
+// the tick period on the steady clock), so the workers sharing a reactor
+// wake it together: their heartbeats leave at the grid points.
+TEST_P(ConsensusWorkerTest, WorkersTickTogetherOnTheClockGrid) {
+  constexpr milliseconds kInterval{200};
+  constexpr milliseconds kPeriod = kInterval / 2;  // the tick period
+  std::vector<std::unique_ptr<ConsensusWorker>> workers;
+  for (int i = 0; i < 8; ++i) {
+    workers.push_back(std::make_unique<ConsensusWorker>(
+        reactor_, ctx_, broker_.endpoint(), "grid", Echo(),
+        ConsensusWorker::Options{.heartbeat_interval = kInterval,
+                                 .heartbeat_retries = 100}));
+    ASSERT_TRUE(workers.back()->status().ok());
+    RunFor(reactor_, milliseconds(13));  // spread the workers' start times
+  }
+  ASSERT_TRUE(RunUntil(
+      reactor_,
+      [&] { return broker_.OfType(ccp::MessageType::kHeartbeat).size() >= 24; },
+      milliseconds(10000)));
+  const auto beats = broker_.OfType(ccp::MessageType::kHeartbeat);
+  std::set<std::string> who;
+  int on_grid = 0;
+  for (const Received& b : beats) {
+    who.insert(b.identity);
+    // How long after the last grid point the fake broker saw it.
+    if (b.at.time_since_epoch() % kPeriod < milliseconds(20)) ++on_grid;
+  }
+  EXPECT_EQ(who.size(), workers.size());
+  // Unaligned, the start times (13 ms apart) would spread the beats over
+  // the whole period: about a fifth within 20 ms of a grid point.  A busy
+  // machine delays some.
+  EXPECT_GE(on_grid, static_cast<int>(beats.size()) * 3 / 4)
+      << on_grid << " of " << beats.size() << " heartbeats on the grid";
 }
 
 TEST_P(ConsensusWorkerTest, NoHeartbeatsWhileBusy) {
