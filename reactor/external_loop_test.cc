@@ -84,7 +84,7 @@ TEST(ExternalLoopTest, NextWaitIsTheTimeToTheNextTimerOrForever) {
   Reactor r;
   ASSERT_TRUE(r.run_once(Reactor::Clock::duration::zero()).ok());
   EXPECT_EQ(r.next_wait(), Reactor::Clock::duration::max());
-  r.after(10s, [] {});
+  ASSERT_TRUE(r.after(10s, [] {}).ok());
   const Reactor::Clock::duration wait = r.next_wait();
   EXPECT_GT(wait, 9s);
   EXPECT_LE(wait, 10s);
@@ -130,7 +130,7 @@ TEST(ExternalLoopTest, HostLoopDeliversWithoutSpinning) {
   int messages = 0;
   bool fired = false;
   ASSERT_TRUE(r.add(p.b, [&](std::span<zmq::message_t>) { ++messages; }).ok());
-  r.after(200ms, [&] { fired = true; });
+  ASSERT_TRUE(r.after(200ms, [&] { fired = true; }).ok());
   int steps = 0;
   while (!fired && steps < 50) {
     HostStep(r, 5000ms);
