@@ -117,7 +117,7 @@ class CurveKeys:
 
     def __init__(self, server_public_key: Union[str, bytes],
                  secret_key: Union[str, bytes],
-                 public_key: Optional[Union[str, bytes]] = None):
+                 public_key: Optional[Union[str, bytes]] = None) -> None:
         self.server_public_key = _key(server_public_key,
                                       "server_public_key").decode("ascii")
         self._secret_key = _key(secret_key, "secret_key")
