@@ -1,6 +1,7 @@
 # Copyright 2026 The zbrokers Authors.
 """Reactor, timers, post and stop through the Python package."""
 
+import concurrent.futures
 import contextlib
 import io
 import threading
@@ -279,6 +280,27 @@ class ReactorThreadTest(unittest.TestCase):
             self.assertTrue(fired.wait(WAIT))
             with self.assertRaises(ZeroDivisionError):
                 rt.invoke(lambda r: 1 / 0)
+
+    def test_invoke_after_stop_raises_instead_of_hanging(self):
+        # Issue 10 item 9 in Python: the task was posted to a reactor whose
+        # run() had returned, dropped unrun when the thread closed it, and
+        # invoke() waited for it forever.  Now it raises StateError, at any
+        # moment of the shutdown (before or after the thread closed the
+        # reactor), and never needs its timeout.
+        for i in range(50):
+            rt = zbrokers.ReactorThread()
+            rt.stop()
+            if i % 2:
+                rt.join()
+            started = time.monotonic()
+            try:
+                rt.invoke(lambda r: 42, timeout=WAIT)
+            except zbrokers.StateError:
+                pass  # refused or dropped: reported, not hung
+            except concurrent.futures.TimeoutError:
+                self.fail(f"invoke() after stop() hung (round {i})")
+            self.assertLess(time.monotonic() - started, WAIT)
+            rt.join()
 
 
 if __name__ == "__main__":

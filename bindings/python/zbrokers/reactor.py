@@ -296,7 +296,13 @@ class Reactor:
     def post(self, fn: Callable[..., Any], *args: Any) -> None:
         """Runs fn(*args) on the reactor thread at the next iteration,
         waking the loop at once.  Any thread."""
-        entry = _Entry(self, (lambda: fn(*args)) if args else fn, "post")
+        self._post_entry((lambda: fn(*args)) if args else fn)
+
+    def _post_entry(self, fn: Callable[[], Any],
+                    on_release: Optional[Callable[[], None]] = None) -> None:
+        # post(); on_release runs when the C side frees the task (after it
+        # ran, or unrun because the reactor closed first).
+        entry = _Entry(self, fn, "post", on_release=on_release)
         key = n.register(entry)
         with self._lock:
             try:
@@ -588,7 +594,9 @@ class ReactorThread:
     def invoke(self, fn: Callable[[Reactor], _T],
                timeout: Optional[float] = None) -> _T:
         """Runs fn(reactor) on the reactor thread, waits, and returns its
-        result (or raises its exception)."""
+        result (or raises its exception).  After stop() it runs fn if the
+        loop still takes it, or raises StateError; it never waits for a
+        task that will not run."""
         if threading.current_thread() is self._thread:
             raise RuntimeError("invoke() on the reactor thread would wait for "
                                "itself")
@@ -600,7 +608,19 @@ class ReactorThread:
             except BaseException as e:
                 done.set_exception(e)
 
-        self.reactor.post(task)
+        def dropped():
+            # The C side frees every posted task exactly once: after it
+            # ran, or unrun when the stopped reactor is closed.  In the
+            # second case nothing else would ever complete `done`.
+            if not done.done():
+                try:
+                    done.set_exception(StateError(
+                        n.ZB_ERR_STATE, "invoke(): the reactor thread "
+                        "stopped before it ran the task"))
+                except concurrent.futures.InvalidStateError:
+                    pass
+
+        self.reactor._post_entry(task, dropped)
         return done.result(timeout)
 
     def stop(self) -> None:
