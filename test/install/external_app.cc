@@ -1,0 +1,161 @@
+// Copyright 2026 The zbrokers Authors.
+//
+// A program written as a user outside the project writes one: built by
+// install_test.py with nothing but `pkg-config --cflags --libs zbrokers-cpp`
+// against an installed tree (never the source tree), it runs a consensus
+// broker with two workers and a Majordomo broker with one worker on a
+// zb::ReactorThread, and makes one request to each from the main thread
+// (zb::BlockingConsensusClient, zb::MdpClient).  Prints what it got and
+// exits 0 when both answers are right, 1 otherwise; alarm() bounds it.
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+#include <zmq.hpp>
+
+#include "brokers/client/blocking_consensus_client.h"
+#include "brokers/client/mdp_client.h"
+#include "brokers/consensus/consensus_broker.h"
+#include "brokers/majordomo/majordomo_broker.h"
+#include "brokers/worker/consensus_worker.h"
+#include "brokers/worker/mdp_worker.h"
+#include "reactor/frames.h"
+#include "reactor/reactor_thread.h"
+
+namespace {
+
+int Fail(const std::string& why) {
+  std::fprintf(stderr, "external_app: %s\n", why.c_str());
+  return 1;
+}
+
+std::vector<std::string> Strings(const zb::Frames& frames) {
+  std::vector<std::string> out;
+  for (const zmq::message_t& f : frames) out.push_back(f.to_string());
+  return out;
+}
+
+// A consensus worker that answers PREFIX + each payload frame.
+std::unique_ptr<zb::ConsensusWorker> PrefixWorker(zb::Reactor& reactor,
+                                                  zmq::context_t& ctx,
+                                                  const std::string& endpoint,
+                                                  std::string prefix) {
+  zb::ConsensusWorker::Options options;
+  options.heartbeat_interval = std::chrono::milliseconds(200);
+  return std::make_unique<zb::ConsensusWorker>(
+      reactor, ctx, endpoint, "echo",
+      [prefix](std::span<zmq::message_t> payload,
+               zb::ConsensusWorker::Responder responder) {
+        zb::Frames answer;
+        for (const zmq::message_t& f : payload) {
+          answer.emplace_back(prefix + f.to_string());
+        }
+        responder.succeed(std::move(answer));
+      },
+      options);
+}
+
+}  // namespace
+
+int main() {
+  alarm(60);  // a hang is a failure, never a stuck test
+  zmq::context_t ctx;
+  zb::ReactorThread thread;
+
+  std::unique_ptr<zb::ConsensusBroker> ccp_broker;
+  std::unique_ptr<zb::ConsensusWorker> worker_a, worker_b;
+  std::unique_ptr<zb::MajordomoBroker> mdp_broker;
+  std::unique_ptr<zb::MdpWorker> mdp_worker;
+  std::string ccp_endpoint, mdp_endpoint, setup_error;
+  thread.invoke([&](zb::Reactor& reactor) {
+    ccp_broker = std::make_unique<zb::ConsensusBroker>(
+        reactor, ctx, zb::ConsensusBroker::Options{});
+    if (absl::Status s = ccp_broker->Bind("tcp://127.0.0.1:*"); !s.ok()) {
+      setup_error = "consensus bind: " + s.ToString();
+      return;
+    }
+    ccp_endpoint = ccp_broker->endpoints().front();
+    worker_a = PrefixWorker(reactor, ctx, ccp_endpoint, "a:");
+    worker_b = PrefixWorker(reactor, ctx, ccp_endpoint, "b:");
+
+    mdp_broker = std::make_unique<zb::MajordomoBroker>(
+        reactor, ctx, zb::MajordomoBroker::Options{});
+    if (absl::Status s = mdp_broker->Bind("tcp://127.0.0.1:*"); !s.ok()) {
+      setup_error = "majordomo bind: " + s.ToString();
+      return;
+    }
+    mdp_endpoint = mdp_broker->endpoints().front();
+    mdp_worker = std::make_unique<zb::MdpWorker>(
+        reactor, ctx, mdp_endpoint, "echo",
+        [](zb::Frames body, zb::MdpWorker::Replier replier) {
+          replier.Reply(std::move(body));
+        });
+    if (absl::Status s = mdp_worker->Start(); !s.ok()) {
+      setup_error = "mdp worker: " + s.ToString();
+    }
+  });
+  int rc = 0;
+  if (!setup_error.empty()) rc = Fail(setup_error);
+
+  // Both consensus workers registered, so that the request needs both.
+  const auto deadline =
+      std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  while (rc == 0 && thread.invoke([&](zb::Reactor&) {
+    return ccp_broker->worker_count("echo");
+  }) < 2) {
+    if (std::chrono::steady_clock::now() > deadline) {
+      rc = Fail("the consensus workers never registered");
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+
+  if (rc == 0) {
+    zb::BlockingConsensusClient client(ctx, ccp_endpoint);
+    zb::ConsensusClient::RequestOptions options;
+    options.timeout = std::chrono::seconds(10);
+    zb::ConsensusClient::Result r =
+        client.Request("echo", zb::MakeFrames({"hello"}), options);
+    std::vector<std::string> got = Strings(r.payload);
+    std::sort(got.begin(), got.end());
+    if (!r.ok() || got != std::vector<std::string>{"a:hello", "b:hello"}) {
+      rc = Fail("consensus request: ok=" + std::to_string(r.ok()) + " reason=" +
+                r.reason + " frames=" + std::to_string(got.size()));
+    } else {
+      std::printf("consensus: %s %s\n", got[0].c_str(), got[1].c_str());
+    }
+  }
+
+  if (rc == 0) {
+    zb::MdpClient::Options options;
+    options.timeout = std::chrono::seconds(5);
+    options.retries = 1;
+    zb::MdpClient client(mdp_endpoint, options, &ctx);
+    absl::StatusOr<zb::Frames> reply =
+        client.Request("echo", zb::MakeFrames({"hello", "mdp"}));
+    if (!reply.ok()) {
+      rc = Fail("mdp request: " + reply.status().ToString());
+    } else if (Strings(*reply) != std::vector<std::string>{"hello", "mdp"}) {
+      rc = Fail("mdp request: wrong reply");
+    } else {
+      std::printf("majordomo: hello mdp\n");
+    }
+  }
+
+  // Everything that lives on the reactor goes on its thread, before the
+  // thread and the context go.
+  thread.invoke([&](zb::Reactor&) {
+    mdp_worker.reset();
+    mdp_broker.reset();
+    worker_a.reset();
+    worker_b.reset();
+    ccp_broker.reset();
+  });
+  if (rc == 0) std::printf("external C++ program: ok\n");
+  return rc;
+}
