@@ -45,8 +45,9 @@ std::string_view ClientWaitName(ClientWait w);
 inline constexpr int kMaxWorkersLimit = 1024;
 
 // The default --max-workers: chosen so that a default run (tcp, threads,
-// 10,000 round trips per step, no baseline) takes about three minutes on a
-// 2-core machine.  See docs/latency.md for the measurement behind it.
+// 10,000 round trips per step, no baseline) takes a few minutes at most on
+// a 2-core machine (225 s on a loaded one).  docs/latency.md quotes the
+// measurements.
 inline constexpr int kDefaultMaxWorkers = 16;
 
 struct Options {
