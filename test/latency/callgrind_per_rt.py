@@ -84,8 +84,12 @@ def run_one(exe, transport, workers, raw, rounds, extra, outdir, tag, reuse):
         # On a loaded machine a thread can stall under valgrind for longer
         # than the workers' heartbeat expiry (3 s): the run fails; run it
         # again rather than count a broken step.
+        # Valgrind's own lines (==PID==) say nothing about why: quote
+        # zb-latency's last words.
+        said = [line for line in (r.stdout + r.stderr).splitlines()
+                if line.strip() and not line.startswith("==")]
         print(f"note: {tag}: exit {r.returncode}, run again "
-              f"({r.stderr.strip().splitlines()[-1:]})", file=sys.stderr)
+              f"({said[-3:]})", file=sys.stderr)
         for name in os.listdir(outdir):
             if name.startswith(f"cg.{tag}"):
                 os.remove(os.path.join(outdir, name))
