@@ -22,6 +22,12 @@ absl::string_view AV(std::string_view s) {
   return absl::string_view(s.data(), s.size());
 }
 
+// ZMQ_MAXMSGSIZE for Options::max_message_size (0: no limit, which is -1).
+template <typename Options>
+std::int64_t MaxMessageSize(const Options& o) {
+  return o.max_message_size > 0 ? o.max_message_size : -1;
+}
+
 // Appends a request whose body is a copy of `body` (zmq_msg_copy shares
 // large buffers, so this copies no payload bytes beyond small frames).
 void AppendRequestCopy(std::string_view service, const Frames& body,
@@ -58,6 +64,7 @@ absl::Status MdpClient::Open() {
       return s;
     }
   }
+  socket_->set(zmq::sockopt::maxmsgsize, MaxMessageSize(options_));
   try {
     SetIpv6For(*socket_, endpoint_);
     socket_->connect(endpoint_);
@@ -198,6 +205,7 @@ absl::Status MdpAsyncClient::Start() {
 absl::Status MdpAsyncClient::Open() {
   socket_ = zmq::socket_t(context_, zmq::socket_type::dealer);
   socket_.set(zmq::sockopt::linger, 0);
+  socket_.set(zmq::sockopt::maxmsgsize, MaxMessageSize(options_));
   // Outstanding requests are bounded by the caller, not by the socket.
   socket_.set(zmq::sockopt::sndhwm, 0);
   socket_.set(zmq::sockopt::rcvhwm, 0);

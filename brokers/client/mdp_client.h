@@ -92,12 +92,20 @@ struct ClientMessage;
 
 // Options are defined outside the classes so that they can be default
 // arguments.
+// The largest reply FRAME the clients accept, in bytes (ZMQ_MAXMSGSIZE on
+// their socket; libzmq checks each frame on its own).  A bigger one makes
+// libzmq drop the connection to the broker before the frame is read in
+// full: the reply is lost and its request ends by its timeout (or retry).
+// 0 means no limit.  The same 16 MiB default as the broker's.
+inline constexpr std::int64_t kMdpDefaultMaxMessageSize = 16 << 20;
+
 struct MdpClientOptions {
   std::chrono::milliseconds timeout{2500};  // per attempt
   int retries = 3;                          // resends after the first try
   // CURVE encryption and authentication (docs/security.md): the broker's
   // public key and this client's key pair.  Unset = plaintext.
   std::optional<CurveClientKeys> curve = std::nullopt;
+  std::int64_t max_message_size = kMdpDefaultMaxMessageSize;  // see above
 };
 
 struct MdpAsyncClientOptions {
@@ -109,6 +117,7 @@ struct MdpAsyncClientOptions {
   // CURVE encryption and authentication (docs/security.md): the broker's
   // public key and this client's key pair.  Unset = plaintext.
   std::optional<CurveClientKeys> curve = std::nullopt;
+  std::int64_t max_message_size = kMdpDefaultMaxMessageSize;  // see above
 };
 
 class MdpClient {

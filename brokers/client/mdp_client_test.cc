@@ -171,6 +171,31 @@ TEST(MdpClientTest, EmptyBodySendsOneEmptyFrameAndEmptyServiceFails) {
   t.join();
 }
 
+// Issue 11 item 3: a reply frame over max_message_size never reaches the
+// client (libzmq drops the connection); the request ends by its timeout,
+// and a reply within the limit on the reconnected socket works.
+TEST(MdpClientTest, ReplyOverMaxMessageSizeIsNotAccepted) {
+  zmq::context_t ctx;
+  FakeBroker broker(ctx);
+  MdpClient::Options o = Opts(1, 1000ms);
+  o.max_message_size = 1 << 20;
+  MdpClient client(broker.endpoint(), o, &ctx);
+  absl::StatusOr<Frames> reply;
+  std::thread t([&] { reply = client.Request("svc", MakeFrames({"x"})); });
+  auto first = broker.Recv();
+  ASSERT_EQ(first.size(), 5u);
+  broker.Send(std::vector<std::string>{first[0], "", "MDPC01", "svc",
+                                       std::string((1 << 20) + 1, 'r')});
+  auto second = broker.Recv();  // the retry, on a new socket
+  ASSERT_EQ(second.size(), 5u);
+  broker.Send(std::vector<std::string>{second[0], "", "MDPC01", "svc",
+                                       std::string(1 << 20, 'r')});
+  t.join();
+  ASSERT_TRUE(reply.ok()) << reply.status();
+  EXPECT_EQ(reply->at(0).size(), 1u << 20);
+  EXPECT_EQ(client.resends(), 1u);
+}
+
 // --- MdpAsyncClient
 // -----------------------------------------------------------
 
@@ -464,6 +489,21 @@ TEST_F(MdpAsyncClientTest, RequestTagsOffSendsNoQuery) {
   broker_.Send({m[0], "", "MDPC01", "svc", "ok"});
   ASSERT_TRUE(WaitDone(1));
   EXPECT_EQ(broker_.probes, 0);
+}
+
+TEST_F(MdpAsyncClientTest, ReplyOverMaxMessageSizeIsNotAccepted) {
+  MdpAsyncClient::Options o;
+  o.max_message_size = 1 << 20;
+  o.timeout = 500ms;
+  Start(o);
+  Warm();
+  Request("svc", "x", 0);
+  auto m = broker_.RecvRequest();
+  ASSERT_EQ(m.size(), 5u);
+  broker_.Send(std::vector<std::string>{m[0], "", "MDPC01", "svc",
+                                        std::string((1 << 20) + 1, 'r')});
+  ASSERT_TRUE(WaitDone(1));
+  EXPECT_EQ(Result(0), "DEADLINE_EXCEEDED");
 }
 
 TEST_F(MdpAsyncClientTest, DestructionCancelsOutstandingRequests) {

@@ -114,6 +114,8 @@ class MajordomoBroker::Impl {
         log_(DefaultLog) {
     router_.set(zmq::sockopt::router_mandatory, 1);
     router_.set(zmq::sockopt::linger, 0);
+    router_.set(zmq::sockopt::maxmsgsize,
+                options_.max_message_size > 0 ? options_.max_message_size : -1);
     if (options_.heartbeat_interval.count() <= 0) {
       options_.heartbeat_interval = Duration(1);
     }

@@ -112,6 +112,9 @@ class MajordomoBroker {
  public:
   using Duration = std::chrono::milliseconds;
 
+  // Options::max_message_size's default: 16 MiB.
+  static constexpr std::int64_t kDefaultMaxMessageSize = 16 << 20;
+
   struct Options {
     // Heartbeat period towards workers, and the period of the broker's single
     // sweep timer (heartbeats, worker expiry, queue expiry).  Workers must use
@@ -154,6 +157,15 @@ class MajordomoBroker {
     // kMaxWorkerPrefetch: Bind() fails with InvalidArgument otherwise (the
     // broker then behaves as if the value were clamped into that range).
     int worker_prefetch = 1;
+    // The largest message FRAME the broker accepts, in bytes (ZMQ_MAXMSGSIZE
+    // on its ROUTER socket; libzmq checks every frame on its own, so a
+    // message of many frames may be larger in all).  A peer that sends a
+    // bigger frame is disconnected by libzmq before the frame is read in
+    // full; nothing of that message reaches the broker, and the peer's
+    // socket reconnects as it would after any connection loss.  0 means no
+    // limit.  16 MiB by default: far above what a request broker carries,
+    // far below what lets one peer balloon the broker's memory.
+    std::int64_t max_message_size = kDefaultMaxMessageSize;
   };
   static constexpr int kMaxWorkerPrefetch = 1000;
 

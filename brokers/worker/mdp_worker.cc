@@ -126,6 +126,9 @@ class MdpWorker::Core : public std::enable_shared_from_this<Core> {
         return s;
       }
     }
+    socket_.set(zmq::sockopt::maxmsgsize, options_.max_message_size > 0
+                                              ? options_.max_message_size
+                                              : std::int64_t{-1});
     try {
       SetIpv6For(socket_, endpoint_);
       socket_.connect(endpoint_);

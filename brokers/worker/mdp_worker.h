@@ -81,6 +81,14 @@ struct MdpWorkerOptions {
   // CURVE encryption and authentication (docs/security.md): the broker's
   // public key and this worker's key pair.  Unset = plaintext.
   std::optional<CurveClientKeys> curve = std::nullopt;
+  // The largest REQUEST frame accepted, in bytes (ZMQ_MAXMSGSIZE on the
+  // worker's socket; libzmq checks each frame on its own).  A bigger one
+  // makes libzmq drop the connection before the frame is read in full: the
+  // handler never sees it, the broker treats the worker as gone and
+  // redispatches the request (a request too big for every worker ends as a
+  // failure after max_redispatch), and the worker starts over with READY.
+  // 0 means no limit.  16 MiB, as the broker.
+  std::int64_t max_message_size = 16 << 20;
 };
 
 class MdpWorker {

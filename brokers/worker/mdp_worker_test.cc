@@ -350,6 +350,39 @@ TEST_F(MdpWorkerTest, RepliesToOneClientLeaveInArrivalOrder) {
   EXPECT_EQ(Stats().replies, 3u);
 }
 
+// Issue 11 item 3: a REQUEST frame over max_message_size never reaches the
+// handler (libzmq drops the connection); one within the limit does.
+TEST_F(MdpWorkerTest, RequestOverMaxMessageSizeNeverReachesTheHandler) {
+  std::atomic<int> handled{0};
+  MdpWorker::Options o = Fast();
+  o.max_message_size = 1 << 20;
+  StartWorker(
+      [&](Frames b, MdpWorker::Replier r) {
+        ++handled;
+        r.Reply(std::move(b));
+      },
+      o);
+  const std::string id = Recv()[0];
+  Frames big = MakeFrames({id, "", "MDPW01", kRequest, "c", ""});
+  big.push_back(Frame(std::string((1 << 20) + 1, 'b')));
+  ASSERT_TRUE(SendFrames(router_, big).ok());
+  // The worker starts over (its broker went silent or said DISCONNECT).
+  auto m = Recv();
+  for (int i = 0; i < 10 && !(m.size() == 5 && m[3] == kReady); ++i) {
+    m = Recv();
+  }
+  ASSERT_EQ(m.size(), 5u);
+  EXPECT_EQ(m[3], kReady);
+  EXPECT_EQ(handled.load(), 0);
+  Frames ok = MakeFrames({m[0], "", "MDPW01", kRequest, "c", ""});
+  ok.push_back(Frame(std::string(1 << 20, 'b')));
+  ASSERT_TRUE(SendFrames(router_, ok).ok());
+  auto reply = Recv();
+  ASSERT_EQ(reply.size(), 7u);
+  EXPECT_EQ(reply[3], kReply);
+  EXPECT_EQ(handled.load(), 1);
+}
+
 TEST(MdpWorkerStartTest, RejectsReservedAndEmptyServices) {
   zmq::context_t ctx;
   Reactor reactor;
