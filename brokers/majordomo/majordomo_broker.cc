@@ -86,6 +86,13 @@ class RingQueue {
     head_ = (head_ + 1) % buf_.size();
     --size_;
   }
+  // Slots allocated (the ring never shrinks by itself).
+  std::size_t capacity() const { return buf_.size(); }
+  // Frees the ring; the queue must be empty.
+  void Release() {
+    std::vector<T>().swap(buf_);
+    head_ = 0;
+  }
 
  private:
   void Reserve() {
@@ -179,8 +186,9 @@ class MajordomoBroker::Impl {
       ServiceStats& ss = s.services[std::string(name)];
       ss.workers = svc->workers;
       ss.idle_workers = svc->idle;
-      ss.queued = svc->queue.size();
+      ss.queued = svc->queued;
     }
+    s.clients = clients_.size();
     return s;
   }
 
@@ -213,12 +221,14 @@ class MajordomoBroker::Impl {
   }
 
   struct Service;
+  struct Client;
 
   // A request waiting for a worker: frames[0] is the client identity, the
   // rest is the body.
   struct Request {
     Frames frames;
     zmq::message_t tag;  // the client's request tag; empty: a plain request
+    Client* client = nullptr;
     Clock::time_point arrived;
     int failures = 0;  // how many workers failed while serving it
   };
@@ -229,6 +239,7 @@ class MajordomoBroker::Impl {
   struct Outstanding {
     Frames frames;
     zmq::message_t tag;  // as Request::tag, restored on the reply
+    Client* client = nullptr;
     Clock::time_point arrived;
     Clock::time_point dispatched;  // when it was sent to the worker
     int failures = 0;
@@ -255,13 +266,42 @@ class MajordomoBroker::Impl {
     bool has_credit() const { return count < ring.size(); }
   };
 
+  // A client (socket identity) with requests open in the broker.  A record
+  // whose client has none left is kept, in the idle list, for up to two
+  // sweeps, so that a client sending one request at a time does not make
+  // the broker create and delete a record per request.
+  struct Client {
+    std::string identity;
+    std::size_t open = 0;  // queued + outstanding, over all services
+    // Idle list (open == 0): linked exactly while open == 0.
+    Client* idle_prev = nullptr;
+    Client* idle_next = nullptr;
+    bool idle = false;
+    int idle_sweeps = 0;
+  };
+
+  // One client's queued requests for one service, oldest first, linked in
+  // the service's round-robin ring while not empty.
+  struct ClientQueue {
+    Client* client = nullptr;
+    RingQueue<Request> requests;
+    ClientQueue* prev = nullptr;
+    ClientQueue* next = nullptr;
+  };
+
   struct Service {
     std::string name;
     std::size_t workers = 0;
     std::size_t idle = 0;
     Worker* idle_head = nullptr;  // least recently used
     Worker* idle_tail = nullptr;
-    RingQueue<Request> queue;
+    // The queue, fair across clients: the ring of client queues with
+    // requests, the next to serve first.  A worker takes the oldest request
+    // of rr_head, which then goes to the back of the ring.
+    std::size_t queued = 0;
+    ClientQueue* rr_head = nullptr;
+    ClientQueue* rr_tail = nullptr;
+    absl::flat_hash_map<const Client*, std::unique_ptr<ClientQueue>> queues;
   };
 
   // --- Receiving -------------------------------------------------------------
@@ -346,27 +386,43 @@ class MajordomoBroker::Impl {
       }
       return;
     }
+    Client* client = FindOrAddClient(View(identity));
+    if (options_.max_requests_per_client != 0 &&
+        client->open >= options_.max_requests_per_client) {
+      ++stats_.dropped_max_requests_per_client;
+      if (refused_log_.Admit(now_)) {
+        Log(LogLevel::kWarning,
+            absl::StrCat("dropped a request from ", Printable(View(identity)),
+                         " for service ", Quoted(m.service),
+                         ": max_requests_per_client (",
+                         options_.max_requests_per_client, ") reached",
+                         refused_log_.SuppressedNote()));
+      }
+      return;
+    }
     if (service->idle_head != nullptr) {
       // The hot path: straight to the least recently used worker with
       // credit; it goes to the back of the order if it has credit left.
+      AcquireClient(client);
       Worker* w = PopIdle(service);
-      if (Dispatch(w, identity, m.tag, m.body, now_, 0) && w->has_credit()) {
+      if (Dispatch(w, client, identity, m.tag, m.body, now_, 0) &&
+          w->has_credit()) {
         PushIdle(w);
       }
       return;
     }
     if (options_.max_queue_per_service != 0 &&
-        service->queue.size() >= options_.max_queue_per_service) {
+        service->queued >= options_.max_queue_per_service) {
       ++stats_.dropped_queue_full;
       return;
     }
-    Request& r = service->queue.emplace_back();
+    AcquireClient(client);
+    Request& r = Enqueue(service, client, /*front=*/false);
     r.frames = TakeSpareFrames();
     r.frames.push_back(std::move(identity));
     for (auto& f : m.body) r.frames.push_back(std::move(f));
     if (m.tag != nullptr) r.tag = std::move(*m.tag);
     r.arrived = now_;
-    ++queued_total_;
   }
 
   void OnMmi(zmq::message_t& identity, mdp::ClientMessage& m) {
@@ -465,6 +521,7 @@ class MajordomoBroker::Impl {
         latency_hook_(w->service->name, now_ - w->at(i).arrived);
       }
     }
+    ReleaseClient(w->at(i).client);
     w->at(i).frames.clear();  // releases the shared request buffers
     // Close the gap: the freed slot moves to the end of the ring (swaps,
     // so every slot keeps a Frames buffer and nothing is freed).
@@ -522,11 +579,10 @@ class MajordomoBroker::Impl {
   // May remove `w` (when a send fails).
   void WorkerReady(Worker* w) {
     Service* s = w->service;
-    while (!s->queue.empty() && w->has_credit()) {
-      Request r = std::move(s->queue.front());
-      s->queue.pop_front();
-      --queued_total_;
+    while (s->queued > 0 && w->has_credit()) {
+      Request r = Dequeue(s);
       if (Expired(r)) {
+        ReleaseClient(r.client);
         RecycleFrames(std::move(r.frames));
         continue;
       }
@@ -547,10 +603,11 @@ class MajordomoBroker::Impl {
   // Sends a request that arrived just now (frames still in the reactor's
   // buffer) to `w`, which must have credit and not be in the idle list.
   // Returns false when the send failed and `w` was removed.
-  bool Dispatch(Worker* w, zmq::message_t& client, zmq::message_t* tag,
-                std::span<zmq::message_t> body, Clock::time_point arrived,
-                int failures) {
+  bool Dispatch(Worker* w, Client* owner, zmq::message_t& client,
+                zmq::message_t* tag, std::span<zmq::message_t> body,
+                Clock::time_point arrived, int failures) {
     Outstanding& o = w->at(w->count);
+    o.client = owner;
     // The tag stays here: the worker gets exactly the REQUEST a plain client
     // would have caused.
     o.tag = tag != nullptr ? std::move(*tag) : zmq::message_t();
@@ -572,6 +629,7 @@ class MajordomoBroker::Impl {
     RecycleFrames(std::move(o.frames));
     o.frames = std::move(r.frames);
     o.tag = std::move(r.tag);
+    o.client = r.client;
     out_.clear();
     out_.push_back(Frame(w->identity));
     zmq::message_t client;
@@ -605,7 +663,7 @@ class MajordomoBroker::Impl {
     // request, whatever max_redispatch says.
     CountRefusedSend(s);
     o.frames.clear();  // keeps the slot's capacity
-    Request& r = w->service->queue.emplace_front();
+    Request& r = Enqueue(w->service, o.client, /*front=*/true);
     r.frames = TakeSpareFrames();
     r.tag = std::move(o.tag);
     r.frames.push_back(std::move(out_[kRequestClientFrame]));
@@ -614,7 +672,6 @@ class MajordomoBroker::Impl {
     }
     r.arrived = arrived;
     r.failures = failures;
-    ++queued_total_;
     DisconnectWorker(w, absl::StrFormat("cannot send: %s", s.message()));
     return false;
   }
@@ -691,16 +748,17 @@ class MajordomoBroker::Impl {
       const int failures = o.failures + 1;
       if (drained_) {
         ++stats_.expired;  // the drain's grace period ran out
+        ReleaseClient(o.client);
       } else if (failures > options_.max_redispatch || o.frames.size() < 2) {
         ++stats_.failures;
+        ReleaseClient(o.client);
       } else {
         ++stats_.redispatched;
-        Request& r = s->queue.emplace_front();
+        Request& r = Enqueue(s, o.client, /*front=*/true);
         r.frames = std::move(o.frames);
         r.tag = std::move(o.tag);
         r.arrived = o.arrived;
         r.failures = failures;
-        ++queued_total_;
       }
     }
     w->count = 0;
@@ -714,11 +772,11 @@ class MajordomoBroker::Impl {
     // number of dead workers.  Only the outermost removal may forget the
     // service, too: callers further up (this loop) still use `s`.
     if (removing_ == 1) {
-      while (s->idle_head != nullptr && !s->queue.empty()) {
+      while (s->idle_head != nullptr && s->queued > 0) {
         WorkerReady(PopIdle(s));
       }
     }
-    if (--removing_ == 0 && !drained_ && s->workers == 0 && s->queue.empty()) {
+    if (--removing_ == 0 && !drained_ && s->workers == 0 && s->queued == 0) {
       services_.erase(services_.find(s->name));  // destroys *s
     }
     if (draining_) MaybeFinishDrain();
@@ -746,6 +804,183 @@ class MajordomoBroker::Impl {
     Service* raw = s.get();
     services_.emplace(raw->name, std::move(s));
     return raw;
+  }
+
+  // --- Fair queues and client records ----------------------------------------
+
+  // A new slot for a request of `c` queued for `s`: at the back of c's
+  // queue for s, or -- a request going back after its worker failed -- at
+  // its front, with c first in the ring so that it is served next.
+  Request& Enqueue(Service* s, Client* c, bool front) {
+    auto [it, inserted] = s->queues.try_emplace(c, nullptr);
+    if (inserted) {
+      it->second = TakeSpareQueue();
+      it->second->client = c;
+      LinkQueue(s, it->second.get(), front);
+    } else if (front && s->rr_head != it->second.get()) {
+      UnlinkQueue(s, it->second.get());
+      LinkQueue(s, it->second.get(), /*front=*/true);
+    }
+    ClientQueue* q = it->second.get();
+    Request& r =
+        front ? q->requests.emplace_front() : q->requests.emplace_back();
+    r.client = c;
+    ++s->queued;
+    ++queued_total_;
+    return r;
+  }
+
+  // The next queued request of `s` (which has one): the oldest of the
+  // client whose turn it is; that client goes to the back of the ring.
+  Request Dequeue(Service* s) {
+    ClientQueue* q = s->rr_head;
+    Request r = std::move(q->requests.front());
+    q->requests.pop_front();
+    --s->queued;
+    --queued_total_;
+    UnlinkQueue(s, q);
+    if (q->requests.empty()) {
+      DropQueue(s, q);
+    } else {
+      LinkQueue(s, q, /*front=*/false);
+    }
+    return r;
+  }
+
+  // Drops what waited longer than queue_expiry (each client queue's front
+  // is its oldest).
+  void ExpireQueued(Service* s) {
+    for (ClientQueue* q = s->rr_head; q != nullptr;) {
+      ClientQueue* next = q->next;
+      while (!q->requests.empty() && Expired(q->requests.front())) {
+        Request& r = q->requests.front();
+        ReleaseClient(r.client);
+        RecycleFrames(std::move(r.frames));
+        q->requests.pop_front();
+        --s->queued;
+        --queued_total_;
+      }
+      if (q->requests.empty()) {
+        UnlinkQueue(s, q);
+        DropQueue(s, q);
+      }
+      q = next;
+    }
+  }
+
+  void LinkQueue(Service* s, ClientQueue* q, bool front) {
+    if (front) {
+      q->prev = nullptr;
+      q->next = s->rr_head;
+      if (s->rr_head != nullptr) {
+        s->rr_head->prev = q;
+      } else {
+        s->rr_tail = q;
+      }
+      s->rr_head = q;
+    } else {
+      q->next = nullptr;
+      q->prev = s->rr_tail;
+      if (s->rr_tail != nullptr) {
+        s->rr_tail->next = q;
+      } else {
+        s->rr_head = q;
+      }
+      s->rr_tail = q;
+    }
+  }
+
+  void UnlinkQueue(Service* s, ClientQueue* q) {
+    (q->prev != nullptr ? q->prev->next : s->rr_head) = q->next;
+    (q->next != nullptr ? q->next->prev : s->rr_tail) = q->prev;
+    q->prev = q->next = nullptr;
+  }
+
+  // Forgets an empty, unlinked client queue (kept for reuse).
+  void DropQueue(Service* s, ClientQueue* q) {
+    auto it = s->queues.find(q->client);
+    std::unique_ptr<ClientQueue> owned = std::move(it->second);
+    s->queues.erase(it);
+    owned->client = nullptr;
+    // A ring that grew for a backlog is not kept: memory comes back after
+    // a flood.
+    if (owned->requests.capacity() > kMaxSpareQueueCapacity) {
+      owned->requests.Release();
+    }
+    if (spare_queues_.size() < kMaxSpareRecords) {
+      spare_queues_.push_back(std::move(owned));
+    }
+  }
+
+  std::unique_ptr<ClientQueue> TakeSpareQueue() {
+    if (spare_queues_.empty()) return std::make_unique<ClientQueue>();
+    std::unique_ptr<ClientQueue> q = std::move(spare_queues_.back());
+    spare_queues_.pop_back();
+    return q;
+  }
+
+  // The record of the client with this identity, made (idle) if needed.
+  Client* FindOrAddClient(std::string_view identity) {
+    auto it = clients_.find(AV(identity));
+    if (it != clients_.end()) return it->second.get();
+    std::unique_ptr<Client> owned;
+    if (spare_clients_.empty()) {
+      owned = std::make_unique<Client>();
+    } else {
+      owned = std::move(spare_clients_.back());
+      spare_clients_.pop_back();
+    }
+    Client* c = owned.get();
+    c->identity.assign(identity);
+    c->open = 0;
+    clients_.emplace(c->identity, std::move(owned));
+    LinkIdleClient(c);
+    return c;
+  }
+
+  // One more request of `c` is open in the broker.
+  void AcquireClient(Client* c) {
+    if (c->open++ == 0) UnlinkIdleClient(c);
+  }
+
+  // One request of `c` is over (answered, failed, expired).
+  void ReleaseClient(Client* c) {
+    if (--c->open == 0) LinkIdleClient(c);
+  }
+
+  void LinkIdleClient(Client* c) {
+    c->idle = true;
+    c->idle_sweeps = 0;
+    c->idle_prev = nullptr;
+    c->idle_next = idle_clients_;
+    if (idle_clients_ != nullptr) idle_clients_->idle_prev = c;
+    idle_clients_ = c;
+  }
+
+  void UnlinkIdleClient(Client* c) {
+    if (!c->idle) return;
+    (c->idle_prev != nullptr ? c->idle_prev->idle_next : idle_clients_) =
+        c->idle_next;
+    if (c->idle_next != nullptr) c->idle_next->idle_prev = c->idle_prev;
+    c->idle_prev = c->idle_next = nullptr;
+    c->idle = false;
+  }
+
+  // Forgets clients that have had nothing open for two whole sweeps.
+  void SweepIdleClients() {
+    for (Client* c = idle_clients_; c != nullptr;) {
+      Client* next = c->idle_next;
+      if (++c->idle_sweeps >= 2) {
+        UnlinkIdleClient(c);
+        auto it = clients_.find(c->identity);
+        std::unique_ptr<Client> owned = std::move(it->second);
+        clients_.erase(it);
+        if (spare_clients_.size() < kMaxSpareRecords) {
+          spare_clients_.push_back(std::move(owned));
+        }
+      }
+      c = next;
+    }
   }
 
   // --- Timers ----------------------------------------------------------------
@@ -805,14 +1040,11 @@ class MajordomoBroker::Impl {
     std::vector<std::string>& unused = unused_services_;
     unused.clear();
     for (auto& [name, s] : services_) {
-      while (!s->queue.empty() && Expired(s->queue.front())) {
-        RecycleFrames(std::move(s->queue.front().frames));
-        s->queue.pop_front();
-        --queued_total_;
-      }
-      if (s->workers == 0 && s->queue.empty()) unused.push_back(s->name);
+      if (options_.queue_expiry.count() > 0) ExpireQueued(s.get());
+      if (s->workers == 0 && s->queued == 0) unused.push_back(s->name);
     }
     for (const std::string& name : unused) services_.erase(name);
+    SweepIdleClients();
     FlushLogLimiters();
     if (draining_) MaybeFinishDrain();
   }
@@ -835,9 +1067,11 @@ class MajordomoBroker::Impl {
       RemoveWorker(w, WorkerEvent::Kind::kDisconnected, "broker shutdown");
     }
     for (auto& [name, s] : services_) {
-      stats_.expired += s->queue.size();
+      stats_.expired += s->queued;
     }
     services_.clear();
+    clients_.clear();
+    idle_clients_ = nullptr;
     queued_total_ = 0;
     busy_total_ = 0;
     if (on_drained_) {
@@ -927,6 +1161,10 @@ class MajordomoBroker::Impl {
   static constexpr std::size_t kRequestClientFrame = 4;
   static constexpr std::size_t kRequestBodyFrame = 6;
   static constexpr std::size_t kMaxSpareFrames = 1024;
+  // Client records and client queues kept for reuse, and the largest ring a
+  // kept queue may keep (in slots).
+  static constexpr std::size_t kMaxSpareRecords = 1024;
+  static constexpr std::size_t kMaxSpareQueueCapacity = 1024;
 
   Reactor& reactor_;
   Options options_;
@@ -937,6 +1175,10 @@ class MajordomoBroker::Impl {
 
   absl::flat_hash_map<std::string, std::unique_ptr<Service>> services_;
   absl::flat_hash_map<std::string, std::unique_ptr<Worker>> workers_;
+  absl::flat_hash_map<std::string, std::unique_ptr<Client>> clients_;
+  Client* idle_clients_ = nullptr;  // clients with nothing open
+  std::vector<std::unique_ptr<Client>> spare_clients_;
+  std::vector<std::unique_ptr<ClientQueue>> spare_queues_;
   std::size_t queued_total_ = 0;
   std::size_t busy_total_ = 0;  // requests outstanding at workers
   int removing_ = 0;            // RemoveWorker nesting depth

@@ -7,10 +7,15 @@
 // connect to one ROUTER socket, which may be bound to several endpoints.  A
 // client request for service S goes to the least-recently-used idle worker
 // of S; when no worker of S is idle it waits in S's queue (bounded, with an
-// expiry).  Requests for "mmi.*" services are answered by the broker itself:
-// "mmi.service" answers "200" when the service named in the body has a worker
-// and "404" otherwise; "mmi.zb.tag" answers "200" (request tags, below);
-// every other "mmi.*" service answers "501".
+// expiry).  S's queue is fair across clients: each client (socket identity)
+// has its own FIFO within S, and a worker that becomes free takes the
+// oldest request of the next client in round-robin order, so a client with
+// a huge backlog delays another client's request by at most one request of
+// its own per turn; Options::max_requests_per_client bounds what one client
+// may have open at all.  Requests for "mmi.*" services are answered by the
+// broker itself: "mmi.service" answers "200" when the service named in the body
+// has a worker and "404" otherwise; "mmi.zb.tag" answers "200" (request tags,
+// below); every other "mmi.*" service answers "501".
 //
 // Request tags (a zbrokers extension, docs/protocols/mdp.md).  A client may
 // send "", "zb.tag.MDPC01", service, tag, body... instead of a plain
@@ -31,6 +36,8 @@
 // own timeout and retry; each case is counted in Stats):
 //   - the service queue is full (Options::max_queue_per_service):
 //     dropped_queue_full;
+//   - its client already has Options::max_requests_per_client requests
+//     open: dropped_max_requests_per_client;
 //   - the request waited in the queue longer than Options::queue_expiry:
 //     expired;
 //   - its worker died, disconnected, was expired, or held it longer than
@@ -139,6 +146,14 @@ class MajordomoBroker {
     // max_redispatch.  Checked by the sweep, so it fires up to one
     // heartbeat_interval late.  Zero means never.
     Duration reply_timeout{60'000};
+    // Most requests one client (socket identity) may have open in the
+    // broker at once -- queued or outstanding at a worker, over all
+    // services.  A request beyond it is dropped (RFC 7 has no error reply:
+    // the client's own timeout applies) and counted in
+    // dropped_max_requests_per_client, logged rate-limited.  0 means no bound.
+    // With the fair queues below, it keeps one client's backlog from filling a
+    // service's queue (max_queue_per_service) and pushing out others.
+    std::size_t max_requests_per_client = 10'000;
     // Most services known at once (a service exists while it has workers or
     // queued requests).  Beyond it, a request naming a new service is
     // dropped (dropped_max_services) and a READY for a new service is
@@ -187,11 +202,13 @@ class MajordomoBroker {
     std::uint64_t expired = 0;          // dropped after queue_expiry
     std::uint64_t dropped_queue_full = 0;    // service queue full
     std::uint64_t dropped_max_services = 0;  // new service beyond the cap
-    std::uint64_t rejected_draining = 0;     // new requests while draining
-    std::uint64_t malformed = 0;             // messages dropped as invalid
-    std::uint64_t unroutable = 0;            // sends to a peer that was gone
-    std::uint64_t dropped_full_pipe = 0;     // sends refused because the
-                                             // peer's pipe was full (HWM)
+    std::uint64_t dropped_max_requests_per_client =
+        0;                                // max_requests_per_client
+    std::uint64_t rejected_draining = 0;  // new requests while draining
+    std::uint64_t malformed = 0;          // messages dropped as invalid
+    std::uint64_t unroutable = 0;         // sends to a peer that was gone
+    std::uint64_t dropped_full_pipe = 0;  // sends refused because the
+                                          // peer's pipe was full (HWM)
     std::uint64_t workers_joined = 0;
     std::uint64_t workers_refused = 0;       // READY beyond max_workers or
                                              // max_services
@@ -202,6 +219,9 @@ class MajordomoBroker {
     std::uint64_t workers_disconnected = 0;  // by the broker (protocol error,
                                              // drain)
     std::uint64_t disconnects_sent = 0;
+    std::size_t clients = 0;  // client records kept (gauge): clients with
+                              // requests open, and idle ones for up to two
+                              // sweeps
     absl::flat_hash_map<std::string, ServiceStats> services;
   };
 

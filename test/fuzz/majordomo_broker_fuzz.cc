@@ -10,7 +10,8 @@
 // read back; a fifth identity ("x0") has no socket, so every send to it
 // fails with EHOSTUNREACH (ZMQ_ROUTER_MANDATORY), the path of a peer that is
 // gone.  The input (FuzzedDataProvider) chooses the broker's options
-// (liveness, queue limit and expiry, redispatch, service cap, prefetch) and
+// (liveness, queue limit and expiry, redispatch, service, worker and
+// per-client caps, prefetch) and
 // then a list of operations: client requests (ordinary, tagged and mmi.*),
 // worker commands (READY, REPLY naming a client the worker was really given a
 // request for or any other, HEARTBEAT, DISCONNECT, a REQUEST from a
@@ -148,6 +149,8 @@ class Harness {
     o.max_workers = in_.PickValueInArray(kWorkerLimits);
     o.reply_timeout =
         in_.ConsumeBool() ? Broker::Duration(500) : Broker::Duration(60'000);
+    static constexpr std::size_t kClientLimits[] = {1, 3, 10'000};
+    o.max_requests_per_client = in_.PickValueInArray(kClientLimits);
     options_ = o;
 
     zb::Reactor reactor;
@@ -409,9 +412,9 @@ class Harness {
   void CheckInvariants(const Broker& broker, bool final) {
     const Broker::Stats s = broker.stats();
     const std::uint64_t open = broker.open_requests();
-    const std::uint64_t answered = s.replies + s.failures + s.expired +
-                                   s.dropped_queue_full +
-                                   s.dropped_max_services;
+    const std::uint64_t answered =
+        s.replies + s.failures + s.expired + s.dropped_queue_full +
+        s.dropped_max_services + s.dropped_max_requests_per_client;
     const std::uint64_t refused = s.unroutable + s.dropped_full_pipe;
     if (answered + open > s.requests ||
         s.requests > answered + open + refused) {
@@ -422,6 +425,7 @@ class Harness {
           s.dropped_max_services, open, s.unroutable, s.dropped_full_pipe));
     }
     if (final) Check(open == 0, "requests open after the drain");
+    Check(s.clients <= kIdentities.size(), "client records for no client");
     std::size_t workers = 0;
     std::size_t queued = 0;
     for (const auto& [name, svc] : s.services) {
