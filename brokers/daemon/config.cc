@@ -119,7 +119,7 @@ std::string TomlInt(Int n) {
 
 // The schema: every key the file may hold.  Adding a key here makes it
 // accepted in the file and, with a flag name, on the command line.
-const std::array<KeySpec, 23> kKeys = {{
+const std::array<KeySpec, 25> kKeys = {{
     {"daemon", "log_level", Kind::kLogLevel, "--log-level",
      [](DaemonConfig& c, Value&& v) { c.log_level = v.level; },
      [](const DaemonConfig& c) { return Toml(LogLevelName(c.log_level)); }},
@@ -221,6 +221,27 @@ const std::array<KeySpec, 23> kKeys = {{
      [](const DaemonConfig& c) {
        return Toml(c.majordomo.reply_timeout.value_or(
            kMajordomoDefaults.reply_timeout));
+     }},
+    {"majordomo", "max_requests_per_client", Kind::kNonNegativeInt,
+     "--max-requests-per-client",
+     [](DaemonConfig& c, Value&& v) {
+       c.majordomo.max_requests_per_client = v.integer;
+     },
+     [](const DaemonConfig& c) {
+       return TomlInt(c.majordomo.max_requests_per_client.value_or(
+           static_cast<std::int64_t>(
+               kMajordomoDefaults.max_requests_per_client)));
+     }},
+    // A broker table that gets its own max_message_size key maps it to the
+    // same flag: the flag then sets every broker's (ParseCommandLine).
+    {"majordomo", "max_message_size", Kind::kNonNegativeInt,
+     "--max-message-size",
+     [](DaemonConfig& c, Value&& v) {
+       c.majordomo.max_message_size = v.integer;
+     },
+     [](const DaemonConfig& c) {
+       return TomlInt(c.majordomo.max_message_size.value_or(
+           kMajordomoDefaults.max_message_size));
      }},
     {"majordomo", "worker_prefetch", Kind::kPrefetch, "--worker-prefetch",
      [](DaemonConfig& c, Value&& v) {
@@ -629,8 +650,13 @@ absl::StatusOr<CommandLine> ParseCommandLine(
         rest.remove_prefix(comma + 1);
       }
     } else {
-      cli.overrides.push_back(
-          {KeyName(*spec), std::string(typed), std::string(*value)});
+      // A flag may set the same key in several brokers' tables (e.g.
+      // --max-message-size): one override per key that names it.
+      for (const KeySpec& k : kKeys) {
+        if (k.flag != flag) continue;
+        cli.overrides.push_back(
+            {KeyName(k), std::string(typed), std::string(*value)});
+      }
     }
   }
   return cli;
@@ -950,6 +976,11 @@ Majordomo tuning:
                                   0 = no bound [%d]
   --max-workers N                 most workers registered at once,
                                   0 = no bound [%d]
+  --max-requests-per-client N     most requests one client may have queued or
+                                  at a worker, 0 = no bound [%d]
+  --max-message-size BYTES        largest frame a peer may send (libzmq checks
+                                  each frame); bigger: the peer is
+                                  disconnected; 0 = no limit [%d]
   --worker-prefetch N             requests outstanding per worker, 1-1000 [%d]
                                   (>1 extends RFC 7; see docs/majordomo.md)
 
@@ -975,7 +1006,8 @@ a usage or config error.
       dur(d.stats_interval), dur(d.grace), d.metrics_max_services,
       dur(m.heartbeat_interval), m.heartbeat_liveness, m.max_queue_per_service,
       dur(m.queue_expiry), m.max_redispatch, dur(m.reply_timeout),
-      m.max_services, m.max_workers, m.worker_prefetch, dur(c.request_timeout),
+      m.max_services, m.max_workers, m.max_requests_per_client,
+      m.max_message_size, m.worker_prefetch, dur(c.request_timeout),
       dur(c.client_idle_timeout));
 }
 

@@ -33,6 +33,8 @@
 //   max_services = 10000           # 0 = no bound
 //   max_workers = 10000            # 0 = no bound
 //   reply_timeout = "60s"          # "0s" = never
+//   max_requests_per_client = 10000  # 0 = no bound
+//   max_message_size = 16777216    # bytes, per frame; 0 = no limit
 //   worker_prefetch = 1            # 1..1000; > 1 extends RFC 7
 //
 //   [consensus]
@@ -116,6 +118,13 @@ struct MajordomoSettings {
   // The longest a request may stay outstanding at a worker before that
   // worker is disconnected and the request redispatched; 0 = never.
   std::optional<std::chrono::milliseconds> reply_timeout;
+  // Most requests one client may have open (queued or at a worker); 0 = no
+  // bound.
+  std::optional<std::int64_t> max_requests_per_client;
+  // The largest frame a peer may send, in bytes (ZMQ_MAXMSGSIZE; libzmq
+  // checks each frame); 0 = no limit.  --max-message-size sets it for every
+  // broker in the process.
+  std::optional<std::int64_t> max_message_size;
   // Requests outstanding per worker (1 = RFC 7; more is an opt-in
   // extension, see majordomo_broker.h); 1 to 1000.
   std::optional<std::int64_t> worker_prefetch;

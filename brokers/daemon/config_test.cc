@@ -76,6 +76,8 @@ max_redispatch = 2
 max_services = 50
 max_workers = 70
 reply_timeout = "90s"
+max_requests_per_client = 500
+max_message_size = 1048576
 worker_prefetch = 8
 
 [consensus]
@@ -102,6 +104,8 @@ TEST(ConfigFileTest, GoodFileSetsEveryKey) {
   EXPECT_EQ(c->majordomo.max_services, 50);
   EXPECT_EQ(c->majordomo.max_workers, 70);
   EXPECT_EQ(c->majordomo.reply_timeout, milliseconds(90'000));
+  EXPECT_EQ(c->majordomo.max_requests_per_client, 500);
+  EXPECT_EQ(c->majordomo.max_message_size, 1 << 20);
   EXPECT_EQ(c->majordomo.worker_prefetch, 8);
   EXPECT_THAT(c->consensus.endpoints, ElementsAre("tcp://127.0.0.1:5556"));
   EXPECT_EQ(c->consensus.request_deadline, milliseconds(3000));
@@ -122,6 +126,8 @@ TEST(ConfigFileTest, EmptyFileKeepsDefaults) {
   EXPECT_FALSE(c->majordomo.worker_prefetch.has_value());
   EXPECT_FALSE(c->majordomo.max_workers.has_value());
   EXPECT_FALSE(c->majordomo.reply_timeout.has_value());
+  EXPECT_FALSE(c->majordomo.max_requests_per_client.has_value());
+  EXPECT_FALSE(c->majordomo.max_message_size.has_value());
   EXPECT_FALSE(c->consensus.request_deadline.has_value());
   // Valid TOML but no broker: the daemon must refuse to start.
   EXPECT_FALSE(ValidateConfig(*c).ok());
@@ -132,9 +138,12 @@ TEST(ConfigFileTest, ZeroMeansOffWhereDocumented) {
       "[daemon]\nstats_interval = \"0s\"\ngrace = \"0s\"\nmetrics = \"\"\n"
       "[majordomo]\nqueue_limit = 0\nqueue_expiry = \"0s\"\n"
       "max_redispatch = 0\nmax_services = 0\nmax_workers = 0\n"
-      "reply_timeout = \"0s\"\n",
+      "reply_timeout = \"0s\"\nmax_requests_per_client = 0\n"
+      "max_message_size = 0\n",
       "t.toml");
   ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->majordomo.max_requests_per_client, 0);
+  EXPECT_EQ(c->majordomo.max_message_size, 0);
   EXPECT_EQ(c->majordomo.max_services, 0);
   EXPECT_EQ(c->majordomo.max_workers, 0);
   EXPECT_EQ(c->majordomo.reply_timeout, milliseconds(0));
@@ -237,6 +246,12 @@ INSTANTIATE_TEST_SUITE_P(
                  "t.toml:2:"},
         BadValue{"[majordomo]\nmax_workers = -1\n", "majordomo.max_workers",
                  "t.toml:2:"},
+        BadValue{"[majordomo]\nmax_requests_per_client = -5\n",
+                 "majordomo.max_requests_per_client", "t.toml:2:"},
+        BadValue{"[majordomo]\nmax_message_size = \"16MiB\"\n",
+                 "majordomo.max_message_size", "t.toml:2:"},
+        BadValue{"[majordomo]\n\nmax_message_size = 4294967296\n",
+                 "majordomo.max_message_size", "t.toml:3:"},
         BadValue{"[majordomo]\nmax_workers = \"10\"\n", "majordomo.max_workers",
                  "t.toml:2:"},
         BadValue{"[majordomo]\n\nreply_timeout = 60\n",
@@ -349,6 +364,10 @@ TEST(CommandLineTest, BadFlagValueNamesTheFlag) {
       {{"--consensus", "tcp://*:1", "--max-workers", "-1"}, "--max-workers"},
       {{"--consensus", "tcp://*:1", "--max-services", "many"},
        "--max-services"},
+      {{"--consensus", "tcp://*:1", "--max-requests-per-client", "-1"},
+       "--max-requests-per-client"},
+      {{"--consensus", "tcp://*:1", "--max-message-size=1.5"},
+       "--max-message-size"},
   };
   for (const Case& c : cases) {
     absl::StatusOr<CommandLine> cli = Parse(c.args);
@@ -365,6 +384,18 @@ TEST(BuildConfigTest, NoBrokerIsAnError) {
   absl::StatusOr<DaemonConfig> config = BuildConfig(*cli);
   ASSERT_FALSE(config.ok());
   EXPECT_THAT(config.status().message(), HasSubstr("no broker"));
+}
+
+TEST(BuildConfigTest, ClientLimitAndMessageSizeFlagsOverrideTheFile) {
+  TempFile file(kGoodFile);
+  absl::StatusOr<CommandLine> cli =
+      Parse({"--config", file.path().c_str(), "--max-requests-per-client", "9",
+             "--max-message-size", "4096"});
+  ASSERT_TRUE(cli.ok()) << cli.status();
+  absl::StatusOr<DaemonConfig> c = BuildConfig(*cli);
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->majordomo.max_requests_per_client, 9);  // the file says 500
+  EXPECT_EQ(c->majordomo.max_message_size, 4096);      // the file says 1 MiB
 }
 
 TEST(BuildConfigTest, FlagsOverrideTheFile) {

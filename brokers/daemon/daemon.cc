@@ -72,6 +72,7 @@ BrokerSnapshot SnapshotOf(const MajordomoBroker& broker) {
       {"expired", s.expired},
       {"dropped_queue_full", s.dropped_queue_full},
       {"dropped_max_services", s.dropped_max_services},
+      {"dropped_max_requests_per_client", s.dropped_max_requests_per_client},
       {"rejected_draining", s.rejected_draining},
       {"unroutable", s.unroutable},
       {"dropped_full_pipe", s.dropped_full_pipe},
@@ -326,6 +327,11 @@ absl::Status Daemon::Impl::StartMajordomo() {
     options.max_workers = static_cast<std::size_t>(*s.max_workers);
   }
   if (s.reply_timeout) options.reply_timeout = *s.reply_timeout;
+  if (s.max_requests_per_client) {
+    options.max_requests_per_client =
+        static_cast<std::size_t>(*s.max_requests_per_client);
+  }
+  if (s.max_message_size) options.max_message_size = *s.max_message_size;
   if (s.worker_prefetch) {
     options.worker_prefetch = static_cast<int>(*s.worker_prefetch);
   }
