@@ -512,7 +512,7 @@ TEST_F(MdpHardeningTest, GreedyClientDoesNotStarveAPoliteOne) {
   Reactor* reactor = worker_thread_.invoke([](Reactor& r) { return &r; });
   // One worker taking 2 ms per request: 10,000 greedy requests are 20 s.
   AddWorker("slow", [reactor](Frames body, MdpWorker::Replier r) {
-    reactor->after(2ms, [body = std::move(body), r = std::move(r)]() mutable {
+    *reactor->after(2ms, [body = std::move(body), r = std::move(r)]() mutable {
       r.Reply(std::move(body));
     });
   });
