@@ -47,7 +47,7 @@ struct DaemonAuth::Families : AuthFamilies {
 
 bool LogRateLimiter::Allow(std::uint64_t* suppressed) {
   const auto now = std::chrono::steady_clock::now();
-  absl::MutexLock lock(&mu_);
+  std::lock_guard<std::mutex> lock(mu_);
   if (now - window_start_ >= window_) {
     window_start_ = now;
     in_window_ = 0;
@@ -89,7 +89,7 @@ absl::StatusOr<std::unique_ptr<DaemonAuth>> DaemonAuth::Start(
 
   auto list = std::make_shared<const CurveAllowlist>(files.allowlist);
   {
-    absl::MutexLock lock(&auth->reload_mu_);
+    std::lock_guard<std::mutex> lock(auth->reload_mu_);
     auth->current_ = list;
   }
   auth->allowlist_keys_->Set(static_cast<double>(list->size()));
@@ -136,12 +136,12 @@ DaemonAuth::~DaemonAuth() {
 }
 
 std::size_t DaemonAuth::allowlist_size() const {
-  absl::MutexLock lock(&reload_mu_);
+  std::lock_guard<std::mutex> lock(reload_mu_);
   return current_ == nullptr ? 0 : current_->size();
 }
 
 absl::Status DaemonAuth::Reload(const DaemonConfig& config) {
-  absl::MutexLock lock(&reload_mu_);
+  std::lock_guard<std::mutex> lock(reload_mu_);
   absl::StatusOr<CurveAllowlist> loaded =
       config.curve_allowlist.empty()
           ? absl::InvalidArgumentError(

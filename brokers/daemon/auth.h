@@ -44,6 +44,7 @@
 #include <chrono>
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -51,7 +52,6 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "absl/synchronization/mutex.h"
 #include "brokers/daemon/config.h"
 #include "brokers/daemon/metrics.h"
 #include "brokers/security/handshake_monitor.h"
@@ -80,10 +80,10 @@ class LogRateLimiter {
  private:
   const int burst_;
   const std::chrono::milliseconds window_;
-  absl::Mutex mu_;
-  std::chrono::steady_clock::time_point window_start_ ABSL_GUARDED_BY(mu_);
-  int in_window_ ABSL_GUARDED_BY(mu_) = 0;
-  std::uint64_t suppressed_ ABSL_GUARDED_BY(mu_) = 0;
+  std::mutex mu_;  // guards the three below
+  std::chrono::steady_clock::time_point window_start_;
+  int in_window_ = 0;
+  std::uint64_t suppressed_ = 0;
 };
 
 class DaemonAuth {
@@ -137,8 +137,8 @@ class DaemonAuth {
   LogRateLimiter limiter_;
 
   // Reload() is serialized; `current_` is the list the handler has.
-  mutable absl::Mutex reload_mu_;
-  std::shared_ptr<const CurveAllowlist> current_ ABSL_GUARDED_BY(reload_mu_);
+  mutable std::mutex reload_mu_;
+  std::shared_ptr<const CurveAllowlist> current_;  // guarded by reload_mu_
 
   prometheus::Gauge* allowlist_keys_ = nullptr;
   std::unique_ptr<ReactorThread> thread_;

@@ -10,14 +10,14 @@
 #include <algorithm>
 #include <atomic>
 #include <cerrno>
+#include <condition_variable>
 #include <cstring>
 #include <functional>
+#include <mutex>
 #include <utility>
 
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_format.h"
-#include "absl/synchronization/mutex.h"
-#include "absl/synchronization/notification.h"
 #include "brokers/consensus/consensus_broker.h"
 #include "brokers/daemon/auth.h"
 #include "brokers/daemon/http_server.h"
@@ -45,6 +45,32 @@ constexpr milliseconds kDrainSlack{2000};
 // (docs/reliability.md, "Memory after a flood").
 constexpr milliseconds kMemoryTrimInterval{5000};
 constexpr std::size_t kMemoryTrimThreshold = std::size_t{32} << 20;
+
+// The daemon's locks are std::mutex, not absl::Mutex: Debian's abseil is not
+// built with ThreadSanitizer, so TSan cannot see absl::Mutex's
+// synchronisation and reported every access it guards as a race
+// (docs/reliability.md, "ThreadSanitizer").  pthread's are intercepted.
+//
+// A one-shot event: Notify() once, Wait() returns after it.
+class Notification {
+ public:
+  void Notify() {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      notified_ = true;
+    }
+    cv_.notify_all();
+  }
+  void Wait() {
+    std::unique_lock<std::mutex> lock(mu_);
+    cv_.wait(lock, [this] { return notified_; });
+  }
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool notified_ = false;  // guarded by mu_
+};
 
 // glibc keeps memory freed after a burst in its arenas (a flood of 100,000
 // queued 4 KiB requests left 298 MiB resident after every request had
@@ -259,8 +285,8 @@ struct Daemon::Impl {
   // start-up one at first); both are used on the control thread only.
   ConfigSource reload_source;
   DaemonConfig applied;
-  absl::Mutex reload_mu;
-  std::vector<ReloadHandler> reload_handlers ABSL_GUARDED_BY(reload_mu);
+  std::mutex reload_mu;
+  std::vector<ReloadHandler> reload_handlers;  // guarded by reload_mu
 
   // Destroyed last: the brokers' sockets must be closed before it.
   zmq::context_t context{1};
@@ -284,7 +310,7 @@ struct Daemon::Impl {
   // Control thread: signals and drain coordination.  The pointer itself is
   // guarded by control_mu so that posts from other threads (Shutdown(), a
   // broker reporting it is drained) never race with Teardown().
-  absl::Mutex control_mu;
+  std::mutex control_mu;
   std::unique_ptr<ReactorThread> control;
   // control->reactor(), fixed at start; used on the control thread only.
   Reactor* control_reactor = nullptr;
@@ -293,7 +319,7 @@ struct Daemon::Impl {
   State state = State::kRunning;  // control thread only
   int drains_pending = 0;         // control thread only
 
-  absl::Notification done;
+  Notification done;    // Finish() -> Wait()
   bool ready = false;   // Start() succeeded
   absl::Status result;  // the first reactor error, set by Teardown()
   bool torn_down = false;
@@ -543,7 +569,7 @@ absl::Status Daemon::Impl::StartControl() {
     return absl::InternalError(
         absl::StrFormat("signalfd: %s", std::strerror(errno)));
   }
-  absl::MutexLock lock(&control_mu);
+  std::lock_guard<std::mutex> lock(control_mu);
   control = std::make_unique<ReactorThread>();
   control_reactor = &control->reactor();
   return control->invoke([this](Reactor& reactor) {
@@ -669,7 +695,7 @@ void Daemon::Impl::Reload() {
   }
   std::vector<ReloadHandler> handlers;
   {
-    absl::MutexLock lock(&reload_mu);
+    std::lock_guard<std::mutex> lock(reload_mu);
     handlers = reload_handlers;
   }
   // Every key that differs and nothing applies: named, so that nobody
@@ -704,7 +730,7 @@ void Daemon::Impl::Reload() {
 }
 
 void Daemon::Impl::PostToControl(Reactor::Task task) {
-  absl::MutexLock lock(&control_mu);
+  std::lock_guard<std::mutex> lock(control_mu);
   if (control != nullptr) control->reactor().post(std::move(task));
 }
 
@@ -714,7 +740,7 @@ void Daemon::Impl::Teardown() {
   // No more signals or drain steps.
   std::unique_ptr<ReactorThread> ctl;
   {
-    absl::MutexLock lock(&control_mu);
+    std::lock_guard<std::mutex> lock(control_mu);
     ctl = std::move(control);
   }
   if (ctl != nullptr) {
@@ -843,7 +869,7 @@ absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Start(
 }
 
 absl::Status Daemon::Wait() {
-  impl_->done.WaitForNotification();
+  impl_->done.Wait();
   impl_->Teardown();
   if (!impl_->result.ok()) {
     impl_->log->error("stopped after an error: {}", impl_->result.ToString());
@@ -859,7 +885,7 @@ void Daemon::Shutdown() {
 }
 
 void Daemon::AddReloadHandler(ReloadHandler handler) {
-  absl::MutexLock lock(&impl_->reload_mu);
+  std::lock_guard<std::mutex> lock(impl_->reload_mu);
   impl_->reload_handlers.push_back(std::move(handler));
 }
 
