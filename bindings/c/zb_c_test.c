@@ -9,6 +9,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,7 +17,9 @@
 
 #include "zb.h"
 
-static int g_checks = 0;
+/* Atomic: the threads the tests start (replies and discards from another
+ * thread) CHECK too.  ThreadSanitizer found the plain int racing. */
+static atomic_int g_checks = 0;
 
 #define CHECK(cond)                                                           \
   do {                                                                        \
@@ -1146,6 +1149,6 @@ int main(void) {
   test_majordomo_discard_gives_back();
   test_curve();
   test_external_loop();
-  printf("zb_c_test: %d checks passed\n", g_checks);
+  printf("zb_c_test: %d checks passed\n", atomic_load(&g_checks));
   return 0;
 }
