@@ -261,6 +261,7 @@ absl::Status MdpAsyncClient::Request(
   p.timeout = timeout.value_or(options_.timeout);
   p.retries_left = std::max(0, options_.retries);
   p.timer = *reactor_.after(p.timeout, [this, id] { OnTimeout(id); });
+  p.reconnects_at_arm = reconnects_;
   Dispatch(id, p);
   return absl::OkStatus();
 }
@@ -398,18 +399,32 @@ void MdpAsyncClient::OnTimeout(std::uint64_t id) {
   // socket (it would complete the next request of its service), and a
   // tagged one that heard nothing since it was sent suggests the broker is
   // gone: both start a new connection.
+  //
+  // One reopen per timeout period is enough, though: a request that a
+  // reopen has sent again since its timer was armed is neither reopened for
+  // nor resent, it just gets its next timeout.  Otherwise, with W requests
+  // outstanding and no reply coming (a stalled broker or service), each of
+  // the W timeouts would reopen and resend all W: ~W^2 requests per period,
+  // whose replies go to sockets already closed.
+  const bool resent_by_reopen = p.reconnects_at_arm != reconnects_;
   const bool reset =
-      p.state == State::kPlain ||
-      (p.state == State::kTagged && replies_ == p.replies_at_send);
+      !resent_by_reopen &&
+      (p.state == State::kPlain ||
+       (p.state == State::kTagged && replies_ == p.replies_at_send));
   if (p.retries_left > 0) {
     --p.retries_left;
     p.timer = *reactor_.after(p.timeout, [this, id] { OnTimeout(id); });
-    if (reset) {
+    if (resent_by_reopen) {
+      // Already sent again on the current connection: wait for it.
+    } else if (reset) {
       Reset();  // resends p with the others
     } else if (p.state == State::kTagged) {
       SendTagged(id, p);
     }
     // A request still waiting in the client just gets its fresh timeout.
+    // Its timer is armed as of the connection it is on now.
+    auto again = pending_.find(id);
+    if (again != pending_.end()) again->second.reconnects_at_arm = reconnects_;
     return;
   }
   const std::string service = p.service;

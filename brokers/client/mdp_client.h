@@ -206,6 +206,9 @@ class MdpAsyncClient {
     // replies_ when it was last sent: unchanged at its timeout means nothing
     // came back on the connection since.
     std::uint64_t replies_at_send = 0;
+    // reconnects_ when its timer was last armed: changed at its timeout
+    // means a reopen since has already sent it again.
+    std::uint64_t reconnects_at_arm = 0;
   };
   // Plain RFC 7 matching for one service: at most one request on the wire.
   struct ServiceLine {

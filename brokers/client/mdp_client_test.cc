@@ -476,6 +476,42 @@ TEST_F(MdpAsyncClientTest, TaggedTimeoutWithASilentBrokerReopens) {
   EXPECT_EQ(broker_.probes, 2);
 }
 
+// Tagged, a broker that answers the query but no request (a stalled
+// service): 32 requests time out together.  One reopen per timeout period
+// resends them; the other 31 timeouts of that period wait for what the
+// reopen sent.  Before, each of the 32 timeouts reopened and resent all 32
+// (~W^2 requests per period, docs/reliability.md, "greedy").
+TEST_F(MdpAsyncClientTest, ManyTimeoutsReopenOncePerPeriodNotOncePerRequest) {
+  broker_.probe_answer = "200";
+  MdpAsyncClient::Options o;
+  o.timeout = 300ms;
+  o.retries = 2;
+  Start(o);
+  Warm();
+  constexpr int kRequests = 32;
+  for (int i = 0; i < kRequests; ++i) {
+    Request("svc", "r" + std::to_string(i), i % 7);
+  }
+  // Count what reaches the broker until every request has given up (3 x
+  // 300 ms, bounded at 20 s).
+  int received = 0;
+  const auto deadline = std::chrono::steady_clock::now() + 20s;
+  while (done_.load() < kRequests &&
+         std::chrono::steady_clock::now() < deadline) {
+    if (!broker_.RecvRequest(50ms).empty()) ++received;
+  }
+  while (!broker_.RecvRequest(100ms).empty()) ++received;
+  ASSERT_EQ(done_.load(), kRequests);
+  for (int i = 0; i < 7; ++i) EXPECT_EQ(Result(i), "DEADLINE_EXCEEDED");
+  // The first copies, one reopen's resend per retry period, and the last
+  // period's reopen (the first request to give up reopens, resending the
+  // others just before they give up too): (retries + 2) x 32 at most.
+  EXPECT_LE(received, (o.retries + 2) * kRequests);
+  EXPECT_GE(received, kRequests);
+  EXPECT_LE(thread_.invoke([&](Reactor&) { return client_->reconnects(); }),
+            4u);
+}
+
 // request_tags = false: no query, plain RFC 7 only.
 TEST_F(MdpAsyncClientTest, RequestTagsOffSendsNoQuery) {
   broker_.probe_answer = "200";
