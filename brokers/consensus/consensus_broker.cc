@@ -135,7 +135,7 @@ ConsensusBroker::~ConsensusBroker() {
   for (auto& [identity, worker] : workers_) {
     SendToWorker(worker.get(), MessageType::kDisconnect).IgnoreError();
   }
-  FlushMalformedLog(Clock::now(), /*force=*/true);
+  FlushLogLimiters(Clock::now(), /*force=*/true);
   reactor_.remove(router_).IgnoreError();
   // libzmq 4.3 leaves the socket files of ipc:// endpoints behind.
   for (const std::string& endpoint : endpoints_) RemoveIpcSocketFile(endpoint);
@@ -243,6 +243,23 @@ void ConsensusBroker::OnReady(std::span<zmq::message_t> frames,
   const Clock::duration interval =
       std::chrono::milliseconds(h.heartbeat_interval_ms);
   auto existing = workers_.find(Key(identity));
+  if (h.heartbeat_interval_ms >
+          static_cast<std::uint64_t>(options_.max_heartbeat_interval.count()) ||
+      h.heartbeat_retries > options_.max_heartbeat_retries) {
+    // Such a worker would be kept for interval x retries after its socket
+    // is gone.  A registered worker that sends it is dropped as well.
+    ++stats_.refused_heartbeat;
+    if (existing != workers_.end()) {
+      RemoveWorker(existing->second.get(), Leave::kRefused);
+    }
+    RefuseReady(frames, h,
+                absl::StrFormat("heartbeat %d ms x %d is out of bounds (at "
+                                "most %d ms x %d)",
+                                h.heartbeat_interval_ms, h.heartbeat_retries,
+                                options_.max_heartbeat_interval.count(),
+                                options_.max_heartbeat_retries));
+    return;
+  }
   if (existing != workers_.end()) {
     Worker* w = existing->second.get();
     if (w->service->name == h.service) {
@@ -255,8 +272,24 @@ void ConsensusBroker::OnReady(std::span<zmq::message_t> frames,
     RemoveWorker(w, Leave::kMoved);
   }
 
+  if (options_.max_workers != 0 && workers_.size() >= options_.max_workers) {
+    ++stats_.refused_workers;
+    RefuseReady(frames, h,
+                absl::StrFormat("the broker has its maximum of %d workers",
+                                options_.max_workers));
+    return;
+  }
   auto sit = services_.find(Key(h.service));
   if (sit == services_.end()) {
+    if (options_.max_services != 0 &&
+        services_.size() >= options_.max_services) {
+      ++stats_.refused_services;
+      RefuseReady(frames, h,
+                  absl::StrFormat("the broker knows its maximum of %d "
+                                  "services",
+                                  options_.max_services));
+      return;
+    }
     sit = services_.emplace(std::string(h.service), std::make_unique<Service>())
               .first;
     sit->second->name = sit->first;
@@ -276,12 +309,32 @@ void ConsensusBroker::OnReady(std::span<zmq::message_t> frames,
   workers_.emplace(w->identity, std::move(worker));
   service->workers.push_back(w);
   ++stats_.workers_joined;
-  Log(Severity::kInfo,
-      absl::StrFormat("worker %s joined service %s (heartbeat %d ms x %d); "
-                      "%d worker(s)",
-                      Printable(identity), Printable(service->name),
-                      h.heartbeat_interval_ms, h.heartbeat_retries,
-                      service->workers.size()));
+  if (joins_log_.Admit(now)) {
+    Log(Severity::kInfo,
+        absl::StrFormat("worker %s joined service %s (heartbeat %d ms x %d); "
+                        "%d worker(s)%s",
+                        Printable(identity), Printable(service->name),
+                        h.heartbeat_interval_ms, h.heartbeat_retries,
+                        service->workers.size(), joins_log_.SuppressedNote()));
+  }
+}
+
+void ConsensusBroker::RefuseReady(std::span<zmq::message_t> frames,
+                                  const ccp::Header& h, std::string_view why) {
+  // DISCONNECT tells the worker it is not registered (zbrokers' worker then
+  // backs off before it tries again).
+  out_.clear();
+  out_.push_back(CopyOf(frames[0]));
+  out_.emplace_back();
+  ccp::AppendDisconnect(out_, h.service);
+  SendFrames(router_, out_).IgnoreError();
+  out_.clear();
+  if (refused_log_.Admit(Clock::now())) {
+    Log(Severity::kWarning,
+        absl::StrFormat("refused READY from %s for service %s: %s%s",
+                        Printable(View(frames[0])), Printable(h.service), why,
+                        refused_log_.SuppressedNote()));
+  }
 }
 
 void ConsensusBroker::OnDisconnect(std::string_view identity,
@@ -381,11 +434,11 @@ void ConsensusBroker::OnRequest(std::span<zmq::message_t> frames,
       ++stats_.unroutable;
       scratch_leaving_.emplace_back(w, Leave::kUnroutable);
     } else {
-      ++stats_.dropped_replies;
       busy = true;
     }
   }
   if (busy) {
+    ++stats_.worker_busy;
     Fail(r, ccp::kReasonWorkerBusy,
          absl::StrFormat("a worker of service %s has a full queue",
                          Printable(service->name)));
@@ -712,14 +765,21 @@ void ConsensusBroker::RemoveWorker(Worker* w, Leave why) {
       ++stats_.workers_left;
       reason = "re-registered for another service";
       break;
+    case Leave::kRefused:
+      ++stats_.workers_left;
+      reason = "was dropped (its new heartbeat settings are out of bounds)";
+      break;
     case Leave::kShutdown:
       reason = "was dropped at shutdown";
       break;
   }
-  Log(Severity::kInfo,
-      absl::StrFormat("worker %s %s; service %s has %d worker(s)",
-                      Printable(w->identity), reason, Printable(service->name),
-                      service->workers.size()));
+  if (leaves_log_.Admit(Clock::now())) {
+    Log(Severity::kInfo,
+        absl::StrFormat("worker %s %s; service %s has %d worker(s)%s",
+                        Printable(w->identity), reason,
+                        Printable(service->name), service->workers.size(),
+                        leaves_log_.SuppressedNote()));
+  }
 
   auto wit = workers_.find(w->identity);
   workers_.erase(wit);  // destroys *w
@@ -785,7 +845,7 @@ void ConsensusBroker::Sweep() {
     next_client_sweep_ = now + period;
   }
 
-  FlushMalformedLog(now, /*force=*/false);
+  FlushLogLimiters(now, /*force=*/false);
 }
 
 // --- Logging
@@ -794,21 +854,33 @@ void ConsensusBroker::Sweep() {
 void ConsensusBroker::NoteMalformed(std::string_view identity,
                                     const absl::Status& error) {
   ++stats_.malformed;
-  ++malformed_unlogged_;
-  last_malformed_error_ =
-      absl::StrFormat("%s (from %s)", error.message(), Printable(identity));
-  FlushMalformedLog(Clock::now(), /*force=*/false);
+  if (malformed_log_.Admit(Clock::now())) {
+    Log(Severity::kWarning,
+        absl::StrFormat("malformed message from %s: %s%s", Printable(identity),
+                        error.message(), malformed_log_.SuppressedNote()));
+  }
 }
 
-void ConsensusBroker::FlushMalformedLog(Clock::time_point now, bool force) {
-  if (malformed_unlogged_ == 0) return;
-  if (!force && now - last_malformed_log_ < std::chrono::seconds(1)) return;
-  Log(Severity::kWarning,
-      absl::StrFormat("dropped %d malformed message(s) since the last "
-                      "report; latest: %s",
-                      malformed_unlogged_, last_malformed_error_));
-  malformed_unlogged_ = 0;
-  last_malformed_log_ = now;
+void ConsensusBroker::FlushLogLimiters(Clock::time_point now, bool force) {
+  struct Kind {
+    LogLimiter* limiter;
+    Severity severity;
+    const char* what;
+  };
+  const Kind kinds[] = {
+      {&joins_log_, Severity::kInfo, "worker join line(s)"},
+      {&leaves_log_, Severity::kInfo, "worker leave line(s)"},
+      {&refused_log_, Severity::kWarning, "refused READY line(s)"},
+      {&malformed_log_, Severity::kWarning, "malformed message line(s)"},
+  };
+  for (const Kind& k : kinds) {
+    const std::uint64_t n =
+        force ? k.limiter->TakeSuppressed() : k.limiter->Flush(now);
+    if (n != 0) {
+      Log(k.severity,
+          absl::StrFormat("%d more %s not logged (rate limit)", n, k.what));
+    }
+  }
 }
 
 void ConsensusBroker::Log(Severity severity, std::string_view line) {

@@ -48,6 +48,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/functional/any_invocable.h"
 #include "absl/status/status.h"
+#include "brokers/common/log_limiter.h"
 #include "brokers/protocol/ccp.h"
 #include "brokers/security/curve.h"
 #include "reactor/frames.h"
@@ -58,9 +59,12 @@ namespace zb {
 class ConsensusBroker {
  public:
   enum class Severity { kDebug, kInfo, kWarning, kError };
-  // Receives the broker's log lines (worker joins and leaves at kInfo,
-  // rate-limited malformed-message reports at kWarning).  Called on the
-  // reactor thread.
+  // Receives the broker's log lines: worker joins and leaves at kInfo,
+  // refused READYs and malformed messages at kWarning.  Each kind is
+  // rate-limited (zb::LogLimiter: joins and leaves 10 lines a second,
+  // refusals and malformed messages 5), and what was held back is reported
+  // in a summary line, so a flooding peer cannot flood the log.  Called on
+  // the reactor thread.
   using LogSink = std::function<void(Severity, std::string_view)>;
 
   struct Options {
@@ -78,6 +82,20 @@ class ConsensusBroker {
     std::size_t max_frames = 4096;
     // Longest accepted service name.
     std::size_t max_service_size = 255;
+    // The heartbeat settings a READY may announce.  A worker is kept until
+    // interval x retries of silence, so absurd values (0xffffffff ms x 255)
+    // would keep a worker whose socket is gone for months.  A READY above
+    // either bound is refused: the broker answers DISCONNECT and counts it
+    // (refused_heartbeat).  The defaults allow up to 10 minutes of silence,
+    // far above zbrokers' worker (1 s x 3) and the 2011 worker (10 s x 3).
+    std::chrono::milliseconds max_heartbeat_interval{60000};
+    int max_heartbeat_retries = 10;
+    // Most workers registered at once, and most services known at once (a
+    // service is known while it has workers or open requests); 0 = no
+    // bound.  A READY beyond either is refused with DISCONNECT and counted
+    // (refused_workers, refused_services).
+    std::size_t max_workers = 10000;
+    std::size_t max_services = 10000;
     // ZMQ_LINGER of the ROUTER socket, so that the last DISCONNECTs and
     // replies get out when the broker is destroyed.
     std::chrono::milliseconds linger{100};
@@ -105,13 +123,23 @@ class ConsensusBroker {
     std::uint64_t malformed_requests = 0;
     std::uint64_t rejected_sequence = 0;  // requests breaking sequence rules
     std::uint64_t unroutable = 0;         // sends to a peer that is gone
-    std::uint64_t dropped_replies = 0;    // sends refused by a full queue
-    std::uint64_t late_replies = 0;       // worker replies matching nothing
-    std::uint64_t pings = 0;              // PINGs echoed
+    // Replies and PING echoes to clients refused by a full queue (the
+    // client's high-water mark).
+    std::uint64_t dropped_replies = 0;
+    // Requests failed with "zb:worker-busy": a worker's queue was full, so
+    // the fan-out could not reach every worker.
+    std::uint64_t worker_busy = 0;
+    std::uint64_t late_replies = 0;  // worker replies matching nothing
+    std::uint64_t pings = 0;         // PINGs echoed
     std::uint64_t heartbeats_sent = 0;
     std::uint64_t workers_joined = 0;
     std::uint64_t workers_left = 0;     // by DISCONNECT or unroutable
     std::uint64_t workers_expired = 0;  // by heartbeat silence
+    // READYs refused with DISCONNECT: heartbeat settings out of bounds,
+    // max_workers reached, max_services reached (a new service).
+    std::uint64_t refused_heartbeat = 0;
+    std::uint64_t refused_workers = 0;
+    std::uint64_t refused_services = 0;
     std::uint64_t clients_expired = 0;  // idle client records forgotten
     // Client ids first seen at a sequence number other than 1 (a client that
     // outlived a broker restart or its idle record) and adopted there.
@@ -215,14 +243,25 @@ class ConsensusBroker {
   // Posts on_drained_ once draining and nothing is open.
   void MaybeDrained();
   // Removes `w` from every open request's quorum and from the broker.
-  enum class Leave { kDisconnect, kExpired, kUnroutable, kMoved, kShutdown };
+  enum class Leave {
+    kDisconnect,
+    kExpired,
+    kUnroutable,
+    kMoved,
+    kRefused,  // a repeated READY out of bounds
+    kShutdown
+  };
   void RemoveWorker(Worker* w, Leave why);
   // Sends out_ to its first frame's peer; counts and classifies failures.
   // Returns the send status.
   absl::Status SendOut();
   absl::Status SendToWorker(Worker* w, ccp::MessageType type);
+  // Refuses a READY: DISCONNECT to its sender, the refusal logged.
+  void RefuseReady(std::span<zmq::message_t> frames, const ccp::Header& h,
+                   std::string_view why);
   void NoteMalformed(std::string_view identity, const absl::Status& error);
-  void FlushMalformedLog(Clock::time_point now, bool force);
+  // Logs what the limiters held back (from the sweep, and at the end).
+  void FlushLogLimiters(Clock::time_point now, bool force);
   void Log(Severity severity, std::string_view line);
 
   Reactor& reactor_;
@@ -250,10 +289,11 @@ class ConsensusBroker {
   std::vector<std::pair<Worker*, Leave>> scratch_leaving_;
 
   Clock::time_point next_client_sweep_;
-  // Malformed-message log rate limit.
-  Clock::time_point last_malformed_log_{};
-  std::uint64_t malformed_unlogged_ = 0;
-  std::string last_malformed_error_;
+  // Log rate limits, one per kind of line.
+  LogLimiter joins_log_{{.period = std::chrono::seconds(1), .burst = 10}};
+  LogLimiter leaves_log_{{.period = std::chrono::seconds(1), .burst = 10}};
+  LogLimiter refused_log_{{.period = std::chrono::seconds(1), .burst = 5}};
+  LogLimiter malformed_log_{{.period = std::chrono::seconds(1), .burst = 5}};
 };
 
 }  // namespace zb

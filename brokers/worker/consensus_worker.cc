@@ -201,7 +201,12 @@ absl::Status ConsensusWorker::open_socket() {
   ++connection_;
   last_heard_ = Clock::now();
   heard_since_tick_ = false;
+  send_ready();
+  return absl::OkStatus();
+}
 
+void ConsensusWorker::send_ready() {
+  heard_since_ready_ = false;
   out_.clear();
   out_.emplace_back();  // DEALER delimiter
   ccp::AppendReady(
@@ -209,7 +214,6 @@ absl::Status ConsensusWorker::open_socket() {
       static_cast<std::uint32_t>(options_.heartbeat_interval.count()),
       static_cast<std::uint8_t>(options_.heartbeat_retries));
   send_out({});
-  return absl::OkStatus();
 }
 
 void ConsensusWorker::close_socket(std::chrono::milliseconds linger) {
@@ -231,6 +235,10 @@ void ConsensusWorker::shutdown() {
   if (tick_timer_ != 0) {
     reactor_.cancel(tick_timer_);
     tick_timer_ = 0;
+  }
+  if (ready_timer_ != 0) {
+    reactor_.cancel(ready_timer_);
+    ready_timer_ = 0;
   }
   if (!socket_) return;
   out_.clear();
@@ -315,6 +323,11 @@ void ConsensusWorker::on_message(std::span<zmq::message_t> frames) {
     ++stats_.malformed;
     return;
   }
+  if (h->type != ccp::MessageType::kDisconnect) {
+    // The broker talks to us: our READY was accepted.
+    heard_since_ready_ = true;
+    next_refusal_backoff_ = Clock::duration::zero();
+  }
   switch (h->type) {
     case ccp::MessageType::kRequest: {
       if (h->service != service_) {
@@ -341,6 +354,23 @@ void ConsensusWorker::on_message(std::span<zmq::message_t> frames) {
     case ccp::MessageType::kHeartbeat:
       return;
     case ccp::MessageType::kDisconnect:
+      if (!heard_since_ready_) {
+        // The broker answered our READY with DISCONNECT: it refused it (a
+        // cap, or our heartbeat settings).  Ask again later, not at once.
+        ++stats_.refusals;
+        if (next_refusal_backoff_ == Clock::duration::zero()) {
+          next_refusal_backoff_ = options_.refusal_backoff;
+        }
+        if (ready_timer_ == 0) {
+          ready_timer_ = *reactor_.after(next_refusal_backoff_, [this] {
+            ready_timer_ = 0;
+            if (socket_) send_ready();
+          });
+        }
+        next_refusal_backoff_ = std::min<Clock::duration>(
+            next_refusal_backoff_ * 2, options_.refusal_backoff_max);
+        return;
+      }
       // The broker dropped us (e.g. it expired us); register again.
       reconnect();
       return;

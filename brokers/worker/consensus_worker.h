@@ -94,6 +94,14 @@ struct ConsensusWorkerOptions {
   // CURVE encryption and authentication (docs/security.md): the broker's
   // public key and this worker's key pair.  Unset = plaintext.
   std::optional<CurveClientKeys> curve = std::nullopt;
+  // A DISCONNECT that answers READY before anything else came from the
+  // broker means the broker refused the registration (its worker or
+  // service cap is reached, or these heartbeat settings are out of its
+  // bounds).  The worker then sends READY again after this wait, doubled
+  // after each refusal in a row up to refusal_backoff_max, instead of at
+  // once (which would make a refused worker spin).
+  std::chrono::milliseconds refusal_backoff{100};
+  std::chrono::milliseconds refusal_backoff_max{10000};
 };
 
 class ConsensusWorker {
@@ -118,6 +126,7 @@ class ConsensusWorker {
     std::uint64_t heartbeats_sent = 0;
     std::uint64_t reconnects = 0;  // new sockets after the first
     std::uint64_t malformed = 0;   // messages from the broker rejected
+    std::uint64_t refusals = 0;    // READYs answered with DISCONNECT
   };
 
   // Answers one request.  Move-only.  The first succeed()/fail() answers;
@@ -211,6 +220,7 @@ class ConsensusWorker {
   // send(out_, payload), then clears out_ for the next message.
   bool send_out(std::span<zmq::message_t> payload);
   void send_heartbeat();
+  void send_ready();
   // Sends an answer unless it belongs to an earlier connection.
   void send_answer(ccp::MessageType type, const ccp::SequenceId& sequence,
                    std::uint64_t connection, std::span<zmq::message_t> payload,
@@ -233,6 +243,11 @@ class ConsensusWorker {
   bool sent_since_tick_ = false;
   int quiet_ticks_ = 0;  // ticks in a row with nothing sent
   bool heard_since_tick_ = false;
+  // Since the last READY: whether the broker sent anything but DISCONNECT
+  // (then a DISCONNECT is not a refusal of that READY).
+  bool heard_since_ready_ = false;
+  Clock::duration next_refusal_backoff_{};
+  TimerId ready_timer_ = 0;  // READY again after a refusal
   Clock::time_point last_heard_;
   Frames out_;  // header frames of the message being sent; reused
   // While the handler runs: the request's received [""][tag][type][service]

@@ -471,6 +471,47 @@ TEST_P(ConsensusWorkerTest, BrokerDisconnectMakesItRegisterAgain) {
   EXPECT_EQ(worker.stats().dropped_answers, 1u);
 }
 
+// Issue 11.2: a broker refuses a READY beyond its caps or heartbeat bounds
+// with DISCONNECT.  The worker must not answer that with a new socket and
+// READY at once, forever: it waits, longer after each refusal in a row.
+TEST_P(ConsensusWorkerTest, RefusedReadyIsRetriedWithBackoff) {
+  broker_.on_receive = [&](const Received& r) {
+    if (r.header.type == ccp::MessageType::kReady) {
+      broker_.SendDisconnect(r.identity, "svc");
+    }
+  };
+  ConsensusWorker worker(reactor_, ctx_, broker_.endpoint(), "svc", Echo(),
+                         {.refusal_backoff = milliseconds(20),
+                          .refusal_backoff_max = milliseconds(80)});
+  RunFor(reactor_, milliseconds(400));
+  auto readies = broker_.OfType(ccp::MessageType::kReady);
+  // 20 + 40 + 80 + 80 + ... ms: about 6 READYs in 400 ms, not thousands.
+  EXPECT_GE(readies.size(), 3u);
+  EXPECT_LE(readies.size(), 10u);
+  for (std::size_t i = 2; i < readies.size(); ++i) {
+    EXPECT_GE(readies[i].at - readies[i - 1].at, milliseconds(35));
+  }
+  EXPECT_GE(worker.stats().refusals, 3u);
+
+  // Accepted at last: the broker heartbeats, and a later DISCONNECT (an
+  // expiry) makes the worker register again at once, on a new socket.
+  broker_.on_receive = nullptr;
+  RunFor(reactor_, milliseconds(120));
+  const std::string id =
+      broker_.OfType(ccp::MessageType::kReady).back().identity;
+  broker_.SendHeartbeat(id);
+  RunFor(reactor_, milliseconds(20));
+  const std::size_t before = broker_.OfType(ccp::MessageType::kReady).size();
+  broker_.SendDisconnect(id, "svc");
+  ASSERT_TRUE(RunUntil(
+      reactor_,
+      [&] {
+        return broker_.OfType(ccp::MessageType::kReady).size() == before + 1;
+      },
+      milliseconds(50)));
+  EXPECT_NE(broker_.OfType(ccp::MessageType::kReady).back().identity, id);
+}
+
 TEST_P(ConsensusWorkerTest, SendsDisconnectWhenDestroyed) {
   auto worker = std::make_unique<ConsensusWorker>(
       reactor_, ctx_, broker_.endpoint(), "bye", Echo());
