@@ -41,6 +41,9 @@ absl::Status ConsensusClient::open_socket() {
     // What is still queued when the client closes or reopens belongs to
     // requests that have ended or will be resent: drop it.
     socket_->set(zmq::sockopt::linger, 0);
+    socket_->set(zmq::sockopt::maxmsgsize, options_.max_message_size > 0
+                                               ? options_.max_message_size
+                                               : std::int64_t{-1});
     SetIpv6For(*socket_, endpoint_);
     if (options_.curve) {
       if (absl::Status s = ApplyCurveClient(*socket_, *options_.curve);

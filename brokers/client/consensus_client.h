@@ -126,6 +126,14 @@ struct ConsensusClientOptions {
   int reopen_after_timeouts = 2;
   // The first client id; 0 picks a random one.  Later ids are random.
   std::uint32_t client_id = 0;
+  // ZMQ_MAXMSGSIZE of the client's socket: the largest frame, in bytes, it
+  // accepts from the broker; 0 = no limit.  libzmq checks it per frame,
+  // before allocating, and drops the connection when a bigger one arrives.
+  // libzmq 4.3 does not reconnect a connection it dropped that way: the
+  // reply is lost, its request ends by its timeout, and the client's
+  // reopen rule (reopen_after_timeouts) opens a new socket.  Not checked
+  // over inproc://.  The broker's default (16 MiB).
+  std::int64_t max_message_size = ccp::kDefaultMaxMessageSize;
   // For requests with RequestOptions::retry_no_workers: the wait before the
   // first resend after "zb:no-workers"; it doubles after each one, up to
   // no_workers_backoff_max.

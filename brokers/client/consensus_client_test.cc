@@ -506,6 +506,34 @@ TEST_P(ConsensusClientTest, RetryNoWorkersStopsWithinTheTimeout) {
   EXPECT_EQ(results_.Only(2).attempts, 1);
 }
 
+// Issue 11.3: the client's socket has a ZMQ_MAXMSGSIZE too: a reply frame
+// over it is never received (libzmq drops the connection; tcp only).
+TEST_P(ConsensusClientTest, ReplyFrameOverMaxMessageSizeIsNotReceived) {
+  if (GetParam().starts_with("inproc")) {
+    GTEST_SKIP() << "libzmq does not apply ZMQ_MAXMSGSIZE over inproc";
+  }
+  broker_.on_receive = [&](const Received& r) {
+    if (r.type != ccp::MessageType::kRequest) return;
+    broker_.Reply(r, ccp::MessageType::kReplySuccess,
+                  {std::string(r.payload.at(0) == "big" ? 4097 : 4096, 'z')});
+  };
+  // libzmq does not reconnect a connection it dropped for a protocol error
+  // (an oversized frame is one): the client's own rule -- reopen after
+  // timeouts with nothing heard -- brings it back.
+  auto client =
+      MakeClient({.reopen_after_timeouts = 1, .max_message_size = 4096});
+  client->request("svc", MakeFrames({"big"}), {.timeout = milliseconds(300)},
+                  results_.For(1));
+  ASSERT_TRUE(RunUntil(reactor_, [&] { return results_.calls == 1; }));
+  EXPECT_EQ(results_.Only(1).outcome, ConsensusClient::Outcome::kTimeout);
+  EXPECT_EQ(client->stats().reopens, 1u);
+  client->request("svc", MakeFrames({"fits"}), {.timeout = milliseconds(2000)},
+                  results_.For(2));
+  ASSERT_TRUE(RunUntil(reactor_, [&] { return results_.calls == 2; }));
+  EXPECT_TRUE(results_.Only(2).ok());
+  EXPECT_EQ(results_.Only(2).payload.at(0).size(), 4096u);
+}
+
 TEST_P(ConsensusClientTest, DestroyingTheClientEndsOpenRequestsAndPings) {
   auto client = MakeClient();
   for (int i = 0; i < 3; ++i) {

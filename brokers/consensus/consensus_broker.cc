@@ -76,10 +76,15 @@ struct ConsensusBroker::Worker {
 };
 
 struct ConsensusBroker::Client {
+  std::uint32_t id = 0;
   std::string identity;
   std::uint64_t last_sequence = 0;
   Clock::time_point last_seen;
   std::uint32_t open = 0;
+  // The idle list (records with open == 0, least recently used first),
+  // which eviction (max_clients) and idle expiry take from the front.
+  Client* idle_prev = nullptr;
+  Client* idle_next = nullptr;
 };
 
 struct ConsensusBroker::Request {
@@ -117,6 +122,8 @@ ConsensusBroker::ConsensusBroker(Reactor& reactor, zmq::context_t& context,
   limits_.max_service_size = options_.max_service_size;
   router_.set(zmq::sockopt::router_mandatory, 1);
   router_.set(zmq::sockopt::linger, static_cast<int>(options_.linger.count()));
+  router_.set(zmq::sockopt::maxmsgsize,
+              options_.max_message_size > 0 ? options_.max_message_size : -1);
   out_.reserve(64);
   scratch_leaving_.reserve(16);
   open_.reserve(64);
@@ -358,6 +365,15 @@ void ConsensusBroker::OnRequest(std::span<zmq::message_t> frames,
   const ccp::SequenceId id = h.sequence;
   Client* client = AcceptSequence(frames, body, id, now);
   if (client == nullptr) return;  // rejected and answered
+  if (options_.max_requests_per_client != 0 &&
+      client->open >= options_.max_requests_per_client) {
+    ++stats_.client_busy;
+    FailNow(frames, body, ccp::kReasonBusy,
+            absl::StrFormat("client id %08x has its maximum of %d requests "
+                            "open",
+                            id.client_id, options_.max_requests_per_client));
+    return;
+  }
 
   auto sit = services_.find(Key(h.service));
   if (sit == services_.end() || sit->second->workers.empty()) {
@@ -387,7 +403,7 @@ void ConsensusBroker::OnRequest(std::span<zmq::message_t> frames,
   r->sequence = id;
   r->service = service;
   r->client = client;
-  ++client->open;
+  if (client->open++ == 0) UnlinkIdle(client);
   r->client_identity = CopyOf(frames[0]);
   r->service_frame = CopyOf(body[ccp::kServiceIndex]);
   r->sequence_frame = CopyOf(body[ccp::kSequenceIndex]);
@@ -462,10 +478,25 @@ ConsensusBroker::Client* ConsensusBroker::AcceptSequence(
   Client* client = nullptr;
   auto cit = clients_.find(id.client_id);
   if (cit == clients_.end()) {
+    if (options_.max_clients != 0 && clients_.size() >= options_.max_clients) {
+      if (idle_head_ == nullptr) {
+        // Every record has open requests: none may be forgotten.
+        ++stats_.refused_clients;
+        FailNow(frames, body, ccp::kReasonBusy,
+                absl::StrFormat("the broker tracks its maximum of %d clients, "
+                                "each with requests open",
+                                options_.max_clients));
+        return nullptr;
+      }
+      ++stats_.clients_evicted;
+      EraseClient(idle_head_);
+    }
     client = clients_.emplace(id.client_id, std::make_unique<Client>())
                  .first->second.get();
+    client->id = id.client_id;
     client->identity.assign(identity);
     if (id.sequence != 1) ++stats_.clients_adopted;
+    LinkIdle(client);
   } else {
     client = cit->second.get();
     if (client->identity != identity) {
@@ -487,7 +518,41 @@ ConsensusBroker::Client* ConsensusBroker::AcceptSequence(
   }
   client->last_sequence = id.sequence;
   client->last_seen = now;
+  if (client->open == 0 && client != idle_tail_) {  // most recently used now
+    UnlinkIdle(client);
+    LinkIdle(client);
+  }
   return client;
+}
+
+void ConsensusBroker::LinkIdle(Client* c) {
+  c->idle_next = nullptr;
+  c->idle_prev = idle_tail_;
+  if (idle_tail_ != nullptr) {
+    idle_tail_->idle_next = c;
+  } else {
+    idle_head_ = c;
+  }
+  idle_tail_ = c;
+}
+
+void ConsensusBroker::UnlinkIdle(Client* c) {
+  if (c->idle_prev != nullptr) {
+    c->idle_prev->idle_next = c->idle_next;
+  } else {
+    idle_head_ = c->idle_next;
+  }
+  if (c->idle_next != nullptr) {
+    c->idle_next->idle_prev = c->idle_prev;
+  } else {
+    idle_tail_ = c->idle_prev;
+  }
+  c->idle_prev = c->idle_next = nullptr;
+}
+
+void ConsensusBroker::EraseClient(Client* c) {
+  UnlinkIdle(c);
+  clients_.erase(c->id);  // destroys *c
 }
 
 void ConsensusBroker::OnMalformedRequest(std::span<zmq::message_t> frames,
@@ -693,8 +758,9 @@ void ConsensusBroker::Release(Request* r) {
     fifo_tail_ = r->fifo_prev;
   }
   r->svc_prev = r->svc_next = r->fifo_prev = r->fifo_next = nullptr;
-  --r->client->open;
-  r->client->last_seen = Clock::now();
+  Client* client = r->client;
+  client->last_seen = Clock::now();
+  if (--client->open == 0) LinkIdle(client);
   for (std::size_t i = 0; i < r->quorum; ++i) {
     r->slots[i].worker = nullptr;
     r->slots[i].payload.clear();  // keeps capacity
@@ -830,14 +896,11 @@ void ConsensusBroker::Sweep() {
   // Idle clients, at most every quarter of the idle timeout (and at most
   // once a second).
   if (now >= next_client_sweep_) {
-    for (auto it = clients_.begin(); it != clients_.end();) {
-      const Client& c = *it->second;
-      if (c.open == 0 && now - c.last_seen > options_.client_idle_timeout) {
-        ++stats_.clients_expired;
-        clients_.erase(it++);
-      } else {
-        ++it;
-      }
+    // The idle list is in last_seen order: only expired heads are looked at.
+    while (idle_head_ != nullptr &&
+           now - idle_head_->last_seen > options_.client_idle_timeout) {
+      ++stats_.clients_expired;
+      EraseClient(idle_head_);
     }
     const Clock::duration period = std::clamp<Clock::duration>(
         options_.client_idle_timeout / 4, options_.sweep_interval,
@@ -846,6 +909,40 @@ void ConsensusBroker::Sweep() {
   }
 
   FlushLogLimiters(now, /*force=*/false);
+}
+
+absl::Status ConsensusBroker::CheckInvariantsForTesting() const {
+  std::size_t open = 0, idle = 0;
+  for (const auto& [id, client] : clients_) {
+    if (client->id != id) return absl::InternalError("client record id");
+    open += client->open;
+    if (client->open == 0) ++idle;
+    if (options_.max_requests_per_client != 0 &&
+        client->open > options_.max_requests_per_client) {
+      return absl::InternalError("a client above max_requests_per_client");
+    }
+  }
+  if (open != open_.size()) {
+    return absl::InternalError(absl::StrFormat(
+        "clients count %d open requests, the broker %d", open, open_.size()));
+  }
+  std::size_t linked = 0;
+  const Client* prev = nullptr;
+  for (const Client* c = idle_head_; c != nullptr; c = c->idle_next) {
+    if (c->open != 0 || c->idle_prev != prev) {
+      return absl::InternalError("idle list broken");
+    }
+    prev = c;
+    if (++linked > clients_.size()) return absl::InternalError("idle cycle");
+  }
+  if (prev != idle_tail_ || linked != idle) {
+    return absl::InternalError(
+        absl::StrFormat("%d idle records, %d on the idle list", idle, linked));
+  }
+  if (options_.max_clients != 0 && clients_.size() > options_.max_clients) {
+    return absl::InternalError("more client records than max_clients");
+  }
+  return absl::OkStatus();
 }
 
 // --- Logging

@@ -96,6 +96,26 @@ class ConsensusBroker {
     // (refused_workers, refused_services).
     std::size_t max_workers = 10000;
     std::size_t max_services = 10000;
+    // The largest message FRAME the broker accepts, in bytes (ZMQ_MAXMSGSIZE
+    // on its ROUTER socket; libzmq checks every frame on its own, so a
+    // message of many frames may be larger in all).  A peer that sends a
+    // bigger frame is disconnected by libzmq before the frame is read in
+    // full: nothing of that message reaches the broker (it is not counted
+    // anywhere), and the peer's socket reconnects as after any connection
+    // loss.  0 = no limit.  Not checked over inproc:// (libzmq).
+    std::int64_t max_message_size = ccp::kDefaultMaxMessageSize;
+    // Most client records kept at once (each holds a client id's sequence
+    // state; one socket can present any of 2^32 ids).  A new client id
+    // beyond it evicts the least recently used record with no open request
+    // (clients_evicted); the evicted client's next request is adopted like
+    // a new client's.  When every record has open requests the new client's
+    // request is answered "zb:busy" (refused_clients).  0 = no bound.
+    std::size_t max_clients = 100000;
+    // Most requests one client id may have open at once.  A request beyond
+    // it is answered at once with REPLY_FAILURE "zb:busy" (client_busy) and
+    // never reaches a worker, so one greedy client cannot fill the workers'
+    // queues and make other clients' requests time out.  0 = no bound.
+    std::size_t max_requests_per_client = 10000;
     // ZMQ_LINGER of the ROUTER socket, so that the last DISCONNECTs and
     // replies get out when the broker is destroyed.
     std::chrono::milliseconds linger{100};
@@ -141,6 +161,13 @@ class ConsensusBroker {
     std::uint64_t refused_workers = 0;
     std::uint64_t refused_services = 0;
     std::uint64_t clients_expired = 0;  // idle client records forgotten
+    // Idle client records forgotten to make room under max_clients.
+    std::uint64_t clients_evicted = 0;
+    // Requests answered "zb:busy": their client had max_requests_per_client
+    // requests open (client_busy), or they came from a new client id while
+    // max_clients records all had open requests (refused_clients).
+    std::uint64_t client_busy = 0;
+    std::uint64_t refused_clients = 0;
     // Client ids first seen at a sequence number other than 1 (a client that
     // outlived a broker restart or its idle record) and adopted there.
     std::uint64_t clients_adopted = 0;
@@ -203,6 +230,11 @@ class ConsensusBroker {
   // thread only; production code never calls them.
   void HandleForTesting(std::span<zmq::message_t> frames) { OnMessage(frames); }
   void SweepForTesting() { Sweep(); }
+  // Checks the broker's own bookkeeping: every open request counted by its
+  // client record, the idle list holding exactly the records without open
+  // requests, and the caps (max_clients, max_requests_per_client) held.
+  // An error says what is wrong.  Walks everything; for the fuzzer.
+  absl::Status CheckInvariantsForTesting() const;
 
  private:
   using Clock = Reactor::Clock;
@@ -225,6 +257,11 @@ class ConsensusBroker {
   Client* AcceptSequence(std::span<zmq::message_t> frames,
                          std::span<zmq::message_t> body,
                          const ccp::SequenceId& id, Clock::time_point now);
+  // The idle list of client records (open == 0), least recently used first.
+  void LinkIdle(Client* c);  // at the back: most recently used
+  void UnlinkIdle(Client* c);
+  // Forgets a record with no open request.
+  void EraseClient(Client* c);
   void OnReply(std::span<zmq::message_t> frames, std::span<zmq::message_t> body,
                const ccp::Header& h);
   void OnDisconnect(std::string_view identity, const ccp::Header& h);
@@ -278,6 +315,9 @@ class ConsensusBroker {
   absl::flat_hash_map<std::string, std::unique_ptr<Service>> services_;
   absl::flat_hash_map<std::string, std::unique_ptr<Worker>> workers_;
   absl::flat_hash_map<std::uint32_t, std::unique_ptr<Client>> clients_;
+  // Records without open requests, least recently used first.
+  Client* idle_head_ = nullptr;
+  Client* idle_tail_ = nullptr;
   absl::flat_hash_map<ccp::SequenceId, Request*> open_;
   // Open requests in arrival order = deadline order (one timeout for all).
   Request* fifo_head_ = nullptr;

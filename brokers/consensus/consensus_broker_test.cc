@@ -963,8 +963,11 @@ TEST_F(ConsensusBrokerTest, WorkerBusyIsCountedApartFromDroppedReplies) {
   auto stuck = NewWorker("svc");
   Peer client(ctx_, endpoint_);
   int failures_busy = 0, answers = 0;
-  for (std::uint64_t seq = 1; seq <= 3000 && failures_busy == 0; ++seq) {
-    client.Request("svc", {seq, 91}, {std::string(100, 'x')});
+  // 10 KiB requests: the queue is counted in messages (high-water mark
+  // 1000 at each end) but tcp's buffers between them in bytes; with small
+  // ones the kernel could take all of them and nothing was ever refused.
+  for (std::uint64_t seq = 1; seq <= 10000 && failures_busy == 0; ++seq) {
+    client.Request("svc", {seq, 91}, {std::string(10240, 'x')});
     // Read what has come back so far, without waiting.
     while (auto reply = client.Recv(milliseconds(0))) {
       ++answers;
@@ -980,6 +983,165 @@ TEST_F(ConsensusBrokerTest, WorkerBusyIsCountedApartFromDroppedReplies) {
   const auto stats = Stats();
   EXPECT_EQ(stats.worker_busy, static_cast<std::uint64_t>(failures_busy));
   EXPECT_EQ(stats.dropped_replies, 0u);  // every answer reached the client
+}
+
+// Issue 11.3: nothing set ZMQ_MAXMSGSIZE; one client pushed the broker to
+// 1.7 GB with 512 MiB frames.  A frame over max_message_size makes libzmq
+// drop that peer's connection before the frame is read; others are served.
+TEST_F(ConsensusBrokerTest, FrameOverMaxMessageSizeDropsOnlyThatPeer) {
+  auto options = TestOptions();
+  options.max_message_size = 1 << 20;
+  Start(options);  // tcp: libzmq checks the limit in its decoder
+  auto w = NewWorker("svc");
+  Peer big(ctx_, endpoint_);
+  big.Request("svc", {1, 60}, {std::string((1 << 20) + 1, 'x')});
+  Peer fine(ctx_, endpoint_);
+  fine.Request("svc", {1, 61}, {std::string(1 << 20, 'y')});  // at the limit
+  auto r = w->Recv();
+  ASSERT_TRUE(r.has_value());
+  EXPECT_EQ(r->sequence, (ccp::SequenceId{1, 61}));
+  w->Reply(*r, true, {"ok"});
+  auto reply = fine.Recv();
+  ASSERT_TRUE(reply.has_value());
+  EXPECT_EQ(reply->type, MessageType::kReplySuccess);
+  // The oversized one never reached the broker's code, let alone a worker.
+  EXPECT_TRUE(w->Silent(milliseconds(200)));
+  EXPECT_TRUE(big.Silent(milliseconds(10)));
+  const auto stats = Stats();
+  EXPECT_EQ(stats.requests, 1u);
+  EXPECT_EQ(stats.malformed, 0u);
+  // The dropped peer reconnects by itself and may go on, within the limit.
+  big.Request("svc", {2, 60}, {"small"});
+  r = w->Recv();
+  ASSERT_TRUE(r.has_value());
+  EXPECT_EQ(r->sequence, (ccp::SequenceId{2, 60}));
+}
+
+// Issue 11.4: one socket could create a record for any of 2^32 client ids
+// (200,000 ids = +18 MB).  max_clients caps them: the least recently used
+// record without open requests makes room; one with open requests is kept.
+TEST_F(ConsensusBrokerTest, ClientRecordsAreCappedLeastRecentlyUsedIdleFirst) {
+  auto options = TestOptions();
+  options.max_clients = 10;
+  Start(options);
+  auto w = NewWorker("svc");
+  Peer a(ctx_, endpoint_);
+  a.Request("svc", {1, 0xA000});  // stays open until `w` answers
+  auto held = w->Recv();
+  ASSERT_TRUE(held.has_value());
+  // Many ids from one socket, each answered (no workers for "none").
+  Peer flood(ctx_, endpoint_);
+  for (std::uint32_t id = 1; id <= 1000; ++id) {
+    flood.Request("none", {1, id});
+    auto reply = flood.Recv();
+    ASSERT_TRUE(reply.has_value());
+    EXPECT_EQ(reply->payload.at(0), ccp::kReasonNoWorkers);
+  }
+  auto stats = Stats();
+  EXPECT_EQ(OnBroker([](ConsensusBroker& b) { return b.client_count(); }), 10u);
+  EXPECT_EQ(stats.clients_evicted, 1001u - 10u);
+  // `a` kept its record (its request is open): the sequence rules still
+  // apply to it, so a gap is refused rather than adopted.
+  w->Reply(*held, true, {"ok"});
+  auto reply = a.Recv();
+  ASSERT_TRUE(reply.has_value());
+  EXPECT_EQ(reply->type, MessageType::kReplySuccess);
+  a.Request("svc", {5, 0xA000});
+  reply = a.Recv();
+  ASSERT_TRUE(reply.has_value());
+  EXPECT_EQ(reply->payload.at(0), ccp::kReasonBadSequence);
+
+  // Least recently used first: the flood's records left are 992..1000 (all
+  // idle); 992 is used again, so a new id evicts 993.
+  flood.Request("none", {2, 992});
+  ASSERT_TRUE(flood.Recv().has_value());
+  flood.Request("none", {1, 5000});
+  ASSERT_TRUE(flood.Recv().has_value());
+  const std::uint64_t adopted = Stats().clients_adopted;
+  flood.Request("none", {9, 992});  // known: a gap is refused
+  reply = flood.Recv();
+  ASSERT_TRUE(reply.has_value());
+  EXPECT_EQ(reply->payload.at(0), ccp::kReasonBadSequence);
+  flood.Request("none", {9, 993});  // evicted: adopted like a new client
+  reply = flood.Recv();
+  ASSERT_TRUE(reply.has_value());
+  EXPECT_EQ(reply->payload.at(0), ccp::kReasonNoWorkers);
+  EXPECT_EQ(Stats().clients_adopted, adopted + 1);
+}
+
+// Issue 11.4: when every record has an open request, a new client id is
+// answered "zb:busy" (nothing to evict) and counted.
+TEST_F(ConsensusBrokerTest, NewClientIsBusyWhenEveryRecordHasOpenRequests) {
+  auto options = TestOptions();
+  options.max_clients = 2;
+  Start(options);
+  auto w = NewWorker("svc");
+  Peer c(ctx_, endpoint_);
+  c.Request("svc", {1, 1});
+  c.Request("svc", {1, 2});
+  ASSERT_TRUE(w->Recv().has_value());
+  ASSERT_TRUE(w->Recv().has_value());
+  c.Request("svc", {1, 3});
+  auto reply = c.Recv();
+  ASSERT_TRUE(reply.has_value());
+  EXPECT_EQ(reply->type, MessageType::kReplyFailure);
+  EXPECT_EQ(reply->sequence, (ccp::SequenceId{1, 3}));
+  EXPECT_EQ(reply->payload.at(0), ccp::kReasonBusy);
+  EXPECT_TRUE(w->Silent(milliseconds(50)));  // it never reached the worker
+  const auto stats = Stats();
+  EXPECT_EQ(stats.refused_clients, 1u);
+  EXPECT_EQ(stats.clients_evicted, 0u);
+  EXPECT_EQ(OnBroker([](ConsensusBroker& b) { return b.client_count(); }), 2u);
+}
+
+// Issue 11.5: one client with ~1.6 million requests outstanding left a
+// well-behaved client with 1,995 failures out of 2,000.  A greedy client
+// now gets "zb:busy" beyond max_requests_per_client, so the worker's
+// backlog stays short and the other client's requests all succeed.
+TEST_F(ConsensusBrokerTest, GreedyClientCannotMakeAnotherClientFail) {
+  auto options = TestOptions();
+  options.max_requests_per_client = 100;
+  options.request_timeout = milliseconds(2000);
+  Start(options);
+  // A worker that takes 1 ms per request, answering in arrival order.
+  auto w = NewWorker("svc");
+  std::atomic<bool> stop{false};
+  std::thread worker([&] {
+    while (!stop) {
+      auto r = w->Recv(milliseconds(20));
+      if (!r) continue;
+      std::this_thread::sleep_for(milliseconds(1));
+      w->Reply(*r, true, {"ok"});
+    }
+  });
+  // The greedy client floods 20,000 requests and never reads its answers.
+  std::atomic<int> sent{0};
+  std::thread greedy([&] {
+    Peer g(ctx_, endpoint_);
+    for (std::uint64_t seq = 1; seq <= 20000 && !stop; ++seq) {
+      g.Request("svc", {seq, 0x6eed});
+      ++sent;
+    }
+    while (!stop) std::this_thread::sleep_for(milliseconds(5));
+  });
+  ASSERT_TRUE(WaitFor([&] { return sent >= 2000; }));
+  // The well-behaved client: 20 requests at once.
+  Peer fine(ctx_, endpoint_);
+  for (std::uint64_t seq = 1; seq <= 20; ++seq) {
+    fine.Request("svc", {seq, 0xf1e});
+  }
+  int success = 0, failure = 0;
+  while (success + failure < 20) {
+    auto reply = fine.Recv();
+    if (!reply) break;
+    (reply->type == MessageType::kReplySuccess ? success : failure)++;
+  }
+  stop = true;
+  greedy.join();
+  worker.join();
+  EXPECT_EQ(success, 20);
+  EXPECT_EQ(failure, 0);
+  EXPECT_GT(Stats().client_busy, 0u);
 }
 
 TEST_F(ConsensusBrokerTest, ReadyForAnotherServiceMovesTheWorker) {

@@ -178,6 +178,9 @@ absl::Status ConsensusWorker::open_socket() {
     // Closing a socket on reconnect drops what is queued for a broker that
     // is gone; shutdown() raises the linger for its DISCONNECT.
     socket_->set(zmq::sockopt::linger, 0);
+    socket_->set(zmq::sockopt::maxmsgsize, options_.max_message_size > 0
+                                               ? options_.max_message_size
+                                               : std::int64_t{-1});
     SetIpv6For(*socket_, endpoint_);
     if (options_.curve) {
       if (absl::Status s = ApplyCurveClient(*socket_, *options_.curve);

@@ -102,6 +102,14 @@ struct ConsensusWorkerOptions {
   // once (which would make a refused worker spin).
   std::chrono::milliseconds refusal_backoff{100};
   std::chrono::milliseconds refusal_backoff_max{10000};
+  // ZMQ_MAXMSGSIZE of the worker's socket: the largest frame, in bytes, it
+  // accepts from the broker; 0 = no limit.  libzmq checks it per frame,
+  // before allocating, and drops the connection when a bigger one arrives.
+  // libzmq 4.3 does not reconnect a connection it dropped that way: the
+  // request is lost (the broker fails it at its deadline) and the worker
+  // reconnects when the broker has been silent for interval x retries.  Not
+  // checked over inproc://.  The broker's default (16 MiB).
+  std::int64_t max_message_size = ccp::kDefaultMaxMessageSize;
 };
 
 class ConsensusWorker {

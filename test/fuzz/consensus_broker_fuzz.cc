@@ -24,7 +24,10 @@
 //   - requests == replies_success + replies_failure + open_requests();
 //   - registered workers (workers_per_service) == joined - left - expired,
 //     at most one per identity; a service without workers has open requests;
-//   - client records <= distinct client ids presented;
+//   - client records <= distinct client ids presented, and the broker's
+//     own bookkeeping (ConsensusBroker::CheckInvariantsForTesting: open
+//     requests per client record, the idle list, max_clients and
+//     max_requests_per_client, which the options set from 0 to 3);
 //   - everything the broker sends parses (ccp::ParseHeader);
 //   - every reply a peer receives answers a REQUEST that peer sent with the
 //     same sequence id, and no more often than it sent it (nothing lost to a
@@ -135,6 +138,10 @@ class Harness {
                                       ? std::chrono::milliseconds(0)
                                       : std::chrono::hours(1);
     options.max_frames = in_.ConsumeBool() ? 8 : 4096;
+    // Caps small enough for a few operations to reach them (0 = no bound).
+    options.max_clients = in_.ConsumeIntegralInRange<std::size_t>(0, 3);
+    options.max_requests_per_client =
+        in_.ConsumeIntegralInRange<std::size_t>(0, 3);
     options.sweep_interval = std::chrono::hours(1);  // the harness sweeps
     options.linger = std::chrono::milliseconds(0);
     options.log = [](zb::ConsensusBroker::Severity, std::string_view) {};
@@ -438,6 +445,9 @@ class Harness {
     Check(workers <= peers_.size(), "more workers than identities");
     Check(broker.client_count() <= clients_seen_.size(),
           "more client records than client ids presented");
+    if (absl::Status st = broker.CheckInvariantsForTesting(); !st.ok()) {
+      Fail(std::string(st.message()));
+    }
   }
 
   FuzzedDataProvider& in_;
