@@ -119,7 +119,7 @@ std::string TomlInt(Int n) {
 
 // The schema: every key the file may hold.  Adding a key here makes it
 // accepted in the file and, with a flag name, on the command line.
-const std::array<KeySpec, 25> kKeys = {{
+const std::array<KeySpec, 32> kKeys = {{
     {"daemon", "log_level", Kind::kLogLevel, "--log-level",
      [](DaemonConfig& c, Value&& v) { c.log_level = v.level; },
      [](const DaemonConfig& c) { return Toml(LogLevelName(c.log_level)); }},
@@ -275,6 +275,64 @@ const std::array<KeySpec, 25> kKeys = {{
      [](const DaemonConfig& c) {
        return Toml(c.consensus.client_expiry.value_or(
            kConsensusDefaults.client_idle_timeout));
+     }},
+    {"consensus", "max_heartbeat_interval", Kind::kPositiveDuration,
+     "--consensus-max-heartbeat-interval",
+     [](DaemonConfig& c, Value&& v) {
+       c.consensus.max_heartbeat_interval = v.duration;
+     },
+     [](const DaemonConfig& c) {
+       return Toml(c.consensus.max_heartbeat_interval.value_or(
+           kConsensusDefaults.max_heartbeat_interval));
+     }},
+    {"consensus", "max_heartbeat_retries", Kind::kPositiveInt,
+     "--consensus-max-heartbeat-retries",
+     [](DaemonConfig& c, Value&& v) {
+       c.consensus.max_heartbeat_retries = v.integer;
+     },
+     [](const DaemonConfig& c) {
+       return TomlInt(c.consensus.max_heartbeat_retries.value_or(
+           kConsensusDefaults.max_heartbeat_retries));
+     }},
+    {"consensus", "max_workers", Kind::kNonNegativeInt,
+     "--consensus-max-workers",
+     [](DaemonConfig& c, Value&& v) { c.consensus.max_workers = v.integer; },
+     [](const DaemonConfig& c) {
+       return TomlInt(c.consensus.max_workers.value_or(
+           static_cast<std::int64_t>(kConsensusDefaults.max_workers)));
+     }},
+    {"consensus", "max_services", Kind::kNonNegativeInt,
+     "--consensus-max-services",
+     [](DaemonConfig& c, Value&& v) { c.consensus.max_services = v.integer; },
+     [](const DaemonConfig& c) {
+       return TomlInt(c.consensus.max_services.value_or(
+           static_cast<std::int64_t>(kConsensusDefaults.max_services)));
+     }},
+    {"consensus", "max_clients", Kind::kNonNegativeInt,
+     "--consensus-max-clients",
+     [](DaemonConfig& c, Value&& v) { c.consensus.max_clients = v.integer; },
+     [](const DaemonConfig& c) {
+       return TomlInt(c.consensus.max_clients.value_or(
+           static_cast<std::int64_t>(kConsensusDefaults.max_clients)));
+     }},
+    {"consensus", "max_requests_per_client", Kind::kNonNegativeInt,
+     "--consensus-max-requests-per-client",
+     [](DaemonConfig& c, Value&& v) {
+       c.consensus.max_requests_per_client = v.integer;
+     },
+     [](const DaemonConfig& c) {
+       return TomlInt(c.consensus.max_requests_per_client.value_or(
+           static_cast<std::int64_t>(
+               kConsensusDefaults.max_requests_per_client)));
+     }},
+    {"consensus", "max_message_size", Kind::kNonNegativeInt,
+     "--consensus-max-message-size",
+     [](DaemonConfig& c, Value&& v) {
+       c.consensus.max_message_size = v.integer;
+     },
+     [](const DaemonConfig& c) {
+       return TomlInt(c.consensus.max_message_size.value_or(
+           kConsensusDefaults.max_message_size));
      }},
 }};
 
@@ -650,10 +708,15 @@ absl::StatusOr<CommandLine> ParseCommandLine(
         rest.remove_prefix(comma + 1);
       }
     } else {
-      // A flag may set the same key in several brokers' tables (e.g.
-      // --max-message-size): one override per key that names it.
+      // A flag may set the same key in several brokers' tables: one
+      // override per key that names it.  --max-message-size sets every
+      // broker's max_message_size (consensus's own flag is
+      // --consensus-max-message-size).
       for (const KeySpec& k : kKeys) {
-        if (k.flag != flag) continue;
+        if (k.flag != flag &&
+            !(flag == "--max-message-size" && k.key == "max_message_size")) {
+          continue;
+        }
         cli.overrides.push_back(
             {KeyName(k), std::string(typed), std::string(*value)});
       }
@@ -988,6 +1051,25 @@ Consensus tuning:
   --request-deadline DURATION     a request fails when not done by then [%s]
   --client-expiry DURATION        idle client records are forgotten
                                   after [%s]
+  --consensus-max-heartbeat-interval DURATION
+                                  longest heartbeat interval a READY may
+                                  announce; beyond: refused [%s]
+  --consensus-max-heartbeat-retries N
+                                  most heartbeat retries a READY may
+                                  announce; beyond: refused [%d]
+  --consensus-max-workers N       most workers registered at once,
+                                  0 = no bound [%d]
+  --consensus-max-services N      most services known at once,
+                                  0 = no bound [%d]
+  --consensus-max-clients N       most client records; a new one evicts the
+                                  least recently used idle one,
+                                  0 = no bound [%d]
+  --consensus-max-requests-per-client N
+                                  most requests open per client id; beyond:
+                                  zb:busy, 0 = no bound [%d]
+  --consensus-max-message-size BYTES
+                                  largest frame a peer may send; bigger: the
+                                  peer is disconnected, 0 = no limit [%d]
 
   -h, --help                 this text
   --version                  print the version
@@ -1008,7 +1090,9 @@ a usage or config error.
       dur(m.queue_expiry), m.max_redispatch, dur(m.reply_timeout),
       m.max_services, m.max_workers, m.max_requests_per_client,
       m.max_message_size, m.worker_prefetch, dur(c.request_timeout),
-      dur(c.client_idle_timeout));
+      dur(c.client_idle_timeout), dur(c.max_heartbeat_interval),
+      c.max_heartbeat_retries, c.max_workers, c.max_services, c.max_clients,
+      c.max_requests_per_client, c.max_message_size);
 }
 
 }  // namespace zb

@@ -42,6 +42,13 @@
 //   curve_endpoints = ["tcp://*:5566"]
 //   request_deadline = "5s"
 //   client_expiry = "5m"
+//   max_heartbeat_interval = "60s" # a READY above it is refused
+//   max_heartbeat_retries = 10
+//   max_workers = 10000            # 0 = no bound
+//   max_services = 10000           # 0 = no bound
+//   max_clients = 100000           # 0 = no bound
+//   max_requests_per_client = 10000  # 0 = no bound
+//   max_message_size = 16777216    # bytes per frame; 0 = no limit
 //
 // Durations are strings with a unit ("250ms", "5s", "1m30s"; resolution 1 ms).
 // A broker tuning key that is absent keeps that broker's own default (the
@@ -137,6 +144,15 @@ struct ConsensusSettings {
   std::optional<std::chrono::milliseconds> request_deadline;
   // Idle client sequence records are forgotten after this long.
   std::optional<std::chrono::milliseconds> client_expiry;
+  // The rest are ConsensusBroker::Options of the same names (0 = no bound
+  // for the caps and the message size).
+  std::optional<std::chrono::milliseconds> max_heartbeat_interval;
+  std::optional<std::int64_t> max_heartbeat_retries;
+  std::optional<std::int64_t> max_workers;
+  std::optional<std::int64_t> max_services;
+  std::optional<std::int64_t> max_clients;
+  std::optional<std::int64_t> max_requests_per_client;
+  std::optional<std::int64_t> max_message_size;
 };
 
 struct DaemonConfig {

@@ -84,6 +84,13 @@ worker_prefetch = 8
 endpoints = ["tcp://127.0.0.1:5556"]
 request_deadline = "3s"
 client_expiry = "10m"
+max_heartbeat_interval = "30s"
+max_heartbeat_retries = 5
+max_workers = 11
+max_services = 12
+max_clients = 13
+max_requests_per_client = 14
+max_message_size = 8192
 )";
 
 TEST(ConfigFileTest, GoodFileSetsEveryKey) {
@@ -110,6 +117,44 @@ TEST(ConfigFileTest, GoodFileSetsEveryKey) {
   EXPECT_THAT(c->consensus.endpoints, ElementsAre("tcp://127.0.0.1:5556"));
   EXPECT_EQ(c->consensus.request_deadline, milliseconds(3000));
   EXPECT_EQ(c->consensus.client_expiry, milliseconds(600'000));
+  EXPECT_EQ(c->consensus.max_heartbeat_interval, milliseconds(30'000));
+  EXPECT_EQ(c->consensus.max_heartbeat_retries, 5);
+  EXPECT_EQ(c->consensus.max_workers, 11);
+  EXPECT_EQ(c->consensus.max_services, 12);
+  EXPECT_EQ(c->consensus.max_clients, 13);
+  EXPECT_EQ(c->consensus.max_requests_per_client, 14);
+  EXPECT_EQ(c->consensus.max_message_size, 8192);
+}
+
+// Issue 11 (items 2-5): the consensus broker's bounds are flags too, named
+// --consensus-<key>; 0 turns the caps off; a bad value names the flag.
+TEST(CommandLineTest, ConsensusBoundsFlags) {
+  absl::StatusOr<CommandLine> cli = Parse(
+      {"--consensus", "tcp://*:1", "--consensus-max-heartbeat-interval=2s",
+       "--consensus-max-heartbeat-retries", "4", "--consensus-max-workers", "0",
+       "--consensus-max-services=3", "--consensus-max-clients", "500",
+       "--consensus_max_requests_per_client", "7",
+       "--consensus-max-message-size", "0"});
+  ASSERT_TRUE(cli.ok()) << cli.status();
+  absl::StatusOr<DaemonConfig> c = BuildConfig(*cli);
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->consensus.max_heartbeat_interval, milliseconds(2000));
+  EXPECT_EQ(c->consensus.max_heartbeat_retries, 4);
+  EXPECT_EQ(c->consensus.max_workers, 0);
+  EXPECT_EQ(c->consensus.max_services, 3);
+  EXPECT_EQ(c->consensus.max_clients, 500);
+  EXPECT_EQ(c->consensus.max_requests_per_client, 7);
+  EXPECT_EQ(c->consensus.max_message_size, 0);
+  for (const auto& [flag, value] :
+       std::vector<std::pair<std::string, std::string>>{
+           {"--consensus-max-heartbeat-interval", "0s"},
+           {"--consensus-max-heartbeat-retries", "0"},
+           {"--consensus-max-clients", "-1"},
+           {"--consensus-max-message-size", "big"}}) {
+    cli = Parse({"--consensus", "tcp://*:1", flag.c_str(), value.c_str()});
+    ASSERT_TRUE(cli.ok()) << cli.status();
+    EXPECT_THAT(BuildConfig(*cli).status().message(), HasSubstr(flag));
+  }
 }
 
 TEST(ConfigFileTest, EmptyFileKeepsDefaults) {
@@ -396,6 +441,14 @@ TEST(BuildConfigTest, ClientLimitAndMessageSizeFlagsOverrideTheFile) {
   ASSERT_TRUE(c.ok()) << c.status();
   EXPECT_EQ(c->majordomo.max_requests_per_client, 9);  // the file says 500
   EXPECT_EQ(c->majordomo.max_message_size, 4096);      // the file says 1 MiB
+  EXPECT_EQ(c->consensus.max_message_size, 4096);      // every broker's: 8 KiB
+  cli = Parse(
+      {"--config", file.path().c_str(), "--consensus-max-message-size", "100"});
+  ASSERT_TRUE(cli.ok()) << cli.status();
+  c = BuildConfig(*cli);
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->consensus.max_message_size, 100);
+  EXPECT_EQ(c->majordomo.max_message_size, 1 << 20);  // the file's
 }
 
 TEST(BuildConfigTest, FlagsOverrideTheFile) {
@@ -580,6 +633,16 @@ TEST(UsageTest, PrintsEveryDefault) {
       {"--worker-prefetch", absl::StrCat("[", mdp.worker_prefetch, "]")},
       {"--request-deadline", ms(ccp.request_timeout)},
       {"--client-expiry", ms(ccp.client_idle_timeout)},
+      {"--consensus-max-heartbeat-interval", ms(ccp.max_heartbeat_interval)},
+      {"--consensus-max-heartbeat-retries",
+       absl::StrCat("[", ccp.max_heartbeat_retries, "]")},
+      {"--consensus-max-workers", absl::StrCat("[", ccp.max_workers, "]")},
+      {"--consensus-max-services", absl::StrCat("[", ccp.max_services, "]")},
+      {"--consensus-max-clients", absl::StrCat("[", ccp.max_clients, "]")},
+      {"--consensus-max-requests-per-client",
+       absl::StrCat("[", ccp.max_requests_per_client, "]")},
+      {"--consensus-max-message-size",
+       absl::StrCat("[", ccp.max_message_size, "]")},
   };
   for (const auto& [flag, value] : expected) {
     EXPECT_THAT(UsageLine(usage, flag), HasSubstr(value)) << flag;

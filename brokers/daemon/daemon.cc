@@ -146,6 +146,15 @@ BrokerSnapshot SnapshotOf(const ConsensusBroker& broker) {
       {"workers_left", s.workers_left},
       {"workers_expired", s.workers_expired},
       {"clients_expired", s.clients_expired},
+      {"clients_adopted", s.clients_adopted},
+      {"clients_evicted", s.clients_evicted},
+      {"client_busy", s.client_busy},
+      {"refused_clients", s.refused_clients},
+      {"worker_busy", s.worker_busy},
+      {"refused_heartbeat", s.refused_heartbeat},
+      {"refused_workers", s.refused_workers},
+      {"refused_services", s.refused_services},
+      {"malformed_requests", s.malformed_requests},
   };
   for (auto& [name, workers] : broker.workers_per_service()) {
     out.services.push_back({std::move(name), workers, 0});
@@ -419,6 +428,20 @@ absl::Status Daemon::Impl::StartConsensus() {
   const ConsensusSettings& s = config.consensus;
   if (s.request_deadline) options.request_timeout = *s.request_deadline;
   if (s.client_expiry) options.client_idle_timeout = *s.client_expiry;
+  if (s.max_heartbeat_interval) {
+    options.max_heartbeat_interval = *s.max_heartbeat_interval;
+  }
+  if (s.max_heartbeat_retries) {
+    options.max_heartbeat_retries = static_cast<int>(*s.max_heartbeat_retries);
+  }
+  auto size = [](std::int64_t n) { return static_cast<std::size_t>(n); };
+  if (s.max_workers) options.max_workers = size(*s.max_workers);
+  if (s.max_services) options.max_services = size(*s.max_services);
+  if (s.max_clients) options.max_clients = size(*s.max_clients);
+  if (s.max_requests_per_client) {
+    options.max_requests_per_client = size(*s.max_requests_per_client);
+  }
+  if (s.max_message_size) options.max_message_size = *s.max_message_size;
   spdlog::logger* lg = log.get();
   options.log = [lg](ConsensusBroker::Severity severity, std::string_view s) {
     switch (severity) {

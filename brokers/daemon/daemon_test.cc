@@ -215,6 +215,76 @@ TEST(DaemonTest, ServesBothBrokersPublishesMetricsAndDrains) {
   EXPECT_THAT(logged, HasSubstr("stopped"));
 }
 
+// Issue 11 (items 3 and 5): the consensus bounds given in the config reach
+// the broker -- a frame over consensus.max_message_size gets its peer
+// disconnected unanswered, a request beyond max_requests_per_client is
+// answered zb:busy -- and the refusals reach the metrics.
+TEST(DaemonTest, ConsensusBoundsFromTheConfigReachTheBroker) {
+  CapturedLog log;
+  DaemonConfig config = LoopbackConfig();
+  config.consensus.max_message_size = 4096;
+  config.consensus.max_requests_per_client = 1;
+  absl::StatusOr<std::unique_ptr<Daemon>> d = Daemon::Start(config, log.logger);
+  ASSERT_TRUE(d.ok()) << d.status();
+  Daemon& daemon = **d;
+  const std::string ep = daemon.consensus_endpoints().at(0);
+  zmq::context_t ctx;
+  // A request with a 5000-byte frame is never answered (it would be
+  // zb:no-workers); the next one, within the limit, is.
+  const std::string id("\0\0\0\0\0\0\0\1\0\0\0\x2a", 12);
+  EXPECT_TRUE(
+      RoundTrip(ctx, zmq::socket_type::dealer, ep,
+                {"", "CCp100", "\x03", "nobody", id, std::string(5000, 'x')})
+          .empty());
+  EXPECT_FALSE(
+      RoundTrip(ctx, zmq::socket_type::dealer, ep,
+                {"", "CCp100", "\x03", "nobody", id, std::string(4096, 'x')})
+          .empty());
+  // A worker that never answers holds the client's first request open.
+  zmq::socket_t worker(ctx, zmq::socket_type::dealer);
+  worker.set(zmq::sockopt::linger, 0);
+  worker.set(zmq::sockopt::rcvtimeo, 5000);
+  worker.connect(ep);
+  SendAll(worker, {"", "CCp100", "\x01", "svc", std::string("\0\0\x03\xe8", 4),
+                   "\x0a"});  // 1 s x 10: the most the broker allows
+  zmq::socket_t client(ctx, zmq::socket_type::dealer);
+  client.set(zmq::sockopt::linger, 0);
+  client.set(zmq::sockopt::rcvtimeo, 5000);
+  client.connect(ep);
+  auto seq = [](std::uint8_t n) {
+    return std::string("\0\0\0\0\0\0\0", 7) + std::string(1, char(n)) +
+           std::string("\0\0\0\x2b", 4);
+  };
+  // The worker is registered once the metrics show it.
+  const std::string registered =
+      ScrapeUntil(daemon.metrics_port(), [](const std::string& t) {
+        return t.find("zb_workers{broker=\"consensus\",service=\"svc\"} 1") !=
+               std::string::npos;
+      });
+  ASSERT_THAT(registered,
+              HasSubstr("zb_workers{broker=\"consensus\",service=\"svc\"} 1"));
+  std::uint8_t n = 0;
+  SendAll(client, {"", "CCp100", "\x03", "svc", seq(++n), "a"});
+  ASSERT_FALSE(RecvAll(worker).empty());  // open at the worker
+  SendAll(client, {"", "CCp100", "\x03", "svc", seq(++n), "b"});
+  const std::vector<std::string> busy = RecvAll(client);
+  ASSERT_GE(busy.size(), 6u);
+  EXPECT_EQ(busy[2], "\x05");
+  EXPECT_EQ(busy[5], "zb:busy");
+  const std::string text =
+      ScrapeUntil(daemon.metrics_port(), [](const std::string& t) {
+        return Sample(t,
+                      "zb_events_total{broker=\"consensus\",event=\"client_"
+                      "busy\"}") >= 1;
+      });
+  EXPECT_EQ(
+      Sample(text,
+             "zb_events_total{broker=\"consensus\",event=\"client_busy\"}"),
+      1);
+  daemon.Shutdown();
+  EXPECT_TRUE(WaitBounded(daemon, std::chrono::seconds(15)).ok());
+}
+
 // The consensus broker's answered requests reach the latency histogram, and
 // its drain ends as soon as the last open request is answered -- long before
 // the grace period -- because the broker calls back instead of being polled.
