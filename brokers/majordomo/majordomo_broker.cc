@@ -374,18 +374,8 @@ class MajordomoBroker::Impl {
       OnMmi(identity, m);
       return;
     }
-    Service* service = FindOrCreateService(m.service);
-    if (service == nullptr) {
-      ++stats_.dropped_max_services;
-      if (refused_log_.Admit(now_)) {
-        Log(LogLevel::kWarning,
-            absl::StrCat("dropped a request from ", Printable(View(identity)),
-                         " for new service ", Quoted(m.service),
-                         ": max_services (", options_.max_services, ") reached",
-                         refused_log_.SuppressedNote()));
-      }
-      return;
-    }
+    // Before the service lookup, which may create the service: a dropped
+    // request must not leave an empty service behind.
     Client* client = FindOrAddClient(View(identity));
     if (options_.max_requests_per_client != 0 &&
         client->open >= options_.max_requests_per_client) {
@@ -396,6 +386,18 @@ class MajordomoBroker::Impl {
                          " for service ", Quoted(m.service),
                          ": max_requests_per_client (",
                          options_.max_requests_per_client, ") reached",
+                         refused_log_.SuppressedNote()));
+      }
+      return;
+    }
+    Service* service = FindOrCreateService(m.service);
+    if (service == nullptr) {
+      ++stats_.dropped_max_services;
+      if (refused_log_.Admit(now_)) {
+        Log(LogLevel::kWarning,
+            absl::StrCat("dropped a request from ", Printable(View(identity)),
+                         " for new service ", Quoted(m.service),
+                         ": max_services (", options_.max_services, ") reached",
                          refused_log_.SuppressedNote()));
       }
       return;
