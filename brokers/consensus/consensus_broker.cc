@@ -9,6 +9,7 @@
 
 #include "absl/strings/str_format.h"
 #include "brokers/common/endpoint.h"
+#include "brokers/common/log_text.h"
 
 namespace zb {
 namespace {
@@ -18,22 +19,6 @@ using ccp::MessageType;
 // The service frame of the answer to a malformed REQUEST whose own service
 // name no client could parse (empty or too long).
 constexpr std::string_view kMalformedService = "zb:malformed";
-
-// Identities and service names in log lines: printable ASCII as is, anything
-// else (libzmq's generated identities start with a zero byte) as hex.
-std::string Printable(std::string_view bytes) {
-  const bool printable =
-      !bytes.empty() && std::all_of(bytes.begin(), bytes.end(), [](char c) {
-        return c > 0x20 && c < 0x7f;
-      });
-  if (printable && bytes.size() <= 64) return std::string(bytes);
-  std::string out = "0x";
-  for (std::size_t i = 0; i < bytes.size() && i < 32; ++i) {
-    absl::StrAppendFormat(&out, "%02x", static_cast<unsigned char>(bytes[i]));
-  }
-  if (bytes.size() > 32) out += "...";
-  return out;
-}
 
 // Debian's abseil has its own absl::string_view (not std::string_view);
 // heterogeneous map lookups need that type.
@@ -320,7 +305,7 @@ void ConsensusBroker::OnReady(std::span<zmq::message_t> frames,
     Log(Severity::kInfo,
         absl::StrFormat("worker %s joined service %s (heartbeat %d ms x %d); "
                         "%d worker(s)%s",
-                        Printable(identity), Printable(service->name),
+                        PrintableIdentity(identity), QuotedText(service->name),
                         h.heartbeat_interval_ms, h.heartbeat_retries,
                         service->workers.size(), joins_log_.SuppressedNote()));
   }
@@ -339,7 +324,8 @@ void ConsensusBroker::RefuseReady(std::span<zmq::message_t> frames,
   if (refused_log_.Admit(Clock::now())) {
     Log(Severity::kWarning,
         absl::StrFormat("refused READY from %s for service %s: %s%s",
-                        Printable(View(frames[0])), Printable(h.service), why,
+                        PrintableIdentity(View(frames[0])),
+                        QuotedText(h.service), why,
                         refused_log_.SuppressedNote()));
   }
 }
@@ -378,8 +364,9 @@ void ConsensusBroker::OnRequest(std::span<zmq::message_t> frames,
   auto sit = services_.find(Key(h.service));
   if (sit == services_.end() || sit->second->workers.empty()) {
     ++stats_.no_workers;
-    FailNow(frames, body, ccp::kReasonNoWorkers,
-            absl::StrFormat("no workers for service %s", Printable(h.service)));
+    FailNow(
+        frames, body, ccp::kReasonNoWorkers,
+        absl::StrFormat("no workers for service %s", QuotedText(h.service)));
     return;
   }
   Service* service = sit->second.get();
@@ -457,7 +444,7 @@ void ConsensusBroker::OnRequest(std::span<zmq::message_t> frames,
     ++stats_.worker_busy;
     Fail(r, ccp::kReasonWorkerBusy,
          absl::StrFormat("a worker of service %s has a full queue",
-                         Printable(service->name)));
+                         QuotedText(service->name)));
   }
   // RemoveWorker completes `r` when no worker is left to answer it.  `r` and
   // `service` must not be touched after this point.
@@ -722,7 +709,7 @@ void ConsensusBroker::FailWithWorkerPayload(Request* r,
     Fail(r, ccp::kReasonWorkerFailed,
          absl::StrFormat("a worker of service %s answered failure without a "
                          "reason",
-                         Printable(r->service->name)));
+                         QuotedText(r->service->name)));
     return;
   }
   out_.clear();
@@ -805,7 +792,7 @@ void ConsensusBroker::RemoveWorker(Worker* w, Leave why) {
           Fail(r, ccp::kReasonWorkerLeft,
                absl::StrFormat("every worker of service %s left before "
                                "answering",
-                               Printable(service->name)));
+                               QuotedText(service->name)));
         }
       }
       break;
@@ -842,8 +829,8 @@ void ConsensusBroker::RemoveWorker(Worker* w, Leave why) {
   if (leaves_log_.Admit(Clock::now())) {
     Log(Severity::kInfo,
         absl::StrFormat("worker %s %s; service %s has %d worker(s)%s",
-                        Printable(w->identity), reason,
-                        Printable(service->name), service->workers.size(),
+                        PrintableIdentity(w->identity), reason,
+                        QuotedText(service->name), service->workers.size(),
                         leaves_log_.SuppressedNote()));
   }
 
@@ -953,8 +940,9 @@ void ConsensusBroker::NoteMalformed(std::string_view identity,
   ++stats_.malformed;
   if (malformed_log_.Admit(Clock::now())) {
     Log(Severity::kWarning,
-        absl::StrFormat("malformed message from %s: %s%s", Printable(identity),
-                        error.message(), malformed_log_.SuppressedNote()));
+        absl::StrFormat("malformed message from %s: %s%s",
+                        PrintableIdentity(identity), error.message(),
+                        malformed_log_.SuppressedNote()));
   }
 }
 

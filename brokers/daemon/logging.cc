@@ -179,29 +179,4 @@ std::shared_ptr<spdlog::logger> MakeDaemonLogger(LogLevel level,
                           std::make_shared<spdlog::sinks::stderr_sink_mt>());
 }
 
-std::string PrintableId(std::string_view bytes) {
-  if (bytes.empty()) return "\"\"";
-  constexpr std::size_t kMax = 64;
-  const bool truncated = bytes.size() > kMax;
-  if (truncated) bytes = bytes.substr(0, kMax);
-  bool printable = true;
-  for (char c : bytes) {
-    printable = printable && c >= 0x21 && c <= 0x7e;
-  }
-  std::string out;
-  if (printable) {
-    out.assign(bytes);
-  } else {
-    static constexpr char kHex[] = "0123456789abcdef";
-    out.reserve(bytes.size() * 2 + 3);
-    for (char c : bytes) {
-      const auto b = static_cast<unsigned char>(c);
-      out.push_back(kHex[b >> 4]);
-      out.push_back(kHex[b & 0xf]);
-    }
-  }
-  if (truncated) out += "...";
-  return out;
-}
-
 }  // namespace zb

@@ -5,7 +5,10 @@
 //   std::shared_ptr<spdlog::logger> log = zb::MakeDaemonLogger(
 //       zb::LogLevel::kInfo);
 //   log->info("majordomo: worker {} joined service {}",
-//             zb::PrintableId(identity), service);
+//             zb::PrintableIdentity(identity), zb::QuotedText(service));
+//
+// (Peer-chosen bytes are written with brokers/common/log_text.h, the one
+// format of both brokers.)
 //
 // Every line goes to stderr, in one of two formats (log_format):
 //
@@ -62,12 +65,6 @@ void SetLogFormat(spdlog::logger& logger, LogFormat format);
 // `text` as the inside of a JSON string (no quotes around it): see the
 // escaping rules above.
 std::string JsonEscape(std::string_view text);
-
-// A socket identity or service name made safe for a log line: printable
-// ASCII is kept as is; anything else (libzmq's generated identities start
-// with a zero byte) is written as hex.  At most 64 input bytes are shown,
-// then "...".
-std::string PrintableId(std::string_view bytes);
 
 }  // namespace zb
 

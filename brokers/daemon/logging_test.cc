@@ -19,23 +19,6 @@ using ::testing::HasSubstr;
 using ::testing::MatchesRegex;
 using ::testing::Not;
 
-TEST(PrintableIdTest, KeepsPrintableAscii) {
-  EXPECT_EQ(PrintableId("worker-1"), "worker-1");
-}
-
-TEST(PrintableIdTest, HexForBinary) {
-  // libzmq's generated identities: a zero byte and four random bytes.
-  EXPECT_EQ(PrintableId(std::string_view("\x00\x6b\x8b\x45\x67", 5)),
-            "006b8b4567");
-  EXPECT_EQ(PrintableId("a b"), "612062");  // a space is not kept either
-  EXPECT_EQ(PrintableId(""), "\"\"");
-}
-
-TEST(PrintableIdTest, Truncates) {
-  const std::string id = PrintableId(std::string(100, 'x'));
-  EXPECT_EQ(id, std::string(64, 'x') + "...");
-}
-
 TEST(DaemonLoggerTest, FormatAndLevel) {
   std::ostringstream out;
   auto sink = std::make_shared<spdlog::sinks::ostream_sink_mt>(out);

@@ -444,6 +444,54 @@ def scenario_logs(zb):
     check(records[-1]["message"] == "stopped", f"last {records[-1]}")
 
 
+def scenario_identities(zb):
+    """One peer reads the same in both brokers' logs: the same binary socket
+    identity and the same hostile service name (a space, a quote, a
+    newline, bytes that are not UTF-8) joined to Majordomo and to
+    consensus give one identity format and one quoting rule (before: three
+    identity formats, and consensus wrote service names unquoted, so a
+    newline in a name split its log line)."""
+    b = Broker([zb, "--majordomo", "tcp://127.0.0.1:*",
+                "--consensus", "tcp://127.0.0.1:*", "--stats-interval", "0s"])
+    mdp_ep = listening(b, "majordomo")
+    ccp_ep = listening(b, "consensus")
+    identity = b"\x00\x01 x\xfe"
+    service = b'sv "c"\n\xfe'
+    want_id = "0x00012078fe"
+    want_service = r'"sv \"c\"\n\xfe"'
+    ctx = zmq.Context()
+    workers = []  # kept open: a closed socket may drop its queued READY
+    try:
+        for ep, ready in (
+                (mdp_ep, [b"", b"MDPW01", b"\x01", service]),
+                (ccp_ep, [b"", b"CCp100", b"\x01", service,
+                          b"\x00\x00\x03\xe8", b"\x03"])):
+            w = ctx.socket(zmq.DEALER)
+            w.linger = 0
+            w.setsockopt(zmq.IDENTITY, identity)
+            w.connect(ep)
+            w.send_multipart(ready)
+            workers.append(w)
+        lines = {}
+        for kind in ("majordomo", "consensus"):
+            m = b.wait_line(kind + r": worker (\S+) joined service (.*?)"
+                            r"(?: \(| ?;|$)")
+            check(m is not None, f"no {kind} join line:\n{b.text()}")
+            lines[kind] = (m.group(1), m.group(2))
+        for kind, (ident, svc) in lines.items():
+            check(ident == want_id,
+                  f"{kind} wrote the identity as {ident!r}, want {want_id!r}")
+            check(svc == want_service,
+                  f"{kind} wrote the service as {svc!r}, want {want_service!r}")
+        # Nothing a peer sent split a line: every line starts with a stamp.
+        for raw in b.lines:
+            check(re.match(rb"\d{4}-\d\d-\d\dT", raw),
+                  f"a line that is not a log record: {raw!r}")
+    finally:
+        ctx.destroy(linger=0)
+    check(b.stop() == 0, "exit code")
+
+
 def scenario_help(zb):
     code, out, _ = run([zb, "--help"])
     check(code == 0, f"exit {code}")
@@ -467,6 +515,7 @@ SCENARIOS = {
     "checkconfig": scenario_checkconfig,
     "logs": scenario_logs,
     "help": scenario_help,
+    "identities": scenario_identities,
 }
 
 

@@ -176,7 +176,7 @@ TEST(ZbBrokerTest, ServesConsensusAndStopsCleanlyOnSigterm) {
 
   Send(worker, {tag, Byte(MessageType::kReady), "echo",
                 std::string("\x00\x00\x03\xe8", 4), "\x03"});
-  ASSERT_TRUE(broker.WaitForOutput("joined service echo").has_value())
+  ASSERT_TRUE(broker.WaitForOutput("joined service \"echo\"").has_value())
       << broker.output();
 
   const auto seq = ccp::EncodeSequenceId({1, 0x1234});
@@ -302,7 +302,7 @@ TEST(ZbBrokerTest, SecondSignalAtRandomMomentsOfADrainWithLateReplies) {
     const std::string tag(ccp::kTag);
     Send(worker, {tag, Byte(MessageType::kReady), "slow",
                   std::string("\x00\x00\x03\xe8", 4), "\x03"});
-    ASSERT_TRUE(broker.WaitForOutput("joined service slow").has_value())
+    ASSERT_TRUE(broker.WaitForOutput("joined service \"slow\"").has_value())
         << broker.output();
 
     // Requests the worker holds: body frames and when they arrived.

@@ -13,6 +13,7 @@
 #include "absl/strings/string_view.h"
 #include "brokers/common/endpoint.h"
 #include "brokers/common/log_limiter.h"
+#include "brokers/common/log_text.h"
 #include "brokers/protocol/mdp.h"
 #include "reactor/frames.h"
 
@@ -29,29 +30,6 @@ absl::string_view AV(std::string_view s) {
 
 std::string_view SV(absl::string_view s) {
   return std::string_view(s.data(), s.size());
-}
-
-// A socket identity for a log line: printable ASCII (no space) as it is,
-// anything else -- libzmq's generated identities are 5 binary bytes
-// starting with a zero -- as hex, so it is one word either way.  At most 64
-// bytes are shown.
-std::string Printable(std::string_view identity) {
-  constexpr std::size_t kMax = 64;
-  const bool truncated = identity.size() > kMax;
-  if (truncated) identity = identity.substr(0, kMax);
-  bool printable = !identity.empty();
-  for (char c : identity) printable = printable && c >= 0x21 && c <= 0x7e;
-  std::string out =
-      printable ? std::string(identity) : absl::BytesToHexString(AV(identity));
-  if (truncated) out += "...";
-  return out;
-}
-
-// A service name (or any peer-chosen text) for a log line, quoted and
-// C-escaped so that it cannot break the line.
-std::string Quoted(std::string_view text) {
-  return absl::StrCat("\"", absl::CHexEscape(AV(text.substr(0, 256))),
-                      text.size() > 256 ? "...\"" : "\"");
 }
 
 void DefaultLog(MajordomoBroker::LogLevel level, std::string_view line) {
@@ -349,8 +327,8 @@ class MajordomoBroker::Impl {
     }
     if (malformed_log_.Admit(now_)) {
       Log(LogLevel::kWarning,
-          absl::StrCat("dropped a message from ", Printable(identity), ": ",
-                       AV(why), malformed_log_.SuppressedNote()));
+          absl::StrCat("dropped a message from ", PrintableIdentity(identity),
+                       ": ", AV(why), malformed_log_.SuppressedNote()));
     }
   }
 
@@ -382,9 +360,9 @@ class MajordomoBroker::Impl {
       ++stats_.dropped_max_requests_per_client;
       if (refused_log_.Admit(now_)) {
         Log(LogLevel::kWarning,
-            absl::StrCat("dropped a request from ", Printable(View(identity)),
-                         " for service ", Quoted(m.service),
-                         ": max_requests_per_client (",
+            absl::StrCat("dropped a request from ",
+                         PrintableIdentity(View(identity)), " for service ",
+                         QuotedText(m.service), ": max_requests_per_client (",
                          options_.max_requests_per_client, ") reached",
                          refused_log_.SuppressedNote()));
       }
@@ -395,9 +373,10 @@ class MajordomoBroker::Impl {
       ++stats_.dropped_max_services;
       if (refused_log_.Admit(now_)) {
         Log(LogLevel::kWarning,
-            absl::StrCat("dropped a request from ", Printable(View(identity)),
-                         " for new service ", Quoted(m.service),
-                         ": max_services (", options_.max_services, ") reached",
+            absl::StrCat("dropped a request from ",
+                         PrintableIdentity(View(identity)), " for new service ",
+                         QuotedText(m.service), ": max_services (",
+                         options_.max_services, ") reached",
                          refused_log_.SuppressedNote()));
       }
       return;
@@ -460,9 +439,9 @@ class MajordomoBroker::Impl {
           DisconnectWorker(w, "second READY");
         } else if (mdp::IsMmiService(m.service)) {
           SendDisconnect(View(identity));
-          Refused(absl::StrCat("refused worker ", Printable(View(identity)),
-                               ": service ", Quoted(m.service),
-                               " is reserved (MMI)"));
+          Refused(absl::StrCat("refused worker ",
+                               PrintableIdentity(View(identity)), ": service ",
+                               QuotedText(m.service), " is reserved (MMI)"));
         } else {
           RegisterWorker(View(identity), m.service);
         }
@@ -540,8 +519,8 @@ class MajordomoBroker::Impl {
     if (options_.max_workers != 0 && workers_.size() >= options_.max_workers) {
       ++stats_.workers_refused;
       SendDisconnect(identity);
-      Refused(absl::StrCat("refused worker ", Printable(identity),
-                           " for service ", Quoted(name), ": max_workers (",
+      Refused(absl::StrCat("refused worker ", PrintableIdentity(identity),
+                           " for service ", QuotedText(name), ": max_workers (",
                            options_.max_workers, ") reached"));
       return;
     }
@@ -549,8 +528,8 @@ class MajordomoBroker::Impl {
     if (service == nullptr) {
       ++stats_.workers_refused;
       SendDisconnect(identity);
-      Refused(absl::StrCat("refused worker ", Printable(identity),
-                           " for new service ", Quoted(name),
+      Refused(absl::StrCat("refused worker ", PrintableIdentity(identity),
+                           " for new service ", QuotedText(name),
                            ": max_services (", options_.max_services,
                            ") reached"));
       return;
@@ -566,8 +545,9 @@ class MajordomoBroker::Impl {
     ++stats_.workers_joined;
     if (joins_log_.Admit(now_)) {
       Log(LogLevel::kInfo,
-          absl::StrCat("worker ", Printable(w->identity), " joined service ",
-                       Quoted(service->name), joins_log_.SuppressedNote()));
+          absl::StrCat("worker ", PrintableIdentity(w->identity),
+                       " joined service ", QuotedText(service->name),
+                       joins_log_.SuppressedNote()));
     }
     if (worker_hook_) {
       worker_hook_(WorkerEvent{WorkerEvent::Kind::kJoined, w->identity,
@@ -732,8 +712,8 @@ class MajordomoBroker::Impl {
     ++removing_;
     if (leaves_log_.Admit(now_)) {
       Log(LogLevel::kInfo,
-          absl::StrCat("worker ", Printable(w->identity), " ",
-                       AV(LeaveText(kind)), " service ", Quoted(s->name),
+          absl::StrCat("worker ", PrintableIdentity(w->identity), " ",
+                       AV(LeaveText(kind)), " service ", QuotedText(s->name),
                        reason.empty() ? "" : ": ", AV(reason),
                        leaves_log_.SuppressedNote()));
     }

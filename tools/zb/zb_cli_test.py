@@ -283,7 +283,7 @@ def scenario_ccp(zb, broker_exe):
               f"text failure: {code} {out!r} {err}")
         w1 = zb.worker(*P, ep, "echo")
         w2 = zb.worker(*P, ep, "echo")
-        wait_for(lambda: b.text().count("joined service echo") >= 2,
+        wait_for(lambda: b.text().count('joined service "echo"') >= 2,
                  "two workers did not join:\n" + b.describe())
         code, out, err = zb.run("request", *P, ep, "echo", "a", "b")
         # Consensus: every worker's frames.
