@@ -165,7 +165,7 @@ def meson_destdir(tmp, build_dir, meson):
             raise RuntimeError(f"meson install did not install {pattern}")
         return found[0]
 
-    for pattern in ("**/bin/zb-broker", "**/libzbrokers.so.0",
+    for pattern in ("**/bin/zb-broker", "**/bin/zb", "**/libzbrokers.so.0",
                     "**/include/zbrokers/zb.h", "**/pkgconfig/zbrokers.pc",
                     "**/systemd/system/zb-broker.service",
                     "**/share/zbrokers/zb-broker.example.toml",
@@ -173,6 +173,7 @@ def meson_destdir(tmp, build_dir, meson):
         one(pattern)
     if shutil.which("help2man"):
         one("**/man1/zb-broker.1")
+        one("**/man1/zb.1")
     package = os.path.dirname(one("**/zbrokers/__init__.py"))
     site = os.path.dirname(package)
     code = ("import sys; sys.path.insert(0, %r)\n" % site) + ROUND_TRIP
