@@ -232,8 +232,9 @@ const std::array<KeySpec, 32> kKeys = {{
            static_cast<std::int64_t>(
                kMajordomoDefaults.max_requests_per_client)));
      }},
-    // A broker table that gets its own max_message_size key maps it to the
-    // same flag: the flag then sets every broker's (ParseCommandLine).
+    // --max-message-size sets every broker's max_message_size; a broker's
+    // own flag (--consensus-max-message-size) sets only that broker's
+    // (ParseCommandLine).
     {"majordomo", "max_message_size", Kind::kNonNegativeInt,
      "--max-message-size",
      [](DaemonConfig& c, Value&& v) {
