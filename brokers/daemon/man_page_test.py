@@ -1,10 +1,12 @@
 #!/usr/bin/python3
 # Copyright 2026 The zbrokers Authors.
-"""Checks the generated zb-broker(1): a man page (roff, section 1) with the
-name, every flag of --help, the defaults, and the extra sections, and that
-man(1) renders it when man is installed.
+"""Checks a generated man page of the project -- zb-broker(1) or zb(1): a
+roff page of section 1 with its name, every flag (and command) of --help, a
+default and, for zb-broker, the extra sections; and that man(1) renders it
+when man is installed.
 
   man_page_test.py PATH/zb-broker.1
+  man_page_test.py PATH/zb.1
 """
 
 import os
@@ -12,21 +14,37 @@ import shutil
 import subprocess
 import sys
 
+# help2man writes dashes as \-.
+PAGES = {
+    "zb-broker.1": {
+        "want": [".TH ZB-BROKER \"1\"",
+                 "zb-broker \\- run zbrokers message brokers",
+                 ".SH FILES", ".SH \"HTTP ENDPOINTS\"", ".SH \"SEE ALSO\"",
+                 "/readyz", "zb-broker.service", "SIGHUP", "[2.5s]"],
+        "flags": ["majordomo", "consensus", "config", "check\\-config",
+                  "log\\-level", "log\\-format", "metrics", "grace",
+                  "heartbeat\\-interval", "request\\-deadline",
+                  "client\\-expiry", "version"],
+        "rendered": "--check-config",
+    },
+    "zb.1": {
+        "want": ['.TH ZB "1"', "zb \\- talk to zbrokers brokers",
+                 "request ENDPOINT SERVICE", "mmi ENDPOINT SERVICE",
+                 "ping ENDPOINT", "worker ENDPOINT SERVICE", "keygen",
+                 "[5s]"],
+        "flags": ["protocol", "timeout", "retries", "json",
+                  "curve\\-server\\-key", "echo", "version"],
+        "rendered": "keygen",
+    },
+}
+
 
 def main():
     path = sys.argv[1]
+    spec = PAGES[os.path.basename(path)]
     with open(path) as f:
         page = f.read()
-    want = [".TH ZB-BROKER \"1\"", "zb-broker \\- run zbrokers message brokers",
-            ".SH FILES", ".SH \"HTTP ENDPOINTS\"", ".SH \"SEE ALSO\"",
-            "/readyz", "zb-broker.service", "SIGHUP"]
-    # Every long flag of --help (help2man writes dashes as \-).
-    for flag in ("majordomo", "consensus", "config", "check\\-config",
-                 "log\\-level", "log\\-format", "metrics", "grace",
-                 "heartbeat\\-interval", "request\\-deadline",
-                 "client\\-expiry", "version"):
-        want.append("\\-\\-" + flag)
-    want.append("[2.5s]")  # a default
+    want = spec["want"] + ["\\-\\-" + flag for flag in spec["flags"]]
     missing = [w for w in want if w not in page]
     if missing:
         print(f"FAIL: {path} lacks {missing}")
@@ -38,7 +56,7 @@ def main():
     r = subprocess.run([man, "-l", "-P", "cat", path], capture_output=True,
                        text=True, timeout=20,
                        env=dict(os.environ, MANWIDTH="80", LC_ALL="C.UTF-8"))
-    if r.returncode != 0 or "--check-config" not in r.stdout:
+    if r.returncode != 0 or spec["rendered"] not in r.stdout:
         print(f"FAIL: man -l {path}: exit {r.returncode}\n{r.stderr}")
         return 1
     print(f"ok: {path} renders ({len(r.stdout.splitlines())} lines)")
