@@ -15,7 +15,7 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "reactor/reactor.h"
+#include "zbrokers/reactor/reactor.h"
 
 namespace zb {
 namespace {

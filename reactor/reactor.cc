@@ -1,6 +1,6 @@
 // Copyright 2026 The zbrokers Authors.
 
-#include "reactor/reactor.h"
+#include "zbrokers/reactor/reactor.h"
 
 #include <poll.h>
 #include <sys/eventfd.h>
@@ -15,7 +15,7 @@
 #include <utility>
 
 #include "absl/strings/str_format.h"
-#include "reactor/frames.h"
+#include "zbrokers/frames/frames.h"
 
 namespace zb {
 

@@ -4,7 +4,7 @@
 // test asserts a latency; the exact timer rules are tested without a clock in
 // timer_queue_test.cc.
 
-#include "reactor/reactor.h"
+#include "zbrokers/reactor/reactor.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -22,8 +22,8 @@
 #include <thread>
 #include <vector>
 
-#include "reactor/frames.h"
-#include "reactor/reactor_thread.h"
+#include "zbrokers/frames/frames.h"
+#include "zbrokers/reactor/reactor_thread.h"
 
 namespace zb {
 namespace {

@@ -1,6 +1,6 @@
 // Copyright 2026 The zbrokers Authors.
 
-#include "reactor/reactor_thread.h"
+#include "zbrokers/reactor/reactor_thread.h"
 
 #include <cstdio>
 #include <cstdlib>

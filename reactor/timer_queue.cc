@@ -1,6 +1,6 @@
 // Copyright 2026 The zbrokers Authors.
 
-#include "reactor/timer_queue.h"
+#include "zbrokers/reactor/timer_queue.h"
 
 #include <algorithm>
 #include <cassert>

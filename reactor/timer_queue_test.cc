@@ -3,7 +3,7 @@
 // zb::TimerQueue with an injected clock: every rule is checked at exact
 // instants, without sleeping.
 
-#include "reactor/timer_queue.h"
+#include "zbrokers/reactor/timer_queue.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>

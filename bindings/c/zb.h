@@ -622,8 +622,8 @@ typedef void (*zb_mdp_reply_fn)(void* user, int code, const char* message,
 /* Creates an asynchronous MDP client connected to `endpoint`, with the
  * default per-request timeout `timeout_us` (<= 0: 2.5 s) and number of
  * resends after a timeout `retries` (< 0: 0).  A timeout makes the client
- * reopen its socket and resend what is outstanding (see mdp_client.h).
- * A bad endpoint fails here (ZB_ERR_ZMQ). */
+ * reopen its socket and resend what is outstanding (see
+ * zbrokers/majordomo/client.h). A bad endpoint fails here (ZB_ERR_ZMQ). */
 int zb_mdp_client_new(zb_reactor_t* reactor, const char* endpoint,
                       int64_t timeout_us, int retries, zb_mdp_client_t** out);
 /* The same with CURVE keys (NULL: plaintext). */

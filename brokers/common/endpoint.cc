@@ -1,6 +1,6 @@
 // Copyright 2026 The zbrokers Authors.
 
-#include "brokers/common/endpoint.h"
+#include "zbrokers/common/endpoint.h"
 
 #include <unistd.h>
 

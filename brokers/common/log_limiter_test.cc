@@ -1,6 +1,6 @@
 // Copyright 2026 The zbrokers Authors.
 
-#include "brokers/common/log_limiter.h"
+#include "zbrokers/common/log_limiter.h"
 
 #include <chrono>
 

@@ -54,9 +54,9 @@
 #include "absl/status/statusor.h"
 #include "brokers/daemon/config.h"
 #include "brokers/daemon/metrics.h"
-#include "brokers/security/handshake_monitor.h"
-#include "brokers/security/zap_handler.h"
-#include "reactor/reactor_thread.h"
+#include "zbrokers/reactor/reactor_thread.h"
+#include "zbrokers/security/handshake_monitor.h"
+#include "zbrokers/security/zap_handler.h"
 
 namespace prometheus {
 class Counter;

@@ -14,9 +14,9 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/time/time.h"
-#include "brokers/common/endpoint.h"
-#include "brokers/consensus/consensus_broker.h"
-#include "brokers/majordomo/majordomo_broker.h"
+#include "zbrokers/common/endpoint.h"
+#include "zbrokers/consensus/broker.h"
+#include "zbrokers/majordomo/broker.h"
 
 namespace zb {
 namespace {
@@ -374,7 +374,7 @@ std::string KeyName(const KeySpec& k) {
 // --- Value checks shared by the file and the flags ------------------------
 
 // The shape of an endpoint, and what libzmq itself does not check (a tcp
-// port out of range; brokers/common/endpoint.h).
+// port out of range; zbrokers/common/endpoint.h).
 absl::Status CheckEndpointText(std::string_view ep) {
   const std::size_t sep = ep.find("://");
   if (sep == std::string_view::npos || sep == 0 || sep + 3 >= ep.size()) {

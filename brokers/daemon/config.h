@@ -75,8 +75,8 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "brokers/security/curve.h"
-#include "brokers/security/zap_handler.h"
+#include "zbrokers/security/curve.h"
+#include "zbrokers/security/zap_handler.h"
 
 namespace zb {
 
@@ -133,7 +133,7 @@ struct MajordomoSettings {
   // broker in the process.
   std::optional<std::int64_t> max_message_size;
   // Requests outstanding per worker (1 = RFC 7; more is an opt-in
-  // extension, see majordomo_broker.h); 1 to 1000.
+  // extension, see broker.h); 1 to 1000.
   std::optional<std::int64_t> worker_prefetch;
 };
 
@@ -174,10 +174,10 @@ struct DaemonConfig {
 
   // CURVE (docs/security.md); both are required when a broker has
   // curve_endpoints.  The file holding the brokers' secret key (one Z85
-  // key, see brokers/security/curve.h)...
+  // key, see zbrokers/security/curve.h)...
   std::string curve_secret_key_file;
   // ... and the client public keys let in: a file, or a directory of
-  // "*.pub" files (brokers/security/zap_handler.h); re-read on SIGHUP.
+  // "*.pub" files (zbrokers/security/zap_handler.h); re-read on SIGHUP.
   std::string curve_allowlist;
 
   // Where each key that was set came from, by "section.key": the file's

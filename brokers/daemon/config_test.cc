@@ -11,10 +11,10 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "brokers/consensus/consensus_broker.h"
-#include "brokers/majordomo/majordomo_broker.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "zbrokers/consensus/broker.h"
+#include "zbrokers/majordomo/broker.h"
 
 namespace zb {
 namespace {

@@ -18,13 +18,13 @@
 
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_format.h"
-#include "brokers/consensus/consensus_broker.h"
 #include "brokers/daemon/auth.h"
 #include "brokers/daemon/http_server.h"
 #include "brokers/daemon/logging.h"
 #include "brokers/daemon/metrics.h"
-#include "brokers/majordomo/majordomo_broker.h"
-#include "reactor/reactor_thread.h"
+#include "zbrokers/consensus/broker.h"
+#include "zbrokers/majordomo/broker.h"
+#include "zbrokers/reactor/reactor_thread.h"
 
 #ifndef ZB_VERSION
 #define ZB_VERSION "dev"
@@ -507,7 +507,7 @@ absl::Status Daemon::Impl::BindCurve(
     const std::vector<std::string>& endpoints) {
   if (endpoints.empty() || auth == nullptr) return absl::OkStatus();
   // Plaintext endpoints are bound first: a listener bound after a CURVE one
-  // keeps its ZAP domain (brokers/security/curve.h) and would ask the ZAP
+  // keeps its ZAP domain (zbrokers/security/curve.h) and would ask the ZAP
   // handler about every plaintext peer.
   const ListenerSecurity security{.curve_secret_key = curve_secret_key,
                                   .zap_domain = rt.kind};

@@ -23,8 +23,8 @@
 #include <zmq.hpp>
 #include <zmq_addon.hpp>
 
-#include "brokers/protocol/ccp.h"
-#include "reactor/frames.h"
+#include "zbrokers/consensus/codec.h"
+#include "zbrokers/frames/frames.h"
 
 namespace zb {
 namespace {

@@ -1,6 +1,6 @@
 // Copyright 2026 The zbrokers Authors.
 
-#include "brokers/security/curve.h"
+#include "zbrokers/security/curve.h"
 
 #include <fcntl.h>
 #include <sys/stat.h>

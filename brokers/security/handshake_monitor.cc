@@ -1,11 +1,11 @@
 // Copyright 2026 The zbrokers Authors.
 
-#include "brokers/security/handshake_monitor.h"
+#include "zbrokers/security/handshake_monitor.h"
 
 #include <cstring>
 
 #include "absl/strings/str_format.h"
-#include "reactor/frames.h"
+#include "zbrokers/frames/frames.h"
 
 namespace zb {
 

@@ -1,6 +1,6 @@
 // Copyright 2026 The zbrokers Authors.
 
-#include "brokers/security/zap_handler.h"
+#include "zbrokers/security/zap_handler.h"
 
 #include <dirent.h>
 #include <sys/stat.h>

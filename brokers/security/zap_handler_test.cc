@@ -4,7 +4,7 @@
 // real CURVE handshakes through libzmq against the handler and the
 // handshake monitor.
 
-#include "brokers/security/zap_handler.h"
+#include "zbrokers/security/zap_handler.h"
 
 #include <sys/stat.h>
 
@@ -17,11 +17,11 @@
 #include <thread>
 #include <vector>
 
-#include "brokers/security/handshake_monitor.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "reactor/frames.h"
-#include "reactor/reactor_thread.h"
+#include "zbrokers/frames/frames.h"
+#include "zbrokers/reactor/reactor_thread.h"
+#include "zbrokers/security/handshake_monitor.h"
 
 namespace zb {
 namespace {

@@ -19,14 +19,14 @@
 #include <vector>
 #include <zmq.hpp>
 
-#include "brokers/client/blocking_consensus_client.h"
-#include "brokers/client/mdp_client.h"
-#include "brokers/consensus/consensus_broker.h"
-#include "brokers/majordomo/majordomo_broker.h"
-#include "brokers/worker/consensus_worker.h"
-#include "brokers/worker/mdp_worker.h"
-#include "reactor/frames.h"
-#include "reactor/reactor_thread.h"
+#include "zbrokers/consensus/blocking_client.h"
+#include "zbrokers/consensus/broker.h"
+#include "zbrokers/consensus/worker.h"
+#include "zbrokers/frames/frames.h"
+#include "zbrokers/majordomo/broker.h"
+#include "zbrokers/majordomo/client.h"
+#include "zbrokers/majordomo/worker.h"
+#include "zbrokers/reactor/reactor_thread.h"
 
 namespace {
 

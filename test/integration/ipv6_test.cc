@@ -3,7 +3,7 @@
 // Both brokers bound on an IPv6 loopback endpoint (tcp://[::1]:*), with the
 // C++ client and worker libraries connecting to it.  libzmq resolves IPv6
 // literals only on sockets with ZMQ_IPV6 set, so before the brokers, clients
-// and workers set it (brokers/common/endpoint.h) every step here failed
+// and workers set it (zbrokers/common/endpoint.h) every step here failed
 // with "No such device".  Every test also binds an IPv4 endpoint on the same
 // broker, to show that the two coexist.
 
@@ -16,15 +16,15 @@
 #include <zmq.hpp>
 
 #include "absl/cleanup/cleanup.h"
-#include "brokers/client/consensus_client.h"
-#include "brokers/client/mdp_client.h"
-#include "brokers/consensus/consensus_broker.h"
-#include "brokers/majordomo/majordomo_broker.h"
-#include "brokers/worker/consensus_worker.h"
-#include "brokers/worker/mdp_worker.h"
-#include "reactor/frames.h"
-#include "reactor/reactor.h"
-#include "reactor/reactor_thread.h"
+#include "zbrokers/consensus/broker.h"
+#include "zbrokers/consensus/client.h"
+#include "zbrokers/consensus/worker.h"
+#include "zbrokers/frames/frames.h"
+#include "zbrokers/majordomo/broker.h"
+#include "zbrokers/majordomo/client.h"
+#include "zbrokers/majordomo/worker.h"
+#include "zbrokers/reactor/reactor.h"
+#include "zbrokers/reactor/reactor_thread.h"
 
 namespace zb {
 namespace {

@@ -11,7 +11,7 @@
 //
 // It runs on the project's own libraries: MdpClient and
 // BlockingConsensusClient for requests, MdpWorker and ConsensusWorker on a
-// Reactor for `zb worker`, and brokers/security/curve.h for keys.  Exit
+// Reactor for `zb worker`, and zbrokers/security/curve.h for keys.  Exit
 // codes are in cli.h.
 
 #include <signal.h>
@@ -31,15 +31,15 @@
 
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
-#include "brokers/client/blocking_consensus_client.h"
-#include "brokers/client/mdp_client.h"
-#include "brokers/protocol/mdp.h"
-#include "brokers/security/curve.h"
-#include "brokers/worker/consensus_worker.h"
-#include "brokers/worker/mdp_worker.h"
-#include "reactor/frames.h"
-#include "reactor/reactor.h"
 #include "tools/zb/cli.h"
+#include "zbrokers/consensus/blocking_client.h"
+#include "zbrokers/consensus/worker.h"
+#include "zbrokers/frames/frames.h"
+#include "zbrokers/majordomo/client.h"
+#include "zbrokers/majordomo/codec.h"
+#include "zbrokers/majordomo/worker.h"
+#include "zbrokers/reactor/reactor.h"
+#include "zbrokers/security/curve.h"
 
 #ifndef ZB_VERSION
 #define ZB_VERSION "dev"

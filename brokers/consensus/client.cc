@@ -1,0 +1,597 @@
+// Copyright 2026 The zbrokers Authors.
+
+#include "zbrokers/consensus/client.h"
+
+#include <algorithm>
+#include <limits>
+#include <thread>
+#include <utility>
+
+#include "absl/strings/str_format.h"
+#include "zbrokers/common/endpoint.h"
+
+namespace zb {
+namespace {
+
+// Result vectors kept for reuse; more would only hold memory.
+constexpr std::size_t kMaxSpareResults = 16;
+
+}  // namespace
+
+ConsensusClient::ConsensusClient(Reactor& reactor, zmq::context_t& context,
+                                 std::string endpoint, Options options)
+    : reactor_(reactor),
+      context_(context),
+      endpoint_(std::move(endpoint)),
+      options_(options) {
+  client_id_ = options_.client_id;
+  while (client_id_ == 0) client_id_ = absl::Uniform<std::uint32_t>(random_);
+  out_.reserve(8);
+  status_ = open_socket();
+}
+
+ConsensusClient::~ConsensusClient() { close(); }
+
+// --- Socket
+// --------------------------------------------------------------------
+
+absl::Status ConsensusClient::open_socket() {
+  try {
+    socket_.emplace(context_, zmq::socket_type::dealer);
+    // What is still queued when the client closes or reopens belongs to
+    // requests that have ended or will be resent: drop it.
+    socket_->set(zmq::sockopt::linger, 0);
+    socket_->set(zmq::sockopt::maxmsgsize, options_.max_message_size > 0
+                                               ? options_.max_message_size
+                                               : std::int64_t{-1});
+    SetIpv6For(*socket_, endpoint_);
+    if (options_.curve) {
+      if (absl::Status s = ApplyCurveClient(*socket_, *options_.curve);
+          !s.ok()) {
+        socket_.reset();
+        return s;
+      }
+    }
+    socket_->connect(endpoint_);
+  } catch (const zmq::error_t& e) {
+    socket_.reset();
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "ConsensusClient: cannot connect to \"%s\": %s", endpoint_, e.what()));
+  }
+  if (absl::Status s = reactor_.add(
+          *socket_, [this](std::span<zmq::message_t> f) { on_message(f); });
+      !s.ok()) {
+    socket_.reset();
+    return s;
+  }
+  ++socket_epoch_;
+  return absl::OkStatus();
+}
+
+void ConsensusClient::close_socket() {
+  if (!socket_) return;
+  // Safe inside this socket's own handler: the reactor never calls a removed
+  // socket's handler again.
+  reactor_.remove(*socket_).IgnoreError();
+  socket_.reset();
+}
+
+void ConsensusClient::reopen() {
+  ++stats_.reopens;
+  close_socket();
+  // Attempts sent on the old socket can no longer be answered.
+  attempts_.clear();
+  for (Slot& s : slots_) s.sequences.clear();
+  renew_client_id();
+  timeouts_in_a_row_ = 0;
+  status_ = open_socket();
+}
+
+void ConsensusClient::renew_client_id() {
+  ++stats_.new_client_ids;
+  const std::uint32_t old_id = client_id_;
+  do {
+    client_id_ = absl::Uniform<std::uint32_t>(random_);
+  } while (client_id_ == 0 || client_id_ == old_id);
+  next_sequence_ = 1;
+}
+
+// --- Requests
+// ------------------------------------------------------------------
+
+void ConsensusClient::request(std::string_view service, Frames payload,
+                              const RequestOptions& options, Callback done) {
+  request(service, std::span(payload), options, std::move(done));
+}
+
+std::string_view ConsensusClient::immediate_failure(
+    std::string_view service) const {
+  if (closed_) return kReasonClientClosed;
+  if (!socket_) return kReasonNotConnected;
+  if (service.empty() || service.size() > 255) return kReasonInvalidRequest;
+  return {};
+}
+
+void ConsensusClient::request(std::string_view service,
+                              std::span<zmq::message_t> payload,
+                              const RequestOptions& options, Callback done) {
+  if (std::string_view reason = immediate_failure(service); !reason.empty()) {
+    return post_failure(std::move(done), reason);
+  }
+  start(service, payload, options, std::move(done));
+}
+
+std::uint32_t ConsensusClient::start(std::string_view service,
+                                     std::span<zmq::message_t> payload,
+                                     const RequestOptions& options,
+                                     Callback done) {
+  ++stats_.requests;
+  std::uint32_t index;
+  if (!free_slots_.empty()) {
+    index = free_slots_.back();
+    free_slots_.pop_back();
+  } else {
+    index = static_cast<std::uint32_t>(slots_.size());
+    slots_.emplace_back();
+  }
+  Slot& s = slots_[index];
+  s.done = std::move(done);
+  s.service.assign(service);
+  s.timeout = std::max(options.timeout, std::chrono::milliseconds(0));
+  s.retries_left = std::max(options.retries, 0);
+  s.attempts = 0;
+  s.retry_no_workers = options.retry_no_workers;
+  s.resend_pending = false;
+  s.backoff = options_.no_workers_backoff;
+  s.answered_no_workers = false;
+  s.no_workers_text.clear();
+  s.open = true;
+  s.sequences.clear();
+  s.payload.clear();
+  ++open_;
+
+  zmq::message_t empty;
+  if (keeps_payload(s)) {
+    // Keep the frames: every attempt but the last sends copies of them.
+    for (zmq::message_t& f : payload) s.payload.push_back(std::move(f));
+    if (s.payload.empty()) s.payload.push_back(std::move(empty));
+    send_attempt(index);
+  } else {
+    std::span<zmq::message_t> body =
+        payload.empty() ? std::span(&empty, 1) : payload;
+    send_attempt(index, &body);
+  }
+  return index;
+}
+
+void ConsensusClient::call(std::string_view service,
+                           std::span<zmq::message_t> payload,
+                           const RequestOptions& options, Callback done) {
+  if (std::string_view reason = immediate_failure(service); !reason.empty()) {
+    Result r;
+    r.outcome = Outcome::kFailure;
+    r.failed_by = FailedBy::kClient;
+    r.reason.assign(reason);
+    done(std::move(r));
+    return;
+  }
+  const std::uint32_t index = start(service, payload, options, std::move(done));
+  const std::uint64_t generation = slots_[index].generation;
+  // slots_ may grow while waiting (callbacks may add requests): index it
+  // afresh every time.
+  while (slots_[index].generation == generation) wait_once();
+}
+
+void ConsensusClient::wait_once() {
+  // Every open request has a deadline, and timer_ is armed at or before the
+  // earliest one.
+  const Clock::time_point now = Clock::now();
+  if (timer_ != 0 && timer_at_ <= now) {
+    // Due: do what the reactor's timer would have done.
+    reactor_.cancel(timer_);
+    on_timer();
+    return;
+  }
+  if (!socket_) {
+    // Reopening failed: nothing can arrive; sleep in the reactor until the
+    // deadline ends the request.
+    idle(timer_ != 0 ? timer_at_ - now : std::chrono::seconds(1));
+    return;
+  }
+  int timeout_ms = -1;
+  if (timer_ != 0) {
+    // Rounded up, so that the receive never ends before the deadline.
+    const auto wait =
+        std::chrono::ceil<std::chrono::milliseconds>(timer_at_ - now);
+    timeout_ms = static_cast<int>(
+        std::min<std::int64_t>(wait.count(), std::numeric_limits<int>::max()));
+  }
+  socket_->set(zmq::sockopt::rcvtimeo, timeout_ms);
+  const int n = ReceiveMessage(*socket_, in_, 0);
+  if (n < 0) {
+    // EAGAIN: the deadline came first (handled on the next call); EINTR: try
+    // again; anything else ends the request at its deadline.
+    if (errno != EAGAIN && errno != EINTR) idle(std::chrono::milliseconds(1));
+    return;
+  }
+  on_message(
+      std::span<zmq::message_t>(in_.data(), static_cast<std::size_t>(n)));
+}
+
+void ConsensusClient::idle(Clock::duration wait) {
+  // Inside a reactor callback the reactor refuses to run (a nested
+  // iteration would corrupt the outer one): just sleep, bounded, and let the
+  // deadline check in wait_once() end the request.
+  if (!reactor_.run_once(wait).ok()) {
+    std::this_thread::sleep_for(
+        std::min<Clock::duration>(wait, std::chrono::milliseconds(10)));
+  }
+}
+
+void ConsensusClient::send_attempt(std::uint32_t index,
+                                   std::span<zmq::message_t>* payload,
+                                   bool new_deadline) {
+  Slot& s = slots_[index];
+  if (new_deadline) s.deadline = Clock::now() + s.timeout;
+  s.resend_pending = false;
+  s.socket_epoch = socket_epoch_;
+  ++s.attempts;
+  arm_timer(s.deadline);
+  if (!socket_) {
+    ++stats_.send_failures;
+    return;
+  }
+
+  const ccp::SequenceId sequence{next_sequence_, client_id_};
+  out_.clear();
+  out_.emplace_back();  // DEALER delimiter
+  ccp::AppendHeader(out_, ccp::MessageType::kRequest, s.service, sequence);
+  std::span<zmq::message_t> body;
+  if (payload != nullptr) {
+    body = *payload;
+  } else if (!keeps_payload(s)) {
+    body = s.payload;  // the last attempt: no copies needed any more
+  } else {
+    copies_.clear();
+    for (zmq::message_t& f : s.payload) {
+      copies_.emplace_back();
+      copies_.back().copy(f);
+    }
+    body = copies_;
+  }
+  const absl::Status sent = SendFrames(*socket_, out_, body);
+  out_.clear();
+  copies_.clear();
+  if (!sent.ok()) {
+    // Nothing was queued (a multipart send is all or nothing), so the
+    // sequence number stays unused.  The attempt is lost like an unanswered
+    // one: its deadline retries it or ends the request.
+    ++stats_.send_failures;
+    return;
+  }
+  if (!keeps_payload(s)) s.payload.clear();
+  attempts_.emplace(sequence, index);
+  s.sequences.push_back(sequence);
+  ++next_sequence_;
+}
+
+void ConsensusClient::finish(std::uint32_t index, Outcome outcome,
+                             FailedBy failed_by, std::string_view reason,
+                             std::span<zmq::message_t> payload) {
+  Slot& s = slots_[index];
+  for (const ccp::SequenceId& sequence : s.sequences) {
+    attempts_.erase(sequence);
+  }
+  s.sequences.clear();
+
+  Result r;
+  r.outcome = outcome;
+  r.failed_by = failed_by;
+  r.reason.assign(reason);  // before the frames `reason` may point into move
+  r.attempts = s.attempts;
+  r.payload = take_spare();
+  for (zmq::message_t& f : payload) r.payload.push_back(std::move(f));
+
+  Callback done = std::move(s.done);
+  s.done = nullptr;
+  s.open = false;
+  ++s.generation;
+  s.payload.clear();
+  free_slots_.push_back(index);
+  --open_;
+  switch (outcome) {
+    case Outcome::kSuccess:
+      ++stats_.successes;
+      break;
+    case Outcome::kFailure:
+      ++stats_.failures;
+      break;
+    case Outcome::kTimeout:
+      ++stats_.timeouts;
+      break;
+  }
+
+  done(std::move(r));
+  // Whatever the callback left behind is released here; the vector itself
+  // is kept for the next result.
+  if (r.payload.capacity() != 0 && spare_.size() < kMaxSpareResults) {
+    r.payload.clear();
+    spare_.push_back(std::move(r.payload));
+  }
+}
+
+Frames ConsensusClient::take_spare() {
+  if (spare_.empty()) return Frames();
+  Frames f = std::move(spare_.back());
+  spare_.pop_back();
+  return f;
+}
+
+void ConsensusClient::post_failure(Callback done, std::string_view reason) {
+  immediate_.push_back(Immediate{std::move(done), nullptr, reason, {}});
+  // Not reactor_.post(): a posted task outlives the client, and the
+  // callback may capture what the client's owner frees with it.  The
+  // client's own timer is cancelled by close(), which delivers the rest.
+  if (immediate_timer_ == 0 && !closed_) {
+    immediate_timer_ = *reactor_.after(Clock::duration::zero(), [this] {
+      immediate_timer_ = 0;
+      deliver_immediate();
+    });
+  }
+}
+
+void ConsensusClient::post_ping_failure(PingCallback done,
+                                        absl::Status status) {
+  immediate_.push_back(Immediate{nullptr, std::move(done), {}, status});
+  if (immediate_timer_ == 0 && !closed_) {
+    immediate_timer_ = *reactor_.after(Clock::duration::zero(), [this] {
+      immediate_timer_ = 0;
+      deliver_immediate();
+    });
+  }
+}
+
+void ConsensusClient::deliver_immediate() {
+  // Callbacks may queue more (a request() from inside one); those wait for
+  // the next timer, or for the loop in close().
+  std::vector<Immediate> batch = std::move(immediate_);
+  immediate_.clear();
+  for (Immediate& i : batch) {
+    if (i.done) {
+      Result r;
+      r.outcome = Outcome::kFailure;
+      r.failed_by = FailedBy::kClient;
+      r.reason.assign(i.reason);
+      i.done(std::move(r));
+    } else {
+      i.ping_done(std::move(i.status));
+    }
+  }
+}
+
+// --- Incoming
+// ------------------------------------------------------------------
+
+void ConsensusClient::on_message(std::span<zmq::message_t> frames) {
+  // Any message shows that the broker is there.
+  timeouts_in_a_row_ = 0;
+  absl::StatusOr<std::span<zmq::message_t>> body = ccp::DealerBody(frames);
+  if (!body.ok()) {
+    ++stats_.malformed;
+    return;
+  }
+  absl::StatusOr<ccp::Header> h = ccp::ParseHeader(*body);
+  if (!h.ok()) {
+    ++stats_.malformed;
+    return;
+  }
+  switch (h->type) {
+    case ccp::MessageType::kReplySuccess:
+    case ccp::MessageType::kReplyFailure:
+      on_reply(*h, body->subspan(h->payload_index));
+      return;
+    case ccp::MessageType::kPing:
+      if (!pings_.empty()) {
+        PingCallback done = std::move(pings_.front().done);
+        pings_.pop_front();
+        done(absl::OkStatus());
+      }
+      return;
+    case ccp::MessageType::kHeartbeat:
+      return;
+    default:
+      ++stats_.malformed;
+      return;
+  }
+}
+
+void ConsensusClient::on_reply(const ccp::Header& h,
+                               std::span<zmq::message_t> payload) {
+  const auto it = attempts_.find(h.sequence);
+  if (it == attempts_.end()) {
+    ++stats_.stale_replies;
+    return;
+  }
+  const std::uint32_t index = it->second;
+  if (h.type == ccp::MessageType::kReplySuccess) {
+    finish(index, Outcome::kSuccess, FailedBy::kNone, {}, payload);
+    return;
+  }
+  if (!ccp::IsBrokerFailure(payload)) {
+    finish(index, Outcome::kFailure, FailedBy::kWorker, {}, payload);
+    return;
+  }
+  const std::string_view code = View(payload[0]);
+  if (code == ccp::kReasonNoWorkers && slots_[index].retry_no_workers &&
+      schedule_no_workers_resend(index)) {
+    slots_[index].answered_no_workers = true;
+    slots_[index].no_workers_text.assign(
+        payload.size() > 1 ? View(payload[1]) : std::string_view());
+    return;
+  }
+  if (code == ccp::kReasonBadSequence) {
+    // The broker ties our client id to another socket (our connection was
+    // re-established, so the broker sees a new identity) or saw a gap: go
+    // on under a new client id, which the broker adopts.  The socket is
+    // fine -- the broker answered on it -- so attempts in flight under the
+    // old id stay answerable.  Unless the id was already renewed after an
+    // earlier rejection.
+    ++stats_.rejected;
+    if (h.sequence.client_id == client_id_) renew_client_id();
+    Slot& s = slots_[index];
+    if (s.retries_left > 0) {
+      --s.retries_left;
+      ++stats_.retries;
+      send_attempt(index);
+      return;
+    }
+  }
+  finish(index, Outcome::kFailure, FailedBy::kBroker, code, payload);
+}
+
+bool ConsensusClient::schedule_no_workers_resend(std::uint32_t index) {
+  Slot& s = slots_[index];
+  const Clock::time_point at = Clock::now() + s.backoff;
+  if (at >= s.deadline) return false;  // no time left: end with the answer
+  s.resend_pending = true;
+  s.resend_at = at;
+  s.backoff =
+      std::min<Clock::duration>(s.backoff * 2, options_.no_workers_backoff_max);
+  arm_timer(at);
+  return true;
+}
+
+// --- Deadlines
+// -----------------------------------------------------------------
+
+void ConsensusClient::arm_timer(Clock::time_point deadline) {
+  if (timer_ != 0 && timer_at_ <= deadline) return;
+  if (timer_ != 0) reactor_.cancel(timer_);
+  timer_at_ = deadline;
+  timer_ = *reactor_.at(deadline, [this] { on_timer(); });
+}
+
+void ConsensusClient::note_timeout(std::uint64_t socket_epoch) {
+  ++stats_.attempt_timeouts;
+  // An attempt lost with an older socket says nothing about this one.
+  if (socket_epoch != socket_epoch_ || options_.reopen_after_timeouts <= 0) {
+    return;
+  }
+  if (++timeouts_in_a_row_ >= options_.reopen_after_timeouts) reopen();
+}
+
+void ConsensusClient::expire(std::uint32_t index, Clock::time_point /*now*/) {
+  note_timeout(slots_[index].socket_epoch);
+  Slot& s = slots_[index];
+  s.resend_pending = false;
+  if (s.retries_left > 0) {
+    --s.retries_left;
+    ++stats_.retries;
+    send_attempt(index);
+  } else if (s.answered_no_workers) {
+    // The last answer was "zb:no-workers" and the resend after it is still
+    // unanswered: that answer is the outcome, not a timeout.
+    Frames failure = MakeFrames({ccp::kReasonNoWorkers, s.no_workers_text});
+    finish(index, Outcome::kFailure, FailedBy::kBroker, ccp::kReasonNoWorkers,
+           failure);
+  } else {
+    finish(index, Outcome::kTimeout, FailedBy::kNone, {}, {});
+  }
+}
+
+void ConsensusClient::on_timer() {
+  timer_ = 0;
+  const Clock::time_point now = Clock::now();
+  // Callbacks run from here may add requests (slots_ may grow: index, never
+  // hold references across a call).
+  for (std::uint32_t i = 0; i < slots_.size(); ++i) {
+    if (!slots_[i].open) continue;
+    if (slots_[i].deadline <= now) {
+      expire(i, now);
+    } else if (slots_[i].resend_pending && slots_[i].resend_at <= now) {
+      ++stats_.no_workers_resends;
+      send_attempt(i, nullptr, /*new_deadline=*/false);
+    }
+  }
+  if (!pings_.empty()) {
+    std::vector<PingCallback> expired;
+    for (auto it = pings_.begin(); it != pings_.end();) {
+      if (it->deadline <= now) {
+        note_timeout(it->socket_epoch);
+        expired.push_back(std::move(it->done));
+        it = pings_.erase(it);
+      } else {
+        ++it;
+      }
+    }
+    for (PingCallback& done : expired) {
+      done(absl::DeadlineExceededError("the broker did not echo the PING"));
+    }
+  }
+  Clock::time_point next = Clock::time_point::max();
+  for (const Slot& s : slots_) {
+    if (!s.open) continue;
+    next = std::min(next, s.deadline);
+    if (s.resend_pending) next = std::min(next, s.resend_at);
+  }
+  for (const PendingPing& p : pings_) next = std::min(next, p.deadline);
+  if (next != Clock::time_point::max()) arm_timer(next);
+}
+
+// --- Ping
+// ----------------------------------------------------------------------
+
+void ConsensusClient::ping(std::chrono::milliseconds timeout,
+                           PingCallback done) {
+  if (closed_) {
+    post_ping_failure(std::move(done),
+                      absl::CancelledError("the client is closed"));
+    return;
+  }
+  if (!socket_) {
+    post_ping_failure(std::move(done),
+                      absl::FailedPreconditionError(status_.message()));
+    return;
+  }
+  out_.clear();
+  out_.emplace_back();
+  ccp::AppendHeader(out_, ccp::MessageType::kPing);
+  if (!SendFrames(*socket_, out_).ok()) ++stats_.send_failures;
+  out_.clear();
+  const Clock::time_point deadline = Clock::now() + timeout;
+  pings_.push_back(PendingPing{deadline, socket_epoch_, std::move(done)});
+  arm_timer(deadline);
+}
+
+// --- Closing
+// -------------------------------------------------------------------
+
+void ConsensusClient::close() {
+  if (closed_) return;
+  closed_ = true;
+  if (timer_ != 0) {
+    reactor_.cancel(timer_);
+    timer_ = 0;
+  }
+  close_socket();
+  for (std::uint32_t i = 0; i < slots_.size(); ++i) {
+    if (slots_[i].open) {
+      finish(i, Outcome::kFailure, FailedBy::kClient, kReasonClientClosed, {});
+    }
+  }
+  attempts_.clear();
+  std::deque<PendingPing> pings = std::move(pings_);
+  pings_.clear();
+  for (PendingPing& p : pings) {
+    p.done(absl::CancelledError("the client was destroyed"));
+  }
+  // Immediate failures not delivered yet end here, inside the destructor:
+  // after it nothing of this client may run.
+  if (immediate_timer_ != 0) {
+    reactor_.cancel(immediate_timer_);
+    immediate_timer_ = 0;
+  }
+  while (!immediate_.empty()) deliver_immediate();
+}
+
+}  // namespace zb

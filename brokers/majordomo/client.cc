@@ -1,0 +1,500 @@
+// Copyright 2026 The zbrokers Authors.
+
+#include "zbrokers/majordomo/client.h"
+
+#include <algorithm>
+#include <iterator>
+#include <utility>
+#include <vector>
+#include <zmq_addon.hpp>
+
+#include "absl/strings/str_format.h"
+#include "absl/strings/string_view.h"
+#include "zbrokers/common/endpoint.h"
+#include "zbrokers/majordomo/codec.h"
+
+namespace zb {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+absl::string_view AV(std::string_view s) {
+  return absl::string_view(s.data(), s.size());
+}
+
+// ZMQ_MAXMSGSIZE for Options::max_message_size (0: no limit, which is -1).
+template <typename Options>
+std::int64_t MaxMessageSize(const Options& o) {
+  return o.max_message_size > 0 ? o.max_message_size : -1;
+}
+
+// Appends a request whose body is a copy of `body` (zmq_msg_copy shares
+// large buffers, so this copies no payload bytes beyond small frames).
+void AppendRequestCopy(std::string_view service, const Frames& body,
+                       Frames* out) {
+  mdp::AppendClientRequest(service, {}, out);
+  for (const auto& f : body) {
+    out->emplace_back().copy(const_cast<zmq::message_t&>(f));
+  }
+}
+
+}  // namespace
+
+// --- MdpClient
+// ----------------------------------------------------------------
+
+MdpClient::MdpClient(std::string endpoint, Options options,
+                     zmq::context_t* context)
+    : endpoint_(std::move(endpoint)), options_(options) {
+  if (context == nullptr) {
+    own_context_ = std::make_unique<zmq::context_t>(1);
+    context = own_context_.get();
+  }
+  context_ = context;
+}
+
+MdpClient::~MdpClient() { socket_.reset(); }
+
+absl::Status MdpClient::Open() {
+  socket_.emplace(*context_, zmq::socket_type::dealer);
+  socket_->set(zmq::sockopt::linger, 0);
+  if (options_.curve) {
+    if (absl::Status s = ApplyCurveClient(*socket_, *options_.curve); !s.ok()) {
+      socket_.reset();
+      return s;
+    }
+  }
+  socket_->set(zmq::sockopt::maxmsgsize, MaxMessageSize(options_));
+  try {
+    SetIpv6For(*socket_, endpoint_);
+    socket_->connect(endpoint_);
+  } catch (const zmq::error_t& e) {
+    socket_.reset();
+    return absl::InvalidArgumentError(
+        absl::StrFormat("MdpClient: connect %s: %s", endpoint_, e.what()));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status MdpClient::Send(std::string_view service, const Frames& body) {
+  Frames out;
+  out.reserve(3 + body.size());
+  AppendRequestCopy(service, body, &out);
+  // A DEALER queues the message while it is not connected yet; only a full
+  // queue (the high-water mark) fails, and that ends like a timeout.
+  return SendFrames(*socket_, out);
+}
+
+absl::StatusOr<Frames> MdpClient::Request(std::string_view service,
+                                          Frames body) {
+  if (service.empty()) {
+    return absl::InvalidArgumentError("MdpClient: empty service name");
+  }
+  if (body.empty()) body.emplace_back();
+  const int attempts = 1 + std::max(0, options_.retries);
+  Frames reply;
+  for (int attempt = 0; attempt < attempts; ++attempt) {
+    if (attempt > 0) ++resends_;
+    if (!socket_) {
+      if (absl::Status s = Open(); !s.ok()) return s;
+    }
+    Send(service, body).IgnoreError();
+    const Clock::time_point deadline = Clock::now() + options_.timeout;
+    for (;;) {
+      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+          deadline - Clock::now());
+      if (left.count() <= 0) break;
+      zmq_pollitem_t item{socket_->handle(), 0, ZMQ_POLLIN, 0};
+      int rc;
+      try {
+        rc = zmq::poll(&item, 1, left);
+      } catch (const zmq::error_t& e) {
+        if (e.num() == EINTR) continue;
+        return absl::InternalError(
+            absl::StrFormat("MdpClient: poll: %s", e.what()));
+      }
+      if (rc == 0) continue;  // re-check the deadline
+      reply.clear();
+      if (!zmq::recv_multipart(*socket_, std::back_inserter(reply),
+                               zmq::recv_flags::dontwait)) {
+        continue;
+      }
+      absl::StatusOr<mdp::ClientMessage> m = mdp::ParseClient(reply);
+      if (!m.ok() || m->service != service) {
+        ++dropped_;  // not the answer to this request
+        continue;
+      }
+      Frames result;
+      result.reserve(m->body.size());
+      for (auto& f : m->body) result.push_back(std::move(f));
+      return result;
+    }
+    // No reply in time: a new socket, so a late reply cannot be mistaken for
+    // the answer to the next request.
+    socket_.reset();
+  }
+  return absl::DeadlineExceededError(absl::StrFormat(
+      "MdpClient: no reply from service \"%s\" after %d attempt(s) of %d ms",
+      service, attempts, options_.timeout.count()));
+}
+
+// --- MdpAsyncClient
+// -------------------------------------------------------------
+
+namespace {
+
+// A request tag: the request's id, 8 bytes big-endian (inside zmq_msg_t, no
+// allocation).
+zmq::message_t TagFrame(std::uint64_t id) {
+  char bytes[8];
+  for (int i = 7; i >= 0; --i) {
+    bytes[i] = static_cast<char>(id & 0xff);
+    id >>= 8;
+  }
+  return zmq::message_t(bytes, sizeof bytes);
+}
+
+// The id in a tag this client made, or 0 (no request has id 0).
+std::uint64_t TagId(const zmq::message_t& tag) {
+  if (tag.size() != 8) return 0;
+  const auto* b = static_cast<const unsigned char*>(tag.data());
+  std::uint64_t id = 0;
+  for (int i = 0; i < 8; ++i) id = (id << 8) | b[i];
+  return id;
+}
+
+}  // namespace
+
+MdpAsyncClient::MdpAsyncClient(Reactor& reactor, zmq::context_t& context,
+                               std::string endpoint, Options options)
+    : reactor_(reactor),
+      context_(context),
+      endpoint_(std::move(endpoint)),
+      options_(options) {}
+
+MdpAsyncClient::~MdpAsyncClient() {
+  if (socket_) {
+    reactor_.remove(socket_).IgnoreError();
+    socket_.close();
+  }
+  // Complete everything still open, oldest first.
+  std::vector<std::uint64_t> ids;
+  ids.reserve(pending_.size());
+  for (const auto& [id, p] : pending_) ids.push_back(id);
+  std::sort(ids.begin(), ids.end());
+  lines_.clear();
+  for (std::uint64_t id : ids) {
+    auto it = pending_.find(id);
+    if (it == pending_.end()) continue;
+    Pending p = std::move(it->second);
+    pending_.erase(it);
+    reactor_.cancel(p.timer);
+    if (p.done) {
+      p.done(absl::CancelledError("MdpAsyncClient destroyed"));
+    }
+  }
+}
+
+absl::Status MdpAsyncClient::Start() {
+  if (started_) return absl::FailedPreconditionError("already started");
+  absl::Status s = Open();
+  if (s.ok()) started_ = true;
+  return s;
+}
+
+absl::Status MdpAsyncClient::Open() {
+  socket_ = zmq::socket_t(context_, zmq::socket_type::dealer);
+  socket_.set(zmq::sockopt::linger, 0);
+  socket_.set(zmq::sockopt::maxmsgsize, MaxMessageSize(options_));
+  // Outstanding requests are bounded by the caller, not by the socket.
+  socket_.set(zmq::sockopt::sndhwm, 0);
+  socket_.set(zmq::sockopt::rcvhwm, 0);
+  if (options_.curve) {
+    if (absl::Status s = ApplyCurveClient(socket_, *options_.curve); !s.ok()) {
+      socket_.close();
+      return s;
+    }
+  }
+  try {
+    SetIpv6For(socket_, endpoint_);
+    socket_.connect(endpoint_);
+  } catch (const zmq::error_t& e) {
+    socket_.close();
+    return absl::InvalidArgumentError(
+        absl::StrFormat("MdpAsyncClient: connect %s: %s", endpoint_, e.what()));
+  }
+  absl::Status s = reactor_.add(
+      socket_, [this](std::span<zmq::message_t> f) { OnMessage(f); });
+  if (!s.ok()) return s;
+  tagged_ = false;
+  replies_ = 0;
+  if (options_.request_tags) {
+    // Ask whether the broker speaks request tags.  The query is the plain
+    // request on the wire for its service until answered (a broker without
+    // MMI never answers; the client then simply stays plain).
+    ServiceLine& line = lines_[std::string(mdp::kMmiTagService)];
+    line.on_wire = kProbe;
+    zmq::message_t what = Frame("tags?");
+    out_.clear();
+    mdp::AppendClientRequest(mdp::kMmiTagService,
+                             std::span<zmq::message_t>(&what, 1), &out_);
+    SendFrames(socket_, out_).IgnoreError();  // no HWM: queued until connected
+  }
+  return absl::OkStatus();
+}
+
+absl::Status MdpAsyncClient::Request(
+    std::string_view service, Frames body, Callback done,
+    std::optional<std::chrono::milliseconds> timeout) {
+  if (!started_) {
+    return absl::FailedPreconditionError("MdpAsyncClient: not started");
+  }
+  if (service.empty()) {
+    return absl::InvalidArgumentError("MdpAsyncClient: empty service name");
+  }
+  if (body.empty()) body.emplace_back();
+  const std::uint64_t id = next_id_++;
+  Pending& p = pending_[id];
+  p.service = std::string(service);
+  p.body = std::move(body);
+  p.done = std::move(done);
+  p.timeout = timeout.value_or(options_.timeout);
+  p.retries_left = std::max(0, options_.retries);
+  p.timer = *reactor_.after(p.timeout, [this, id] { OnTimeout(id); });
+  p.reconnects_at_arm = reconnects_;
+  Dispatch(id, p);
+  return absl::OkStatus();
+}
+
+void MdpAsyncClient::Dispatch(std::uint64_t id, Pending& p) {
+  if (tagged_) {
+    SendTagged(id, p);
+    return;
+  }
+  ServiceLine& line = lines_[p.service];
+  if (line.on_wire == kNone) {
+    SendPlain(id, p, line);
+  } else {
+    p.state = State::kWaiting;
+    line.waiting.push_back(id);
+  }
+}
+
+// With no high-water mark a DEALER only fails to send on a closed context;
+// the request then ends by its timeout like any lost request.
+void MdpAsyncClient::SendPlain(std::uint64_t id, Pending& p,
+                               ServiceLine& line) {
+  p.state = State::kPlain;
+  p.replies_at_send = replies_;
+  line.on_wire = id;
+  out_.clear();
+  AppendRequestCopy(p.service, p.body, &out_);
+  SendFrames(socket_, out_).IgnoreError();
+}
+
+void MdpAsyncClient::SendTagged(std::uint64_t id, Pending& p) {
+  p.state = State::kTagged;
+  p.replies_at_send = replies_;
+  out_.clear();
+  mdp::AppendTaggedClientRequest(p.service, TagFrame(id), {}, &out_);
+  for (const auto& f : p.body) {
+    out_.emplace_back().copy(const_cast<zmq::message_t&>(f));
+  }
+  SendFrames(socket_, out_).IgnoreError();
+}
+
+void MdpAsyncClient::Pump(std::string_view service, ServiceLine& line) {
+  while ((tagged_ || line.on_wire == kNone) && !line.waiting.empty()) {
+    const std::uint64_t id = line.waiting.front();
+    line.waiting.pop_front();
+    auto it = pending_.find(id);
+    if (it == pending_.end()) continue;
+    if (tagged_) {
+      SendTagged(id, it->second);
+    } else {
+      SendPlain(id, it->second, line);
+    }
+  }
+  if (line.on_wire == kNone && line.waiting.empty()) {
+    lines_.erase(AV(service));  // invalidates `line`
+  }
+}
+
+void MdpAsyncClient::OnMessage(std::span<zmq::message_t> frames) {
+  ++replies_;
+  absl::StatusOr<mdp::Protocol> protocol = mdp::ClassifyMessage(frames);
+  if (!protocol.ok() || *protocol == mdp::Protocol::kWorker) {
+    ++stale_;
+    return;
+  }
+  if (*protocol == mdp::Protocol::kTaggedClient) {
+    absl::StatusOr<mdp::ClientMessage> m = mdp::ParseTaggedClient(frames);
+    if (!m.ok()) {
+      ++stale_;
+      return;
+    }
+    OnTagged(*m);
+  } else {
+    absl::StatusOr<mdp::ClientMessage> m = mdp::ParseClient(frames);
+    if (!m.ok()) {
+      ++stale_;
+      return;
+    }
+    OnPlain(*m);
+  }
+}
+
+void MdpAsyncClient::OnTagged(const mdp::ClientMessage& m) {
+  const std::uint64_t id = TagId(*m.tag);
+  auto it = pending_.find(id);
+  if (it == pending_.end() || it->second.state != State::kTagged ||
+      it->second.service != m.service) {
+    ++stale_;  // a late reply to a request already completed or resent
+    return;
+  }
+  Frames body;
+  body.reserve(m.body.size());
+  for (auto& frame : m.body) body.push_back(std::move(frame));
+  Finish(id, std::move(body));
+}
+
+void MdpAsyncClient::OnPlain(const mdp::ClientMessage& m) {
+  auto line = lines_.find(AV(m.service));
+  if (line == lines_.end() || line->second.on_wire == kNone) {
+    ++stale_;  // nothing of this service on the wire
+    return;
+  }
+  if (line->second.on_wire == kProbe) {
+    // The answer to mmi.zb.tag on this connection.
+    line->second.on_wire = kNone;
+    tagged_ = m.body.size() == 1 && View(m.body[0]) == mdp::kMmiFound;
+    if (tagged_) {
+      // Everything waiting goes out now, tagged.  (Requests already out
+      // plain are answered plain.)
+      std::vector<std::string> services;
+      services.reserve(lines_.size());
+      for (auto& [name, l] : lines_) services.push_back(name);
+      for (const std::string& name : services) {
+        auto l = lines_.find(name);
+        if (l != lines_.end()) Pump(name, l->second);
+      }
+    } else {
+      Pump(mdp::kMmiTagService, line->second);
+    }
+    return;
+  }
+  const std::uint64_t id = line->second.on_wire;
+  Frames body;
+  body.reserve(m.body.size());
+  for (auto& frame : m.body) body.push_back(std::move(frame));
+  Finish(id, std::move(body));
+}
+
+void MdpAsyncClient::OnTimeout(std::uint64_t id) {
+  auto it = pending_.find(id);
+  if (it == pending_.end()) return;
+  Pending& p = it->second;
+  p.timer = 0;
+  // A plain request on the wire must not leave a late reply behind on this
+  // socket (it would complete the next request of its service), and a
+  // tagged one that heard nothing since it was sent suggests the broker is
+  // gone: both start a new connection.
+  //
+  // One reopen per timeout period is enough, though: a request that a
+  // reopen has sent again since its timer was armed is neither reopened for
+  // nor resent, it just gets its next timeout.  Otherwise, with W requests
+  // outstanding and no reply coming (a stalled broker or service), each of
+  // the W timeouts would reopen and resend all W: ~W^2 requests per period,
+  // whose replies go to sockets already closed.
+  const bool resent_by_reopen = p.reconnects_at_arm != reconnects_;
+  const bool reset =
+      !resent_by_reopen &&
+      (p.state == State::kPlain ||
+       (p.state == State::kTagged && replies_ == p.replies_at_send));
+  if (p.retries_left > 0) {
+    --p.retries_left;
+    p.timer = *reactor_.after(p.timeout, [this, id] { OnTimeout(id); });
+    if (resent_by_reopen) {
+      // Already sent again on the current connection: wait for it.
+    } else if (reset) {
+      Reset();  // resends p with the others
+    } else if (p.state == State::kTagged) {
+      SendTagged(id, p);
+    }
+    // A request still waiting in the client just gets its fresh timeout.
+    // Its timer is armed as of the connection it is on now.
+    auto again = pending_.find(id);
+    if (again != pending_.end()) again->second.reconnects_at_arm = reconnects_;
+    return;
+  }
+  const std::string service = p.service;
+  const auto timeout = p.timeout;
+  if (!reset) {
+    Finish(id, absl::DeadlineExceededError(absl::StrFormat(
+                   "MdpAsyncClient: no reply from service \"%s\" within %d ms",
+                   service, timeout.count())));
+    return;
+  }
+  // Out of the books first, so that nothing is sent on the old socket and
+  // the new one does not resend it; the callback runs last, when the client
+  // is on its new connection.
+  Pending done = Remove(id, /*pump=*/false);
+  Reset();
+  if (done.done) {
+    done.done(absl::DeadlineExceededError(absl::StrFormat(
+        "MdpAsyncClient: no reply from service \"%s\" within %d ms", service,
+        timeout.count())));
+  }
+}
+
+void MdpAsyncClient::Reset() {
+  ++reconnects_;
+  reactor_.remove(socket_).IgnoreError();
+  socket_.close();
+  lines_.clear();
+  absl::Status opened = Open();
+  // Everything outstanding goes out again in the original order (through
+  // the plain-RFC 7 path until the new connection says it speaks tags).
+  std::vector<std::uint64_t> ids;
+  ids.reserve(pending_.size());
+  for (auto& [id, p] : pending_) {
+    p.state = State::kWaiting;
+    ids.push_back(id);
+  }
+  if (!opened.ok()) return;  // the requests then time out
+  std::sort(ids.begin(), ids.end());
+  for (std::uint64_t id : ids) {
+    auto it = pending_.find(id);
+    if (it != pending_.end()) Dispatch(id, it->second);
+  }
+}
+
+MdpAsyncClient::Pending MdpAsyncClient::Remove(std::uint64_t id, bool pump) {
+  auto it = pending_.find(id);
+  Pending p = std::move(it->second);
+  pending_.erase(it);
+  if (p.state != State::kTagged) {
+    auto line = lines_.find(AV(p.service));
+    if (line != lines_.end()) {
+      if (line->second.on_wire == id) {
+        line->second.on_wire = kNone;
+      } else {
+        auto& w = line->second.waiting;
+        auto pos = std::find(w.begin(), w.end(), id);
+        if (pos != w.end()) w.erase(pos);
+      }
+      if (pump) Pump(p.service, line->second);
+    }
+  }
+  if (p.timer != 0) reactor_.cancel(p.timer);
+  p.timer = 0;
+  return p;
+}
+
+void MdpAsyncClient::Finish(std::uint64_t id, absl::StatusOr<Frames> result) {
+  if (!pending_.contains(id)) return;
+  Pending p = Remove(id, /*pump=*/true);
+  if (p.done) p.done(std::move(result));
+}
+
+}  // namespace zb

@@ -1,0 +1,347 @@
+// Copyright 2026 The zbrokers Authors.
+
+#include "zbrokers/majordomo/worker.h"
+
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/str_format.h"
+#include "zbrokers/common/endpoint.h"
+#include "zbrokers/majordomo/codec.h"
+
+namespace zb {
+
+class MdpWorker::Core : public std::enable_shared_from_this<Core> {
+ public:
+  Core(Reactor& reactor, zmq::context_t& context, std::string endpoint,
+       std::string service, Handler handler, Options options)
+      : reactor_(reactor),
+        context_(context),
+        endpoint_(std::move(endpoint)),
+        service_(std::move(service)),
+        handler_(std::move(handler)),
+        options_(options) {
+    if (options_.heartbeat_interval.count() <= 0) {
+      options_.heartbeat_interval = std::chrono::milliseconds(1);
+    }
+    if (options_.heartbeat_liveness < 1) options_.heartbeat_liveness = 1;
+  }
+
+  ~Core() { Stop(); }
+
+  absl::Status Start() {
+    if (service_.empty()) {
+      return absl::InvalidArgumentError("MdpWorker: empty service name");
+    }
+    if (mdp::IsMmiService(service_)) {
+      return absl::InvalidArgumentError(
+          "MdpWorker: \"mmi.*\" services are reserved for the broker");
+    }
+    if (!handler_) return absl::InvalidArgumentError("MdpWorker: no handler");
+    if (started_) return absl::FailedPreconditionError("already started");
+    started_ = true;
+    absl::Status s = Connect();
+    if (!s.ok()) return s;
+    tick_timer_ =
+        *reactor_.every(options_.heartbeat_interval, [this] { Tick(); });
+    return absl::OkStatus();
+  }
+
+  void Stop() {
+    if (stopped_) return;
+    stopped_ = true;
+    if (tick_timer_ != 0) reactor_.cancel(tick_timer_);
+    if (reconnect_timer_ != 0) reactor_.cancel(reconnect_timer_);
+    tick_timer_ = reconnect_timer_ = 0;
+    if (socket_) {
+      Frames f;
+      mdp::AppendDisconnect(&f);
+      SendFrames(socket_, f).IgnoreError();
+      Close();
+    }
+  }
+
+  Stats stats() const { return stats_; }
+
+  // A reply made by a Replier, on the reactor thread: sent now, or held
+  // until the earlier requests of the same client are answered.
+  void SendReply(zmq::message_t address, std::uint64_t epoch, std::uint64_t seq,
+                 Frames body) {
+    if (epoch != epoch_ || !socket_ || stopped_) {
+      ++stats_.dropped_replies;
+      return;
+    }
+    if (body.empty()) body.emplace_back();
+    std::size_t i = 0;
+    while (i < inflight_.size() && inflight_[i].seq != seq) ++i;
+    if (i == inflight_.size()) {
+      ++stats_.dropped_replies;  // not a request of this connection
+      return;
+    }
+    InFlight& mine = inflight_[i];
+    mine.answered = true;
+    mine.reply = std::move(body);
+    mine.address = std::move(address);
+    // Send what is now first for its client: this reply, unless an earlier
+    // request of the same client is unanswered, and after it the answered
+    // ones of that client that waited for it.
+    const std::string_view client = mine.client;
+    bool blocked = false;
+    for (std::size_t j = 0; j < inflight_.size(); ++j) {
+      InFlight& f = inflight_[j];
+      if (f.sent || f.client != client) continue;
+      if (!f.answered) {
+        blocked = true;
+        continue;
+      }
+      if (blocked) break;
+      Send(f);
+    }
+    std::erase_if(inflight_, [](const InFlight& f) { return f.sent; });
+  }
+
+  // A Replier of connection `epoch` was dropped without a reply: give the
+  // request back (DISCONNECT, then a new connection), so that the broker
+  // redispatches what this worker held.
+  void Abandon(std::uint64_t epoch) {
+    if (epoch != epoch_ || !socket_ || stopped_) return;  // already gone
+    ++stats_.abandoned;
+    out_.clear();
+    mdp::AppendDisconnect(&out_);
+    SendFrames(socket_, out_).IgnoreError();
+    Reconnect();
+  }
+
+  Reactor& reactor() { return reactor_; }
+
+ private:
+  absl::Status Connect() {
+    socket_ = zmq::socket_t(context_, zmq::socket_type::dealer);
+    socket_.set(zmq::sockopt::linger, 0);
+    if (options_.curve) {
+      if (absl::Status s = ApplyCurveClient(socket_, *options_.curve);
+          !s.ok()) {
+        socket_.close();
+        return s;
+      }
+    }
+    socket_.set(zmq::sockopt::maxmsgsize, options_.max_message_size > 0
+                                              ? options_.max_message_size
+                                              : std::int64_t{-1});
+    try {
+      SetIpv6For(socket_, endpoint_);
+      socket_.connect(endpoint_);
+    } catch (const zmq::error_t& e) {
+      socket_.close();
+      return absl::InvalidArgumentError(
+          absl::StrFormat("MdpWorker: connect %s: %s", endpoint_, e.what()));
+    }
+    ++epoch_;
+    absl::Status s = reactor_.add(
+        socket_, [this](std::span<zmq::message_t> f) { OnMessage(f); });
+    if (!s.ok()) return s;
+    missed_ticks_ = 0;
+    heard_since_tick_ = false;
+    out_.clear();
+    mdp::AppendReady(service_, &out_);
+    SendFrames(socket_, out_).IgnoreError();  // queued until connected
+    sent_since_tick_ = true;
+    return absl::OkStatus();
+  }
+
+  void Close() {
+    reactor_.remove(socket_).IgnoreError();
+    socket_.close();
+    inflight_.clear();
+  }
+
+  // A request of the current connection, in arrival order, until its reply
+  // is sent.
+  struct InFlight {
+    std::uint64_t seq = 0;
+    std::string client;  // its client address (REPLYs are settled per client)
+    bool answered = false;
+    bool sent = false;
+    zmq::message_t address;
+    Frames reply;
+  };
+
+  void Send(InFlight& f) {
+    f.sent = true;
+    out_.clear();
+    mdp::AppendReply(std::move(f.address), f.reply, &out_);
+    if (SendFrames(socket_, out_).ok()) {
+      ++stats_.replies;
+      sent_since_tick_ = true;
+    } else {
+      ++stats_.dropped_replies;
+    }
+  }
+
+  // Closes the connection and opens a new one after reconnect_delay.
+  void Reconnect() {
+    if (socket_) Close();
+    ++epoch_;  // replies in flight belong to the old connection
+    if (reconnect_timer_ != 0) return;
+    reconnect_timer_ = *reactor_.after(options_.reconnect_delay, [this] {
+      reconnect_timer_ = 0;
+      if (stopped_) return;
+      ++stats_.reconnects;
+      if (!Connect().ok()) Reconnect();
+    });
+  }
+
+  void OnMessage(std::span<zmq::message_t> frames) {
+    heard_since_tick_ = true;
+    absl::StatusOr<mdp::WorkerMessage> m = mdp::ParseWorker(frames);
+    if (!m.ok()) {
+      ++stats_.malformed;
+      return;
+    }
+    switch (m->command) {
+      case mdp::Command::kRequest: {
+        ++stats_.requests;
+        InFlight& f = inflight_.emplace_back();
+        f.seq = ++next_seq_;
+        f.client.assign(View(*m->address));
+        Replier r;
+        r.core_ = weak_from_this();
+        r.reactor_ = &reactor_;
+        r.address_ = std::move(*m->address);
+        r.epoch_ = epoch_;
+        r.seq_ = f.seq;
+        Frames body;
+        body.reserve(m->body.size());
+        for (auto& f : m->body) body.push_back(std::move(f));
+        handler_(std::move(body), std::move(r));
+        return;
+      }
+      case mdp::Command::kHeartbeat:
+        return;
+      case mdp::Command::kDisconnect:
+        ++stats_.disconnects_received;
+        Reconnect();
+        return;
+      case mdp::Command::kReady:
+      case mdp::Command::kReply:
+        ++stats_.malformed;  // not something a broker sends
+        return;
+    }
+  }
+
+  void Tick() {
+    if (!socket_) return;  // waiting to reconnect
+    if (heard_since_tick_) {
+      missed_ticks_ = 0;
+    } else if (++missed_ticks_ >= options_.heartbeat_liveness) {
+      Reconnect();
+      return;
+    }
+    heard_since_tick_ = false;
+    if (!sent_since_tick_) {
+      out_.clear();
+      mdp::AppendHeartbeat(&out_);
+      SendFrames(socket_, out_).IgnoreError();
+    }
+    sent_since_tick_ = false;
+  }
+
+  Reactor& reactor_;
+  zmq::context_t& context_;
+  const std::string endpoint_;
+  const std::string service_;
+  Handler handler_;
+  Options options_;
+
+  zmq::socket_t socket_;
+  std::uint64_t epoch_ = 0;
+  std::vector<InFlight> inflight_;  // current connection, arrival order
+  std::uint64_t next_seq_ = 0;
+  Frames out_;
+  TimerId tick_timer_ = 0;
+  TimerId reconnect_timer_ = 0;
+  int missed_ticks_ = 0;
+  bool heard_since_tick_ = false;
+  bool sent_since_tick_ = false;
+  bool started_ = false;
+  bool stopped_ = false;
+  Stats stats_;
+};
+
+MdpWorker::Replier::Replier(Replier&& other) noexcept
+    : core_(std::move(other.core_)),
+      reactor_(std::exchange(other.reactor_, nullptr)),
+      address_(std::move(other.address_)),
+      epoch_(other.epoch_),
+      seq_(other.seq_),
+      used_(std::exchange(other.used_, true)) {}
+
+MdpWorker::Replier& MdpWorker::Replier::operator=(Replier&& other) noexcept {
+  if (this != &other) {
+    Abandon();  // the request this one held, if unanswered
+    core_ = std::move(other.core_);
+    reactor_ = std::exchange(other.reactor_, nullptr);
+    address_ = std::move(other.address_);
+    epoch_ = other.epoch_;
+    seq_ = other.seq_;
+    used_ = std::exchange(other.used_, true);
+  }
+  return *this;
+}
+
+MdpWorker::Replier::~Replier() { Abandon(); }
+
+void MdpWorker::Replier::Forget() {
+  used_ = true;
+  reactor_ = nullptr;
+  core_.reset();
+}
+
+void MdpWorker::Replier::Abandon() {
+  if (used_ || reactor_ == nullptr || core_.expired()) return;
+  used_ = true;
+  if (reactor_->on_owner_thread()) {
+    if (std::shared_ptr<Core> core = core_.lock()) core->Abandon(epoch_);
+    return;
+  }
+  reactor_->post([core = core_, epoch = epoch_]() mutable {
+    if (std::shared_ptr<Core> c = core.lock()) c->Abandon(epoch);
+  });
+}
+
+bool MdpWorker::Replier::Reply(Frames body) {
+  if (used_ || reactor_ == nullptr) return false;
+  used_ = true;
+  if (reactor_->on_owner_thread()) {
+    if (std::shared_ptr<Core> core = core_.lock()) {
+      core->SendReply(std::move(address_), epoch_, seq_, std::move(body));
+    }
+    return true;
+  }
+  // Another thread: hand the reply to the reactor.  The Core may be gone by
+  // the time the task runs; the weak pointer is only locked there, on the
+  // thread that owns (and destroys) it.
+  reactor_->post([core = core_, address = std::move(address_), epoch = epoch_,
+                  seq = seq_, body = std::move(body)]() mutable {
+    if (std::shared_ptr<Core> c = core.lock()) {
+      c->SendReply(std::move(address), epoch, seq, std::move(body));
+    }
+  });
+  return true;
+}
+
+MdpWorker::MdpWorker(Reactor& reactor, zmq::context_t& context,
+                     std::string endpoint, std::string service, Handler handler,
+                     Options options)
+    : core_(std::make_shared<Core>(reactor, context, std::move(endpoint),
+                                   std::move(service), std::move(handler),
+                                   options)) {}
+
+MdpWorker::~MdpWorker() = default;
+
+absl::Status MdpWorker::Start() { return core_->Start(); }
+void MdpWorker::Stop() { core_->Stop(); }
+MdpWorker::Stats MdpWorker::stats() const { return core_->stats(); }
+
+}  // namespace zb

@@ -1,0 +1,401 @@
+// Copyright 2026 The zbrokers Authors.
+//
+// zb::MdpWorker against a fake broker: a raw ROUTER socket driven by the test,
+// so every frame the worker sends is checked exactly.
+
+#include "zbrokers/majordomo/worker.h"
+
+#include <atomic>
+#include <chrono>
+#include <functional>
+#include <mutex>
+#include <stdexcept>
+#include <string>
+#include <thread>
+#include <vector>
+#include <zmq_addon.hpp>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "zbrokers/reactor/reactor_thread.h"
+
+namespace zb {
+namespace {
+
+using ::testing::ElementsAre;
+using namespace std::chrono_literals;
+
+const std::string kReady(1, '\x01');
+const std::string kRequest(1, '\x02');
+const std::string kReply(1, '\x03');
+const std::string kHeartbeat(1, '\x04');
+const std::string kDisconnect(1, '\x05');
+
+class MdpWorkerTest : public ::testing::Test {
+ protected:
+  MdpWorkerTest() : router_(ctx_, zmq::socket_type::router) {
+    router_.set(zmq::sockopt::linger, 0);
+    router_.bind("tcp://127.0.0.1:*");
+    endpoint_ = router_.get(zmq::sockopt::last_endpoint);
+  }
+
+  ~MdpWorkerTest() override {
+    thread_.invoke([&](Reactor&) { worker_.reset(); });
+  }
+
+  void StartWorker(MdpWorker::Handler handler, MdpWorker::Options o = Fast(),
+                   std::string service = "svc") {
+    thread_.invoke([&](Reactor& r) {
+      worker_ = std::make_unique<MdpWorker>(r, ctx_, endpoint_, service,
+                                            std::move(handler), o);
+      ASSERT_TRUE(worker_->Start().ok());
+    });
+  }
+
+  static MdpWorker::Options Fast() {
+    MdpWorker::Options o;
+    o.heartbeat_interval = 30ms;
+    o.heartbeat_liveness = 10;  // 300 ms: tolerant of a loaded machine
+    o.reconnect_delay = 10ms;
+    return o;
+  }
+
+  // Next message from the worker (identity first), skipping HEARTBEATs
+  // unless `keep_heartbeats`; empty when nothing came within `limit`.
+  std::vector<std::string> Recv(bool keep_heartbeats = false,
+                                std::chrono::milliseconds limit = 5000ms) {
+    const auto deadline = std::chrono::steady_clock::now() + limit;
+    for (;;) {
+      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+          deadline - std::chrono::steady_clock::now());
+      if (left.count() <= 0) return {};
+      zmq_pollitem_t item{router_.handle(), 0, ZMQ_POLLIN, 0};
+      if (zmq::poll(&item, 1, left) <= 0) return {};
+      Frames f;
+      (void)zmq::recv_multipart(router_, std::back_inserter(f));
+      auto s = FramesToStrings(f);
+      if (!keep_heartbeats && s.size() == 4 && s[3] == kHeartbeat) continue;
+      return s;
+    }
+  }
+
+  void Send(std::initializer_list<std::string_view> parts) {
+    Frames f = MakeFrames(parts);
+    ASSERT_TRUE(SendFrames(router_, f).ok());
+  }
+
+  MdpWorker::Stats Stats() {
+    return thread_.invoke([&](Reactor&) { return worker_->stats(); });
+  }
+
+  static MdpWorker::Handler Echo() {
+    return [](Frames b, MdpWorker::Replier r) { r.Reply(std::move(b)); };
+  }
+
+  zmq::context_t ctx_;
+  zmq::socket_t router_;
+  std::string endpoint_;
+  ReactorThread thread_;
+  std::unique_ptr<MdpWorker> worker_;
+};
+
+TEST_F(MdpWorkerTest, ReadyThenExactReply) {
+  StartWorker(Echo());
+  auto ready = Recv();
+  ASSERT_EQ(ready.size(), 5u);
+  EXPECT_THAT(std::vector<std::string>(ready.begin() + 1, ready.end()),
+              ElementsAre("", "MDPW01", kReady, "svc"));
+  const std::string id = ready[0];
+  Send({id, "", "MDPW01", kRequest, "client-1", "", "a", "", "c"});
+  EXPECT_THAT(Recv(), ElementsAre(id, "", "MDPW01", kReply, "client-1", "", "a",
+                                  "", "c"));
+  EXPECT_EQ(Stats().requests, 1u);
+  EXPECT_EQ(Stats().replies, 1u);
+}
+
+TEST_F(MdpWorkerTest, EmptyReplyIsOneEmptyFrame) {
+  StartWorker([](Frames, MdpWorker::Replier r) { r.Reply({}); });
+  const std::string id = Recv()[0];
+  Send({id, "", "MDPW01", kRequest, "c", "", "x"});
+  EXPECT_THAT(Recv(), ElementsAre(id, "", "MDPW01", kReply, "c", "", ""));
+}
+
+TEST_F(MdpWorkerTest, HeartbeatsWhileIdle) {
+  StartWorker(Echo());
+  const std::string id = Recv()[0];
+  auto hb = Recv(/*keep_heartbeats=*/true);
+  EXPECT_THAT(hb, ElementsAre(id, "", "MDPW01", kHeartbeat));
+}
+
+TEST_F(MdpWorkerTest, HeartbeatsWhileAHandlerIsBusy) {
+  std::vector<MdpWorker::Replier> held;
+  StartWorker([&](Frames, MdpWorker::Replier r) {
+    held.push_back(std::move(r));  // reactor thread only
+  });
+  const std::string id = Recv()[0];
+  Send({id, "", "MDPW01", kRequest, "c", "", "x"});
+  // Keep the worker alive with our own heartbeats; it must heartbeat too.
+  int heartbeats = 0;
+  for (int i = 0; i < 20 && heartbeats < 2; ++i) {
+    Send({id, "", "MDPW01", kHeartbeat});
+    auto m = Recv(true, 200ms);
+    if (m.size() == 4 && m[3] == kHeartbeat) ++heartbeats;
+  }
+  EXPECT_EQ(heartbeats, 2);
+  thread_.invoke([&](Reactor&) { held.clear(); });
+}
+
+TEST_F(MdpWorkerTest, ReconnectsWithNewSocketOnDisconnect) {
+  StartWorker(Echo());
+  const std::string id1 = Recv()[0];
+  Send({id1, "", "MDPW01", kDisconnect});
+  auto ready = Recv();
+  ASSERT_EQ(ready.size(), 5u);
+  EXPECT_EQ(ready[3], kReady);
+  EXPECT_NE(ready[0], id1);  // a new socket, a new identity
+  EXPECT_EQ(Stats().disconnects_received, 1u);
+  EXPECT_EQ(Stats().reconnects, 1u);
+}
+
+TEST_F(MdpWorkerTest, ReconnectsWhenTheBrokerIsSilent) {
+  StartWorker(Echo());
+  const std::string id1 = Recv()[0];
+  // Say nothing: after liveness intervals the worker starts over.
+  auto ready = Recv(false, 5000ms);
+  ASSERT_EQ(ready.size(), 5u);
+  EXPECT_EQ(ready[3], kReady);
+  EXPECT_NE(ready[0], id1);
+  EXPECT_GE(Stats().reconnects, 1u);
+}
+
+TEST_F(MdpWorkerTest, ReplyLaterFromAnotherThread) {
+  std::mutex mu;
+  std::vector<MdpWorker::Replier> held;
+  StartWorker([&](Frames, MdpWorker::Replier r) {
+    std::lock_guard<std::mutex> lock(mu);
+    held.push_back(std::move(r));
+  });
+  const std::string id = Recv()[0];
+  Send({id, "", "MDPW01", kRequest, "c", "", "x"});
+  for (int i = 0; i < 500; ++i) {
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      if (!held.empty()) break;
+    }
+    std::this_thread::sleep_for(2ms);
+  }
+  std::thread other([&] {
+    std::lock_guard<std::mutex> lock(mu);
+    ASSERT_EQ(held.size(), 1u);
+    EXPECT_TRUE(held[0].Reply(MakeFrames({"later"})));
+    EXPECT_FALSE(held[0].Reply(MakeFrames({"twice"})));
+  });
+  other.join();
+  EXPECT_THAT(Recv(), ElementsAre(id, "", "MDPW01", kReply, "c", "", "later"));
+}
+
+TEST_F(MdpWorkerTest, ReplyForAClosedConnectionIsDropped) {
+  std::vector<MdpWorker::Replier> held;
+  StartWorker(
+      [&](Frames, MdpWorker::Replier r) { held.push_back(std::move(r)); });
+  const std::string id1 = Recv()[0];
+  Send({id1, "", "MDPW01", kRequest, "c", "", "x"});
+  Send({id1, "", "MDPW01", kDisconnect});
+  auto ready = Recv();
+  ASSERT_EQ(ready.size(), 5u);
+  thread_.invoke([&](Reactor&) {
+    ASSERT_EQ(held.size(), 1u);
+    held[0].Reply(MakeFrames({"stale"}));
+  });
+  EXPECT_EQ(Stats().dropped_replies, 1u);
+  // Only READYs (the silent fake broker makes the worker reconnect), never
+  // the stale REPLY.
+  const auto until = std::chrono::steady_clock::now() + 300ms;
+  while (std::chrono::steady_clock::now() < until) {
+    auto m = Recv(false, 50ms);
+    if (m.empty()) continue;
+    ASSERT_GE(m.size(), 4u);
+    EXPECT_EQ(m[3], kReady);
+  }
+}
+
+TEST_F(MdpWorkerTest, StopSendsDisconnect) {
+  StartWorker(Echo());
+  const std::string id = Recv()[0];
+  thread_.invoke([&](Reactor&) { worker_->Stop(); });
+  EXPECT_THAT(Recv(), ElementsAre(id, "", "MDPW01", kDisconnect));
+}
+
+TEST_F(MdpWorkerTest, MalformedFromBrokerIsCounted) {
+  StartWorker(Echo());
+  const std::string id = Recv()[0];
+  Send({id, "", "MDPW01", kRequest, "c"});  // no delimiter, no body
+  Send({id, "junk"});
+  Send({id, "", "MDPW01", kReady, "svc"});  // not a broker command
+  for (int i = 0; i < 500 && Stats().malformed < 3; ++i) {
+    std::this_thread::sleep_for(2ms);
+  }
+  EXPECT_EQ(Stats().malformed, 3u);
+  EXPECT_EQ(Stats().requests, 0u);
+}
+
+// Issue 10 item 6: a Replier dropped without a reply (the handler kept
+// nothing) makes the worker give the request back: DISCONNECT, then a new
+// socket and READY, so the broker redispatches it.  Before the fix the
+// worker stayed registered and heartbeating, and never got work again.
+TEST_F(MdpWorkerTest, DroppedReplierGivesTheRequestBack) {
+  StartWorker([](Frames, MdpWorker::Replier) {});
+  const std::string id = Recv()[0];
+  Send({id, "", "MDPW01", kRequest, "c", "", "x"});
+  EXPECT_THAT(Recv(), ElementsAre(id, "", "MDPW01", kDisconnect));
+  auto ready = Recv();
+  ASSERT_EQ(ready.size(), 5u);
+  EXPECT_EQ(ready[3], kReady);
+  EXPECT_NE(ready[0], id);
+  auto s = Stats();
+  EXPECT_EQ(s.abandoned, 1u);
+  EXPECT_EQ(s.replies, 0u);
+}
+
+// The same for a handler that throws (the reactor reports the exception).
+TEST_F(MdpWorkerTest, ThrowingHandlerGivesTheRequestBack) {
+  std::atomic<int> reported{0};
+  thread_.invoke([&](Reactor& r) {
+    r.set_error_handler(
+        [&](std::exception_ptr, std::string_view) { ++reported; });
+  });
+  StartWorker([](Frames, MdpWorker::Replier) {
+    throw std::runtime_error("handler bug");
+  });
+  const std::string id = Recv()[0];
+  Send({id, "", "MDPW01", kRequest, "c", "", "x"});
+  EXPECT_THAT(Recv(), ElementsAre(id, "", "MDPW01", kDisconnect));
+  auto ready = Recv();
+  ASSERT_EQ(ready.size(), 5u);
+  EXPECT_EQ(ready[3], kReady);
+  EXPECT_EQ(reported.load(), 1);
+  EXPECT_EQ(Stats().abandoned, 1u);
+}
+
+// A Replier dropped on another thread, and one moved-over, give back too; a
+// moved-from Replier and one for an old connection do nothing.
+TEST_F(MdpWorkerTest, ReplierDroppedElsewhereOrOverwrittenGivesBack) {
+  std::mutex mu;
+  std::vector<MdpWorker::Replier> held;
+  StartWorker([&](Frames, MdpWorker::Replier r) {
+    std::lock_guard<std::mutex> lock(mu);
+    held.push_back(std::move(r));
+  });
+  std::string id = Recv()[0];
+  Send({id, "", "MDPW01", kRequest, "c", "", "x"});
+  for (int i = 0; i < 500; ++i) {
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      if (!held.empty()) break;
+    }
+    std::this_thread::sleep_for(2ms);
+  }
+  std::thread([&] {
+    std::lock_guard<std::mutex> lock(mu);
+    MdpWorker::Replier moved = std::move(held[0]);  // held[0]: moved-from
+    held.clear();                                   // nothing to give back
+  }).join();  // `moved` dropped here, on this thread
+  EXPECT_THAT(Recv(), ElementsAre(id, "", "MDPW01", kDisconnect));
+  auto ready = Recv();
+  ASSERT_EQ(ready.size(), 5u);
+  id = ready[0];
+  EXPECT_EQ(Stats().abandoned, 1u);
+  // Move-assigning over an unanswered Replier gives that one back.
+  Send({id, "", "MDPW01", kRequest, "c", "", "y"});
+  for (int i = 0; i < 500; ++i) {
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      if (!held.empty()) break;
+    }
+    std::this_thread::sleep_for(2ms);
+  }
+  thread_.invoke([&](Reactor&) {
+    std::lock_guard<std::mutex> lock(mu);
+    held[0] = MdpWorker::Replier();
+  });
+  EXPECT_THAT(Recv(), ElementsAre(id, "", "MDPW01", kDisconnect));
+  EXPECT_EQ(Stats().abandoned, 2u);
+}
+
+// With several requests outstanding (broker prefetch), the replies to one
+// client leave in the order its requests came, whatever order the handler
+// answers in: the broker settles a REPLY with that client's oldest request
+// at this worker.  Replies to other clients are not held up.
+TEST_F(MdpWorkerTest, RepliesToOneClientLeaveInArrivalOrder) {
+  std::vector<MdpWorker::Replier> held;
+  MdpWorker::Options o = Fast();
+  o.heartbeat_liveness = 100;  // the fake broker sends no heartbeats
+  StartWorker(
+      [&](Frames, MdpWorker::Replier r) { held.push_back(std::move(r)); }, o);
+  const std::string id = Recv()[0];
+  Send({id, "", "MDPW01", kRequest, "c", "", "c1"});
+  Send({id, "", "MDPW01", kRequest, "c", "", "c2"});
+  Send({id, "", "MDPW01", kRequest, "d", "", "d1"});
+  for (int i = 0; i < 500 && Stats().requests < 3; ++i) {
+    std::this_thread::sleep_for(2ms);
+  }
+  ASSERT_EQ(Stats().requests, 3u);
+  thread_.invoke([&](Reactor&) { held[1].Reply(MakeFrames({"a2"})); });
+  EXPECT_TRUE(Recv(false, 200ms).empty());  // held back behind c1
+  thread_.invoke([&](Reactor&) { held[2].Reply(MakeFrames({"b1"})); });
+  EXPECT_THAT(Recv(), ElementsAre(id, "", "MDPW01", kReply, "d", "", "b1"));
+  thread_.invoke([&](Reactor&) { held[0].Reply(MakeFrames({"a1"})); });
+  EXPECT_THAT(Recv(), ElementsAre(id, "", "MDPW01", kReply, "c", "", "a1"));
+  EXPECT_THAT(Recv(), ElementsAre(id, "", "MDPW01", kReply, "c", "", "a2"));
+  EXPECT_EQ(Stats().replies, 3u);
+}
+
+// Issue 11 item 3: a REQUEST frame over max_message_size never reaches the
+// handler (libzmq drops the connection); one within the limit does.
+TEST_F(MdpWorkerTest, RequestOverMaxMessageSizeNeverReachesTheHandler) {
+  std::atomic<int> handled{0};
+  MdpWorker::Options o = Fast();
+  o.max_message_size = 1 << 20;
+  StartWorker(
+      [&](Frames b, MdpWorker::Replier r) {
+        ++handled;
+        r.Reply(std::move(b));
+      },
+      o);
+  const std::string id = Recv()[0];
+  Frames big = MakeFrames({id, "", "MDPW01", kRequest, "c", ""});
+  big.push_back(Frame(std::string((1 << 20) + 1, 'b')));
+  ASSERT_TRUE(SendFrames(router_, big).ok());
+  // The worker starts over (its broker went silent or said DISCONNECT).
+  auto m = Recv();
+  for (int i = 0; i < 10 && !(m.size() == 5 && m[3] == kReady); ++i) {
+    m = Recv();
+  }
+  ASSERT_EQ(m.size(), 5u);
+  EXPECT_EQ(m[3], kReady);
+  EXPECT_EQ(handled.load(), 0);
+  Frames ok = MakeFrames({m[0], "", "MDPW01", kRequest, "c", ""});
+  ok.push_back(Frame(std::string(1 << 20, 'b')));
+  ASSERT_TRUE(SendFrames(router_, ok).ok());
+  auto reply = Recv();
+  ASSERT_EQ(reply.size(), 7u);
+  EXPECT_EQ(reply[3], kReply);
+  EXPECT_EQ(handled.load(), 1);
+}
+
+TEST(MdpWorkerStartTest, RejectsReservedAndEmptyServices) {
+  zmq::context_t ctx;
+  Reactor reactor;
+  MdpWorker mmi(reactor, ctx, "tcp://127.0.0.1:1", "mmi.service",
+                [](Frames, MdpWorker::Replier) {});
+  EXPECT_EQ(mmi.Start().code(), absl::StatusCode::kInvalidArgument);
+  MdpWorker empty(reactor, ctx, "tcp://127.0.0.1:1", "",
+                  [](Frames, MdpWorker::Replier) {});
+  EXPECT_EQ(empty.Start().code(), absl::StatusCode::kInvalidArgument);
+  MdpWorker bad(reactor, ctx, "nonsense://x", "svc",
+                [](Frames, MdpWorker::Replier) {});
+  EXPECT_EQ(bad.Start().code(), absl::StatusCode::kInvalidArgument);
+}
+
+}  // namespace
+}  // namespace zb

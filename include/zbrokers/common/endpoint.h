@@ -1,0 +1,59 @@
+// Copyright 2026 The zbrokers Authors.
+//
+// ZeroMQ endpoint checks that libzmq 4.3 does not make itself, shared by the
+// brokers, the client and worker libraries and the zb-broker daemon.
+//
+//   if (absl::Status s = zb::CheckEndpoint(ep); !s.ok()) return s;
+//   zb::SetIpv6For(socket, ep);   // before each bind() or connect()
+//   socket.bind(ep);
+//   ...
+//   socket.close();
+//   zb::RemoveIpcSocketFile(resolved_ep);   // ipc:// files libzmq leaves
+//
+// - libzmq reads a tcp port without a range check: "tcp://127.0.0.1:99999"
+//   binds port 34463 (99999 mod 65536) and ":-1" binds 65535, silently.
+//   CheckEndpoint() refuses a tcp port that is not "*" or 0 to 65535 (for a
+//   bind, "*" and 0 both mean a free port chosen by the system).
+// - libzmq resolves IPv6 addresses only on a socket with ZMQ_IPV6 set;
+//   without it "tcp://[::1]:5555" fails with ENODEV ("No such device").
+//   SetIpv6For() sets ZMQ_IPV6 to whether the endpoint's host is an IPv6
+//   literal ("[::1]", "[::]", "[fe80::1%eth0]", or unbracketed "::1"), so
+//   that an IPv4 or wildcard endpoint keeps binding IPv4 only even when the
+//   same socket also binds an IPv6 one.  ("tcp://[::]:PORT" listens on every
+//   IPv6 address and, on a dual-stack host, IPv4 too.)
+//
+// Thread-safety: pure functions; SetIpv6For() touches only its socket.
+
+#ifndef ZBROKERS_COMMON_ENDPOINT_H_
+#define ZBROKERS_COMMON_ENDPOINT_H_
+
+#include <string_view>
+#include <zmq.hpp>
+
+#include "absl/status/status.h"
+
+namespace zb {
+
+// OK, or InvalidArgument with a message naming the endpoint and what is
+// wrong with it, e.g. `tcp port 99999 in "tcp://127.0.0.1:99999" is out of
+// range (0 to 65535, or * for any)`.  Only tcp:// endpoints have ports; a
+// connect endpoint with a source ("tcp://SRC:PORT;DST:PORT") has both
+// checked.  Other transports pass (libzmq checks them when they are used).
+absl::Status CheckEndpoint(std::string_view endpoint);
+
+// True for a tcp:// endpoint whose host (or source host) is an IPv6 literal.
+bool NeedsIpv6(std::string_view endpoint);
+
+// Sets ZMQ_IPV6 on `socket` to NeedsIpv6(endpoint).  Throws zmq::error_t
+// like zmq::socket_t::set().
+void SetIpv6For(zmq::socket_t& socket, std::string_view endpoint);
+
+// libzmq 4.3 leaves the socket file of a bound ipc:// endpoint behind when
+// the socket closes.  A broker calls this for each endpoint it bound (as
+// ZMQ_LAST_ENDPOINT resolved it), after closing its socket, to remove the
+// file.  Anything else (tcp://, abstract "ipc://@name") is left alone.
+void RemoveIpcSocketFile(std::string_view bound_endpoint);
+
+}  // namespace zb
+
+#endif  // ZBROKERS_COMMON_ENDPOINT_H_

@@ -1,0 +1,272 @@
+// Copyright 2026 The zbrokers Authors.
+//
+// zb::ConsensusWorker serves one service of a consensus (CCp100) broker on a
+// zb::Reactor.  It connects a DEALER socket to the broker, announces itself
+// with READY (service, heartbeat interval, heartbeat retries), hands every
+// REQUEST to a handler, and sends the handler's answer back as
+// REPLY_SUCCESS or REPLY_FAILURE.  docs/consensus.md is the user guide;
+// docs/protocols/ccp.md describes the wire protocol.
+//
+//   zmq::context_t ctx;
+//   zb::Reactor reactor;
+//   zb::ConsensusWorker worker(
+//       reactor, ctx, "tcp://127.0.0.1:5556", "echo",
+//       [](std::span<zmq::message_t> payload,
+//          zb::ConsensusWorker::Responder responder) {
+//         responder.succeed(payload);  // echo: moves the frames back out
+//       });
+//   reactor.run();
+//
+// Answering later.  The handler receives a move-only Responder.  It may
+// answer at once, keep the responder and answer from a later callback, or
+// move it (together with the payload frames it needs; the span is only valid
+// during the call) to another thread and answer there: an answer given on a
+// thread other than the reactor's is posted to the reactor, which sends it.
+// A responder destroyed without an answer answers REPLY_FAILURE with the
+// single frame kUnansweredReason, so no request is left hanging because its
+// responder was dropped (for example when the handler threw).
+//
+// Heartbeats and reconnects.  The worker runs one periodic timer per worker
+// at half the heartbeat interval (never a timer per message; sending only
+// sets a flag), on multiples of that period on the steady clock, so that
+// the workers sharing a reactor tick together.  It sends HEARTBEAT when it has
+// sent nothing else for one interval, so the broker hears from it at least
+// every 1.5 intervals.  When it has heard nothing from the broker (no request,
+// no heartbeat) for interval x retries (checked at tick granularity, never
+// early), it treats the broker as gone: it closes its socket, opens a NEW
+// socket (the broker sees a new identity) and sends READY again.  A DISCONNECT
+// from the broker triggers the same reconnect at once.  Answers for requests
+// received before a reconnect are dropped (the broker that sent them forgot
+// them).
+//
+// Shutdown.  shutdown() (also run by the destructor) sends DISCONNECT and
+// closes the socket with ZMQ_LINGER = Options::linger, so the DISCONNECT
+// gets out while the zmq::context_t lives.  Afterwards answers are dropped.
+//
+// Ownership and threads.  The worker belongs to the reactor's thread: create
+// it, call its methods and destroy it there (with zb::ReactorThread, inside
+// invoke()).  The reactor and the context must outlive the worker.  Do not
+// destroy the worker from inside its own handler (post the destruction).
+// Responders are the exception: a Responder may be moved to and used on any
+// thread, and it stays safe to use after the worker is gone (the answer is
+// then dropped).  Answer or destroy responders before the *reactor* is
+// destroyed unless the worker was destroyed first.
+
+#ifndef ZBROKERS_CONSENSUS_WORKER_H_
+#define ZBROKERS_CONSENSUS_WORKER_H_
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <zmq.hpp>
+
+#include "absl/functional/any_invocable.h"
+#include "absl/status/status.h"
+#include "zbrokers/consensus/codec.h"
+#include "zbrokers/frames/frames.h"
+#include "zbrokers/reactor/reactor.h"
+#include "zbrokers/security/curve.h"
+
+namespace zb {
+
+namespace internal {
+struct ConsensusWorkerLink;
+}  // namespace internal
+
+// Options of a zb::ConsensusWorker (ConsensusWorker::Options).  Declared
+// outside the class so that `Options options = {}` works as a default
+// argument.
+struct ConsensusWorkerOptions {
+  // Announced in READY.  The worker heartbeats at this period and the
+  // broker expects to hear from the worker within interval x retries.
+  // Sent on the wire in whole milliseconds (at least 1).
+  std::chrono::milliseconds heartbeat_interval{1000};
+  // Announced in READY (1..255).  The worker reconnects after
+  // interval x retries without a message from the broker.
+  int heartbeat_retries = 3;
+  // ZMQ_LINGER of the socket closed by shutdown(): how long libzmq keeps
+  // trying to deliver the DISCONNECT (and answers still queued).
+  std::chrono::milliseconds linger{200};
+  // CURVE encryption and authentication (docs/security.md): the broker's
+  // public key and this worker's key pair.  Unset = plaintext.
+  std::optional<CurveClientKeys> curve = std::nullopt;
+  // A DISCONNECT that answers READY before anything else came from the
+  // broker means the broker refused the registration (its worker or
+  // service cap is reached, or these heartbeat settings are out of its
+  // bounds).  The worker then sends READY again after this wait, doubled
+  // after each refusal in a row up to refusal_backoff_max, instead of at
+  // once (which would make a refused worker spin).
+  std::chrono::milliseconds refusal_backoff{100};
+  std::chrono::milliseconds refusal_backoff_max{10000};
+  // ZMQ_MAXMSGSIZE of the worker's socket: the largest frame, in bytes, it
+  // accepts from the broker; 0 = no limit.  libzmq checks it per frame,
+  // before allocating, and drops the connection when a bigger one arrives.
+  // libzmq 4.3 does not reconnect a connection it dropped that way: the
+  // request is lost (the broker fails it at its deadline) and the worker
+  // reconnects when the broker has been silent for interval x retries.  Not
+  // checked over inproc://.  The broker's default (16 MiB).
+  std::int64_t max_message_size = ccp::kDefaultMaxMessageSize;
+};
+
+class ConsensusWorker {
+ public:
+  using Clock = Reactor::Clock;
+
+  // The payload of the REPLY_FAILURE sent for a responder destroyed without
+  // an answer.  It does not start with "zb:", so clients see it as a worker
+  // failure (see ccp::IsBrokerFailure).
+  static constexpr std::string_view kUnansweredReason = "worker:unanswered";
+
+  using Options = ConsensusWorkerOptions;
+
+  // Counters, for tests and monitoring.  Read them on the reactor thread.
+  struct Stats {
+    std::uint64_t requests = 0;         // REQUESTs handed to the handler
+    std::uint64_t replies_success = 0;  // REPLY_SUCCESS sent
+    std::uint64_t replies_failure = 0;  // REPLY_FAILURE sent
+    std::uint64_t unanswered = 0;       // responders dropped unanswered
+    std::uint64_t dropped_answers = 0;  // answers for a gone connection
+    std::uint64_t send_failures = 0;    // sends refused (high-water mark)
+    std::uint64_t heartbeats_sent = 0;
+    std::uint64_t reconnects = 0;  // new sockets after the first
+    std::uint64_t malformed = 0;   // messages from the broker rejected
+    std::uint64_t refusals = 0;    // READYs answered with DISCONNECT
+  };
+
+  // Answers one request.  Move-only.  The first succeed()/fail() answers;
+  // later calls, and calls on a moved-from responder, do nothing.
+  //
+  // succeed()/fail() move the payload frames out of what they are given (a
+  // span of frames you own, e.g. the handler's payload span or a Frames
+  // lvalue, or a Frames rvalue).  An empty payload is sent as one empty
+  // frame.  On the reactor thread the answer is sent at once, without any
+  // allocation; on any other thread it is posted to the reactor.
+  //
+  // Thread-safety: one Responder must not be used by two threads at once;
+  // different responders may be used concurrently.
+  class Responder {
+   public:
+    Responder() = default;  // answers nothing; pending() is false
+    Responder(Responder&& other) noexcept;
+    // Answers this responder's own request with failure first when it is
+    // still pending.
+    Responder& operator=(Responder&& other) noexcept;
+    Responder(const Responder&) = delete;
+    Responder& operator=(const Responder&) = delete;
+    // Answers REPLY_FAILURE [kUnansweredReason] when still pending.
+    ~Responder();
+
+    void succeed(std::span<zmq::message_t> payload);
+    void succeed(Frames&& payload) { succeed(std::span(payload)); }
+    void fail(std::span<zmq::message_t> payload);
+    void fail(Frames&& payload) { fail(std::span(payload)); }
+
+    // True until the request has been answered (or the responder moved).
+    bool pending() const { return link_ != nullptr; }
+    // The request's sequence id as the broker sent it.
+    const ccp::SequenceId& sequence() const { return sequence_; }
+
+   private:
+    friend class ConsensusWorker;
+    Responder(std::shared_ptr<internal::ConsensusWorkerLink> link,
+              ccp::SequenceId sequence, std::uint64_t connection);
+    void answer(ccp::MessageType type, std::span<zmq::message_t> payload);
+
+    std::shared_ptr<internal::ConsensusWorkerLink> link_;
+    ccp::SequenceId sequence_;
+    std::uint64_t connection_ = 0;
+  };
+
+  // Called on the reactor thread for every REQUEST.  `payload` is valid only
+  // during the call; move frames out to keep them.  It may be empty: a 2011
+  // client sends a request without payload frames when its message encodes
+  // to nothing (ConsensusClient sends one empty frame instead).
+  using Handler =
+      absl::AnyInvocable<void(std::span<zmq::message_t> payload, Responder)>;
+
+  // Connects to `endpoint` and sends READY for `service`.  Never throws: a
+  // failure (for instance a malformed endpoint) is kept in status() and the
+  // worker then does nothing.
+  ConsensusWorker(Reactor& reactor, zmq::context_t& context,
+                  std::string endpoint, std::string service, Handler handler,
+                  Options options = {});
+  // shutdown(), then detaches outstanding responders (their answers are
+  // dropped from then on).
+  ~ConsensusWorker();
+
+  ConsensusWorker(const ConsensusWorker&) = delete;
+  ConsensusWorker& operator=(const ConsensusWorker&) = delete;
+
+  // Sends DISCONNECT, closes the socket and stops heartbeating.  Idempotent.
+  void shutdown();
+
+  // OK, or why the socket could not be set up.
+  const absl::Status& status() const { return status_; }
+  const Stats& stats() const { return stats_; }
+  const std::string& service() const { return service_; }
+  const Options& options() const { return options_; }
+  // True between construction and shutdown() when the socket is open.
+  bool running() const { return socket_.has_value(); }
+
+ private:
+  absl::Status open_socket();
+  void close_socket(std::chrono::milliseconds linger);
+  void reconnect();
+  void on_message(std::span<zmq::message_t> frames);
+  void on_tick();
+  // Schedules the next on_tick() at `deadline`, a point of the tick grid.
+  void arm_tick(Clock::time_point deadline);
+  // The first multiple of `period` on the steady clock after `after`.
+  static Clock::time_point NextTick(Clock::time_point after,
+                                    Clock::duration period);
+  // Sends head + payload (moved) as one message; false when refused.
+  bool send(std::span<zmq::message_t> head, std::span<zmq::message_t> payload);
+  // send(out_, payload), then clears out_ for the next message.
+  bool send_out(std::span<zmq::message_t> payload);
+  void send_heartbeat();
+  void send_ready();
+  // Sends an answer unless it belongs to an earlier connection.
+  void send_answer(ccp::MessageType type, const ccp::SequenceId& sequence,
+                   std::uint64_t connection, std::span<zmq::message_t> payload,
+                   bool unanswered);
+
+  Reactor& reactor_;
+  zmq::context_t& context_;
+  const std::string endpoint_;
+  const std::string service_;
+  Handler handler_;
+  const Options options_;
+  std::shared_ptr<internal::ConsensusWorkerLink> link_;
+
+  std::optional<zmq::socket_t> socket_;
+  // Counts sockets; a Responder remembers the one its request came on.
+  std::uint64_t connection_ = 0;
+  TimerId tick_timer_ = 0;
+  Clock::duration tick_period_{};
+  Clock::time_point tick_deadline_;  // of the armed tick
+  bool sent_since_tick_ = false;
+  int quiet_ticks_ = 0;  // ticks in a row with nothing sent
+  bool heard_since_tick_ = false;
+  // Since the last READY: whether the broker sent anything but DISCONNECT
+  // (then a DISCONNECT is not a refusal of that READY).
+  bool heard_since_ready_ = false;
+  Clock::duration next_refusal_backoff_{};
+  TimerId ready_timer_ = 0;  // READY again after a refusal
+  Clock::time_point last_heard_;
+  Frames out_;  // header frames of the message being sent; reused
+  // While the handler runs: the request's received [""][tag][type][service]
+  // [sequence] frames, so that an answer given during the call reuses them
+  // instead of building new ones (the raw-libzmq way).  Empty otherwise.
+  std::span<zmq::message_t> current_envelope_;
+  ccp::SequenceId current_sequence_;
+  absl::Status status_;
+  Stats stats_;
+};
+
+}  // namespace zb
+
+#endif  // ZBROKERS_CONSENSUS_WORKER_H_

@@ -1,0 +1,261 @@
+// Copyright 2026 The zbrokers Authors.
+//
+// Majordomo (MDP/0.1, RFC 7) clients.
+//
+// zb::MdpClient is synchronous: Request() sends one request and blocks until
+// the reply, a timeout or an error.  It speaks REQ semantics over a DEALER
+// socket, one request at a time.  When no reply comes within `timeout` it
+// closes the socket, opens a new one (a new identity, so a late reply to the
+// old request can never be taken for the answer to a later one) and sends
+// the request again, up to `retries` times: RFC 7's recommended recovery.
+//
+//   zb::MdpClient client("tcp://127.0.0.1:5555");
+//   absl::StatusOr<zb::Frames> reply =
+//       client.Request("echo", zb::MakeFrames({"hello"}));
+//
+// zb::MdpAsyncClient runs on a zb::Reactor and keeps many requests
+// outstanding on one DEALER socket; each request's callback is called once,
+// on the reactor thread, with the reply body or an error.
+//
+//   zb::MdpAsyncClient client(reactor, ctx, "tcp://127.0.0.1:5555");
+//   client.Start().IgnoreError();
+//   client.Request("echo", zb::MakeFrames({"hi"}),
+//                  [](absl::StatusOr<zb::Frames> reply) { ... });
+//
+// How asynchronous replies are matched.  A reply is only ever delivered to
+// the request it answers.  MDP/0.1 replies carry no request id (only the
+// service), so MdpAsyncClient negotiates the zbrokers request-tag extension
+// (docs/protocols/mdp.md) on every connection it opens: it asks the broker
+// "mmi.zb.tag".
+//   - zb-broker answers "200": from then on every request carries a tag that
+//     the broker returns on its reply, and any number of requests may be
+//     outstanding per service; replies are matched by tag, exactly, however
+//     many workers serve the service and in whatever order they finish.
+//   - Any other broker (RFC 8 answers "501"; a broker without MMI does not
+//     answer): the client stays with what RFC 7 can match.  It keeps ONE
+//     request per service on the wire and queues the others in the client,
+//     sending the next when the reply comes, so a reply for service S always
+//     answers the one request for S that is out.  Different services still
+//     run in parallel.  Until the answer comes the client works this way
+//     too, so the query never delays a request.
+// Options::request_tags = false skips the query (plain RFC 7 only).
+//
+// What timeouts do (asynchronous).  A request's timeout runs from Request(),
+// also while it waits in the client behind another request for its
+// service.  When it passes:
+//   - with retries left, the request is sent again (with a fresh timeout);
+//     otherwise it completes with DeadlineExceeded;
+//   - a plain request on the wire, or a tagged one when nothing at all came
+//     back on the connection since it was sent (the broker looks gone), also
+//     makes the client close its socket, open a new one and negotiate again
+//     (RFC 7's recovery), and resend every request still outstanding, in
+//     order; no late reply from the old socket can then be taken for the
+//     answer to a later request.  A tagged request that timed out while the
+//     connection was alive is resent on the same socket; a late reply to its
+//     first copy then finds no request with its tag and is dropped.
+// Resent requests may run twice on workers (RFC 7 assumes idempotent
+// workers).
+
+// Errors: InvalidArgument (empty service name), DeadlineExceeded (no reply
+// after all retries), Cancelled (the async client was destroyed with the
+// request outstanding), Internal (a ZeroMQ error).  MMI requests
+// ("mmi.service") are ordinary requests.
+//
+// Threading.  MdpClient: one thread at a time.  MdpAsyncClient: construct,
+// use and destroy on the reactor's thread; callbacks run there.
+
+#ifndef ZBROKERS_MAJORDOMO_CLIENT_H_
+#define ZBROKERS_MAJORDOMO_CLIENT_H_
+
+#include <chrono>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <zmq.hpp>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/functional/any_invocable.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "zbrokers/frames/frames.h"
+#include "zbrokers/reactor/reactor.h"
+#include "zbrokers/security/curve.h"
+
+namespace zb {
+
+namespace mdp {
+struct ClientMessage;
+}  // namespace mdp
+
+// Options are defined outside the classes so that they can be default
+// arguments.
+// The largest reply FRAME the clients accept, in bytes (ZMQ_MAXMSGSIZE on
+// their socket; libzmq checks each frame on its own).  A bigger one makes
+// libzmq drop the connection to the broker before the frame is read in
+// full: the reply is lost and its request ends by its timeout (or retry).
+// 0 means no limit.  The same 16 MiB default as the broker's.
+inline constexpr std::int64_t kMdpDefaultMaxMessageSize = 16 << 20;
+
+struct MdpClientOptions {
+  std::chrono::milliseconds timeout{2500};  // per attempt
+  int retries = 3;                          // resends after the first try
+  // CURVE encryption and authentication (docs/security.md): the broker's
+  // public key and this client's key pair.  Unset = plaintext.
+  std::optional<CurveClientKeys> curve = std::nullopt;
+  std::int64_t max_message_size = kMdpDefaultMaxMessageSize;  // see above
+};
+
+struct MdpAsyncClientOptions {
+  std::chrono::milliseconds timeout{2500};  // default per-request timeout
+  int retries = 0;                          // default resends on timeout
+  // Negotiate the zbrokers request-tag extension ("mmi.zb.tag") on each
+  // connection; false: plain RFC 7, one request per service on the wire.
+  bool request_tags = true;
+  // CURVE encryption and authentication (docs/security.md): the broker's
+  // public key and this client's key pair.  Unset = plaintext.
+  std::optional<CurveClientKeys> curve = std::nullopt;
+  std::int64_t max_message_size = kMdpDefaultMaxMessageSize;  // see above
+};
+
+class MdpClient {
+ public:
+  using Options = MdpClientOptions;
+
+  // Uses `context` when given (it must outlive the client), otherwise a
+  // private one.  Connects lazily, on the first request.
+  explicit MdpClient(std::string endpoint, Options options = {},
+                     zmq::context_t* context = nullptr);
+  ~MdpClient();
+
+  MdpClient(const MdpClient&) = delete;
+  MdpClient& operator=(const MdpClient&) = delete;
+
+  // Sends `body` (at least one frame; an empty vector sends one empty frame)
+  // to `service` and waits for the reply body.
+  absl::StatusOr<Frames> Request(std::string_view service, Frames body);
+
+  // Requests resent after a timeout, and replies dropped because they named
+  // another service (should not happen with a correct broker).
+  std::uint64_t resends() const { return resends_; }
+  std::uint64_t dropped_replies() const { return dropped_; }
+
+ private:
+  absl::Status Open();
+  absl::Status Send(std::string_view service, const Frames& body);
+
+  std::unique_ptr<zmq::context_t> own_context_;
+  zmq::context_t* context_;
+  const std::string endpoint_;
+  const Options options_;
+  std::optional<zmq::socket_t> socket_;
+  std::uint64_t resends_ = 0;
+  std::uint64_t dropped_ = 0;
+};
+
+class MdpAsyncClient {
+ public:
+  using Options = MdpAsyncClientOptions;
+  using Callback = absl::AnyInvocable<void(absl::StatusOr<Frames>)>;
+
+  MdpAsyncClient(Reactor& reactor, zmq::context_t& context,
+                 std::string endpoint, Options options = {});
+  // Completes every outstanding request with Cancelled.  Callbacks must not
+  // use the client.
+  ~MdpAsyncClient();
+
+  MdpAsyncClient(const MdpAsyncClient&) = delete;
+  MdpAsyncClient& operator=(const MdpAsyncClient&) = delete;
+
+  // Opens the socket.  Requests made before Start() fail.
+  absl::Status Start();
+
+  // Sends a request.  When this returns OK, `done` is called exactly once,
+  // later (never from inside this call); when it returns an error (not
+  // started, empty service), `done` is not called.  `timeout` overrides
+  // Options::timeout for this request.
+  absl::Status Request(std::string_view service, Frames body, Callback done,
+                       std::optional<std::chrono::milliseconds> timeout = {});
+
+  // Requests without an outcome yet (on the wire or waiting in the client).
+  std::size_t outstanding() const { return pending_.size(); }
+  // Whether the broker behind the current connection answered "mmi.zb.tag"
+  // with "200" (requests are then tagged).
+  bool tagged() const { return tagged_; }
+  std::uint64_t reconnects() const { return reconnects_; }
+  // Replies that matched no outstanding request (late, or for a request
+  // already completed) or were malformed; dropped.
+  std::uint64_t stale_replies() const { return stale_; }
+
+ private:
+  enum class State {
+    kWaiting,  // in the client, behind the plain request of its service
+    kPlain,    // on the wire without a tag (the only one of its service)
+    kTagged,   // on the wire with a tag
+  };
+  struct Pending {
+    std::string service;
+    Frames body;  // copies (shared buffers), kept for resends
+    Callback done;
+    TimerId timer = 0;
+    std::chrono::milliseconds timeout{0};
+    int retries_left = 0;
+    State state = State::kWaiting;
+    // replies_ when it was last sent: unchanged at its timeout means nothing
+    // came back on the connection since.
+    std::uint64_t replies_at_send = 0;
+    // reconnects_ when its timer was last armed: changed at its timeout
+    // means a reopen since has already sent it again.
+    std::uint64_t reconnects_at_arm = 0;
+  };
+  // Plain RFC 7 matching for one service: at most one request on the wire.
+  struct ServiceLine {
+    std::uint64_t on_wire = 0;  // its id (kProbe: the mmi.zb.tag query)
+    std::deque<std::uint64_t> waiting;
+  };
+  static constexpr std::uint64_t kNone = 0;
+  static constexpr std::uint64_t kProbe = ~std::uint64_t{0};
+
+  absl::Status Open();
+  void OnMessage(std::span<zmq::message_t> frames);
+  void OnTagged(const mdp::ClientMessage& m);
+  void OnPlain(const mdp::ClientMessage& m);
+  void OnTimeout(std::uint64_t id);
+  void Reset();
+  // Sends `p` now (tagged when the broker speaks tags, else plain when no
+  // other request of its service is out) or queues it behind that one.
+  void Dispatch(std::uint64_t id, Pending& p);
+  void SendPlain(std::uint64_t id, Pending& p, ServiceLine& line);
+  void SendTagged(std::uint64_t id, Pending& p);
+  // Sends the requests waiting for `line`'s service as far as the mode
+  // allows.
+  void Pump(std::string_view service, ServiceLine& line);
+  // Takes request `id` (which must exist) out of the books and cancels its
+  // timer; with `pump`, sends what was waiting behind it.
+  Pending Remove(std::uint64_t id, bool pump);
+  // Remove()s and completes request `id`, if it is still outstanding.
+  void Finish(std::uint64_t id, absl::StatusOr<Frames> result);
+
+  Reactor& reactor_;
+  zmq::context_t& context_;
+  const std::string endpoint_;
+  const Options options_;
+  zmq::socket_t socket_;
+  bool started_ = false;
+  bool tagged_ = false;  // the broker on socket_ said "200" to mmi.zb.tag
+  std::uint64_t next_id_ = 1;
+  // Outstanding requests by id; ids increase, so resends follow the order
+  // of Request() calls.
+  absl::flat_hash_map<std::uint64_t, Pending> pending_;
+  absl::flat_hash_map<std::string, ServiceLine> lines_;
+  Frames out_;
+  std::uint64_t replies_ = 0;  // replies received on socket_
+  std::uint64_t reconnects_ = 0;
+  std::uint64_t stale_ = 0;
+};
+
+}  // namespace zb
+
+#endif  // ZBROKERS_MAJORDOMO_CLIENT_H_

@@ -1,0 +1,283 @@
+// Copyright 2026 The zbrokers Authors.
+//
+// zb::Reactor is a single-threaded event loop over ZeroMQ sockets, raw file
+// descriptors, timers and a cross-thread task queue.
+//
+//   zmq::context_t ctx;
+//   zb::Reactor reactor;
+//   zmq::socket_t router(ctx, zmq::socket_type::router);
+//   router.bind("tcp://127.0.0.1:5556");
+//   reactor.add(router, [&](std::span<zmq::message_t> frames) {
+//     // frames[0] is the peer identity; move frames out to forward them
+//     // without copying.
+//   });
+//   reactor.every(std::chrono::seconds(1), [] { /* heartbeat sweep */ });
+//   reactor.run();  // until reactor.stop() (from any thread)
+//
+// Threading.  A Reactor belongs to the thread that constructed it, its
+// *owner*.  Only post() and stop() may be called from other threads; every
+// other method must be called on the owner thread (checked in builds without
+// NDEBUG: a call from another thread aborts with a message naming the method).
+// To run a reactor on a thread of its own, use zb::ReactorThread
+// (reactor_thread.h), which constructs the reactor on that thread.
+//
+// Ownership.  The reactor does not own the sockets or file descriptors it
+// watches; the caller keeps them alive until remove() (or until the reactor is
+// destroyed).  The reactor owns the callbacks.
+//
+// Sockets.  A readable socket is drained in batches: on each wake-up its
+// handler is called once per multipart message, until the socket has nothing
+// more (EAGAIN) or the batch cap is reached, so one poll call serves many
+// messages.  The frames are received into a buffer that the reactor reuses
+// for every message; a handler may move frames out of the span (a moved-from
+// zmq::message_t is empty) but must not keep the span itself.  Frames it
+// leaves there are released when the next message is received into their
+// slot, and at the end of each batch when they are larger than 4 KiB, so an
+// idle reactor does not keep a large message alive.
+//
+// Timers.  Timers live in a zb::TimerQueue (timer_queue.h, which spells out
+// every rule): a std::vector sorted by deadline, latest first, so the
+// earliest deadline sits at the back where popping is cheap; inserts use
+// binary search.  Timers with equal deadlines fire in the order they were
+// added.  Deadlines come from std::chrono::steady_clock, so a wall-clock jump
+// never reorders or stalls timers.  A periodic timer is re-armed from its
+// previous deadline (no drift); when the loop was late by one or more whole
+// periods those periods are skipped: the timer fires once and its next
+// deadline is the first one on its original grid that lies in the future.
+// A timer callback may add or cancel any timer, itself included; a cancelled
+// timer never fires; a timer added while timers fire (even one already due)
+// fires in the next round at the earliest, and one whose deadline has
+// passed also waits behind the timers that were already due.
+//
+// Re-entrancy.  run() and run_once() must not be called from inside one of
+// the reactor's own callbacks (a handler, timer or posted task): a nested
+// iteration would rebuild the poll set under the outer one and receive into
+// the frame buffer whose span the outer handler is still reading.  Such a
+// call is refused with FailedPrecondition, in every build; it costs one bool.
+//
+// Errors.  Registration errors come back as absl::Status; so do null
+// callbacks (add() without a message handler, add_fd() without any handler,
+// after()/every()/at() with an empty callback), which are refused at once
+// rather than called later.  An exception thrown
+// by any callback is passed to the error handler (by default it is printed on
+// stderr) and the loop carries on in a consistent state.
+
+#ifndef ZBROKERS_REACTOR_REACTOR_H_
+#define ZBROKERS_REACTOR_REACTOR_H_
+
+#include <poll.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <exception>
+#include <memory>
+#include <mutex>
+#include <span>
+#include <string_view>
+#include <thread>
+#include <vector>
+#include <zmq.hpp>
+
+#include "absl/functional/any_invocable.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "zbrokers/reactor/timer_queue.h"
+
+namespace zb {
+
+// zb::TimerId (zbrokers/reactor/timer_queue.h) is a timer's identity, returned
+// by after()/every()/at() and passed to cancel(); 0 is never a valid id, and a
+// fired or cancelled timer's id is not handed out again (until 2^32 later
+// timers have used its slot).
+
+class Reactor {
+ public:
+  using Clock = std::chrono::steady_clock;
+
+  // Called once per received multipart message.  The span stays valid only
+  // during the call.
+  using MessageHandler = absl::AnyInvocable<void(std::span<zmq::message_t>)>;
+  // Called when a socket can be written to, or a file descriptor is ready.
+  using ReadyHandler = absl::AnyInvocable<void()>;
+  using Callback = absl::AnyInvocable<void()>;
+  using Task = absl::AnyInvocable<void() &&>;
+  // Receives every exception thrown by a callback.  `where` names the kind of
+  // callback ("timer", "socket", "fd", "post").
+  using ErrorHandler =
+      absl::AnyInvocable<void(std::exception_ptr, std::string_view where)>;
+
+  struct Options {
+    // The most messages handed to one socket's handler per wake-up before the
+    // loop moves on to the other sockets (fairness bound).
+    int batch_cap = 256;
+  };
+
+  Reactor();
+  explicit Reactor(Options options);
+  ~Reactor();
+
+  Reactor(const Reactor&) = delete;
+  Reactor& operator=(const Reactor&) = delete;
+
+  // --- Sockets and file descriptors (owner thread only) --------------------
+
+  // Watches `socket`.  `on_message` is called for every multipart message;
+  // `on_writable`, when given, whenever the socket can take a message.
+  // Fails with AlreadyExists when the socket is already registered, and with
+  // InvalidArgument for thread-safe socket types (ZMQ_CLIENT, ZMQ_SERVER,
+  // ...), which have no ZMQ_FD to poll.
+  absl::Status add(zmq::socket_t& socket, MessageHandler on_message,
+                   ReadyHandler on_writable = nullptr);
+  // Watches a raw file descriptor (level-triggered).  At least one handler.
+  // A hang-up or error on the fd (POLLHUP/POLLERR) is delivered to
+  // `on_readable` (to `on_writable` when there is no readable handler), so
+  // that its read() or write() sees the EOF or the error; the handler should
+  // then remove the fd, or it is called again on every iteration.
+  absl::Status add_fd(int fd, ReadyHandler on_readable,
+                      ReadyHandler on_writable = nullptr);
+  // Stops watching.  Safe inside any handler, including the socket's own: a
+  // removed socket's handlers are never called again, even later in the
+  // same round.  Fails with NotFound when it is not registered.
+  absl::Status remove(zmq::socket_t& socket);
+  absl::Status remove_fd(int fd);
+
+  // --- Timers (owner thread only) -------------------------------------------
+
+  // Calls `cb` once, `delay` from now.  The only failure is InvalidArgument
+  // for an empty `cb` (nothing is scheduled; the same holds for every() and
+  // at()), so a caller that passes a lambda may dereference the result
+  // directly: `id_ = *reactor.after(d, [this] { ... });`.
+  absl::StatusOr<TimerId> after(Clock::duration delay, Callback cb);
+  // Calls `cb` every `period` (> 0), first `period` from now.
+  absl::StatusOr<TimerId> every(Clock::duration period, Callback cb);
+  // Calls `cb` once at `deadline`; a deadline in the past fires on the next
+  // loop iteration.
+  absl::StatusOr<TimerId> at(Clock::time_point deadline, Callback cb);
+  // Cancels a timer.  Returns false when `id` is unknown, already fired (for
+  // a one-shot timer) or already cancelled.
+  bool cancel(TimerId id);
+  // Number of live timers.
+  std::size_t timer_count() const { return timers_.size(); }
+
+  // --- Running (owner thread only) -----------------------------------------
+
+  // Runs until stop().  Returns a non-OK status when polling fails (e.g. the
+  // ZeroMQ context was terminated), and FailedPrecondition at once when
+  // called from inside one of this reactor's callbacks (see Re-entrancy).
+  absl::Status run();
+  // Waits at most `max_wait` for something to happen, handles everything that
+  // is ready, and returns.  Returns the number of callbacks it ran, or
+  // FailedPrecondition (nothing done) when called from inside one of this
+  // reactor's callbacks.
+  absl::StatusOr<int> run_once(Clock::duration max_wait);
+  // True while run() or run_once() is on the stack, i.e. when called from
+  // one of this reactor's callbacks.  Owner thread only.
+  bool in_callback() const { return running_; }
+
+  // --- Driving it from another event loop (owner thread only) -------------
+  //
+  // For hosts with a loop of their own (asyncio, libuv, glib): instead of
+  // run(), wait until one of poll_fds() is ready or next_wait() has passed,
+  // call run_once(zero), and ask again.  The C ABI's zb_reactor_fd() builds
+  // one epoll descriptor from these.
+
+  // The descriptors run_once() waits on: the wake-up eventfd (post, stop),
+  // every watched socket's ZMQ_FD (POLLIN: it only says "read ZMQ_EVENTS
+  // again", for reading and writing alike) and every raw fd with the events
+  // it was registered for.
+  std::vector<pollfd> poll_fds() const;
+  // Changes whenever run_once() rebuilds its poll set after an add or a
+  // remove, so that a host knows to take poll_fds() again (a closed fd's
+  // number may come back for another socket).
+  std::uint64_t poll_generation() const { return poll_generation_; }
+  // How long the host may wait on poll_fds() before calling run_once():
+  // zero when there is work already (a socket has a message, or room for
+  // its writable handler; a post or stop is pending; a timer is due; the
+  // registrations changed), else the time to the earliest timer, and
+  // Clock::duration::max() when only a descriptor can wake the reactor.  It
+  // reads every socket's ZMQ_EVENTS, which is what makes waiting on the
+  // edge-triggered ZMQ_FDs safe: a ZMQ_FD signals new activity only, so a
+  // message already queued (for instance one whose signal a send consumed)
+  // would never wake the host otherwise.
+  Clock::duration next_wait();
+
+  // --- Any thread ----------------------------------------------------------
+
+  // Runs `task` on the reactor thread at the start of the next iteration.
+  // Tasks posted by one thread run in the order they were posted.  Wakes a
+  // reactor that is blocked in poll at once.  Returns true when the task was
+  // queued; false, with the task destroyed at once on the calling thread,
+  // when it is empty or the queue was closed (close_post_queue(): a
+  // zb::ReactorThread whose loop has ended).  A task still queued when the
+  // reactor is destroyed is destroyed unrun.
+  bool post(Task task);
+  // Makes run() return after the current iteration.  Wakes a blocked reactor.
+  // A stop() that arrives while run() is not running makes the next run()
+  // return at once.
+  void stop();
+
+  // Ends cross-thread work for good (owner thread only, once the loop will
+  // not run again): destroys every queued task unrun, here, and makes every
+  // later post() refuse its task.  zb::ReactorThread calls it when its loop
+  // has ended, so that nothing waits for a task that can never run (a task
+  // that owns a promise breaks it when destroyed).
+  void close_post_queue();
+
+  // Replaces the error handler (owner thread only).
+  void set_error_handler(ErrorHandler handler);
+
+  // True when called on the reactor's owner thread.
+  bool on_owner_thread() const { return std::this_thread::get_id() == owner_; }
+
+ private:
+  struct Watch;
+
+  void check_thread(const char* method) const;
+  absl::StatusOr<int> iterate(Clock::duration max_wait);  // run_once, unchecked
+  int fire_due_timers();
+  int run_posted();
+  int dispatch_socket(Watch& w);
+  // Frames larger than this that a handler left in frames_ are released at
+  // the end of each batch rather than kept until the next receive.
+  static constexpr std::size_t kKeptFrameBytes = 4096;
+  void release_large_frames(std::size_t n);
+  void rebuild_poll_items();
+  void report(std::exception_ptr e, std::string_view where);
+
+  const Options options_;
+  const std::thread::id owner_;
+
+  // Registered sockets/fds.  unique_ptr keeps each Watch at a stable address
+  // while handlers run and may add or remove others.
+  std::vector<std::unique_ptr<Watch>> watches_;
+  std::vector<pollfd> pollfds_;      // [0] is the wake-up eventfd
+  std::vector<Watch*> poll_owners_;  // parallel to pollfds_[1..]
+  std::vector<short> ready_;  // per poll_owners_: ZMQ_EVENTS before polling
+  bool has_raw_fds_ = false;
+  bool running_ = false;  // run() or run_once() is on the stack
+  bool poll_items_dirty_ = true;
+  std::uint64_t poll_generation_ = 0;  // bumped by rebuild_poll_items()
+  // Frames of the message being handed to a handler; reused for every message.
+  std::vector<zmq::message_t> frames_;
+
+  TimerQueue timers_;
+
+  // Cross-thread state.
+  int wake_fd_ = -1;  // eventfd
+  std::mutex post_mu_;
+  std::vector<Task> posted_;   // guarded by post_mu_
+  bool posts_closed_ = false;  // guarded by post_mu_
+  std::vector<Task> running_posted_;
+  std::atomic<bool> stop_requested_{false};
+  // Set by post() and stop() before they signal wake_fd_, cleared when the
+  // loop consumes the signal: lets an iteration with ready sockets skip the
+  // poll() that would only check the eventfd.
+  std::atomic<bool> wake_pending_{false};
+
+  ErrorHandler error_handler_;
+};
+
+}  // namespace zb
+
+#endif  // ZBROKERS_REACTOR_REACTOR_H_

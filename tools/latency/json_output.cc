@@ -1,0 +1,159 @@
+// Copyright 2026 The zbrokers Authors.
+
+#include "tools/latency/json_output.h"
+
+#include <cmath>
+#include <string_view>
+
+#include "absl/strings/str_format.h"
+
+namespace zb::latency {
+namespace {
+
+// A JSON string literal.  Control characters are escaped as \u00XX; other
+// bytes pass through (the inputs are UTF-8 file names and endpoints).
+std::string Quote(std::string_view s) {
+  std::string out = "\"";
+  for (char c : s) {
+    switch (c) {
+      case '"':
+        out += "\\\"";
+        break;
+      case '\\':
+        out += "\\\\";
+        break;
+      case '\n':
+        out += "\\n";
+        break;
+      case '\t':
+        out += "\\t";
+        break;
+      default:
+        if (static_cast<unsigned char>(c) < 0x20) {
+          absl::StrAppendFormat(&out, "\\u%04x", static_cast<int>(c));
+        } else {
+          out.push_back(c);
+        }
+    }
+  }
+  out.push_back('"');
+  return out;
+}
+
+// A JSON number, or null for NaN/infinity (JSON has neither).
+std::string Number(double v) {
+  if (!std::isfinite(v)) return "null";
+  return absl::StrFormat("%.6g", v);
+}
+
+std::string StepJson(const StepResult& s) {
+  return absl::StrFormat(
+      "{\"workers\": %d, \"clients\": %d, \"round_trips\": %d, "
+      "\"avg_us\": %s, \"p50_us\": %s, \"p99_us\": %s, \"max_us\": %s, "
+      "\"elapsed_s\": %s, \"failures\": %d, \"throughput_rps\": %s, "
+      "\"cpu_us_per_rt\": %s}",
+      s.workers, s.clients, s.round_trips, Number(s.latency.avg_us),
+      Number(s.latency.p50_us), Number(s.latency.p99_us),
+      Number(s.latency.max_us), Number(s.elapsed_s), s.failures,
+      Number(s.throughput_rps),
+      s.cpu_us_per_rt >= 0 ? Number(s.cpu_us_per_rt) : "null");
+}
+
+std::string StepsJson(const Series& s) {
+  std::string out = "[";
+  for (std::size_t i = 0; i < s.steps.size(); ++i) {
+    out += i == 0 ? "\n    " : ",\n    ";
+    out += StepJson(s.steps[i]);
+  }
+  out += s.steps.empty() ? "]" : "\n  ]";
+  return out;
+}
+
+std::string FitJson(const LinearFit& f, Grow grow) {
+  const double nan = std::nan("");
+  return absl::StrFormat(
+      "{\"x\": %s, \"intercept_us\": %s, \"slope_us_per_worker\": %s, "
+      "\"r2\": %s}",
+      Quote(GrowName(grow)), Number(f.valid ? f.intercept : nan),
+      Number(f.valid ? f.slope : nan), Number(f.valid ? f.r2 : nan));
+}
+
+}  // namespace
+
+std::string ToJson(const Report& r) {
+  const Options& o = r.options;
+  const Grow grow = o.grow;
+  std::string out = "{\n  \"config\": {";
+  absl::StrAppendFormat(
+      &out,
+      "\"rounds_per_step\": %d, \"warmup\": %d, \"max_workers\": %d, "
+      "\"step\": %d, \"grow\": %s, \"workers\": %d, \"max_clients\": %d, "
+      "\"transport\": %s, \"placement\": %s, \"payload_bytes\": %d, "
+      "\"client_wait\": %s, \"timeout_ms\": %d, \"broker\": %s, "
+      "\"baseline\": %s, \"raw_only\": %s, \"cpus\": %s},\n",
+      o.rounds_per_step, o.EffectiveWarmup(), o.max_workers, o.step,
+      Quote(GrowName(grow)), o.workers, o.max_clients,
+      Quote(TransportName(o.transport)), Quote(PlacementName(o.placement)),
+      o.payload_bytes, Quote(ClientWaitName(o.client_wait)), o.timeout_ms,
+      Quote(r.broker), o.baseline ? "true" : "false",
+      o.raw_only ? "true" : "false",
+      o.cpus.empty() ? std::string("null") : Quote(FormatCpuList(o.cpus)));
+  absl::StrAppendFormat(&out, "  \"steps\": %s,\n", StepsJson(r.zbrokers));
+  absl::StrAppendFormat(&out, "  \"fit\": %s,\n  \"fit_p50\": %s",
+                        FitJson(r.zbrokers.fit, grow),
+                        FitJson(r.zbrokers.fit_p50, grow));
+  if (r.raw) {
+    const Series& raw = *r.raw;
+    // The baseline's steps print one level deeper; the indentation is only
+    // cosmetic.
+    absl::StrAppendFormat(&out,
+                          ",\n  \"baseline\": {\"steps\": %s,\n  \"fit\": "
+                          "%s,\n  \"fit_p50\": %s}",
+                          StepsJson(raw), FitJson(raw.fit, grow),
+                          FitJson(raw.fit_p50, grow));
+    out += ",\n  \"ratio\": {\"steps\": [";
+    bool first = true;
+    for (const StepResult& s : r.zbrokers.steps) {
+      const StepResult* b = MatchingStep(raw, s, grow);
+      if (b == nullptr) continue;
+      absl::StrAppendFormat(
+          &out,
+          "%s\n    {\"workers\": %d, \"clients\": %d, \"avg\": %s, "
+          "\"p50\": %s, \"p99\": %s}",
+          first ? "" : ",", s.workers, s.clients,
+          Number(Ratio(s.latency.avg_us, b->latency.avg_us)),
+          Number(Ratio(s.latency.p50_us, b->latency.p50_us)),
+          Number(Ratio(s.latency.p99_us, b->latency.p99_us)));
+      first = false;
+    }
+    const double nan = std::nan("");
+    const bool fits = r.zbrokers.fit.valid && raw.fit.valid;
+    const double first_ratio =
+        !r.zbrokers.steps.empty() && !raw.steps.empty()
+            ? Ratio(r.zbrokers.steps.front().latency.avg_us,
+                    raw.steps.front().latency.avg_us)
+            : nan;
+    const bool fits50 = r.zbrokers.fit_p50.valid && raw.fit_p50.valid;
+    absl::StrAppendFormat(
+        &out,
+        "%s],\n    \"slope\": %s, \"intercept\": %s, \"first_step_avg\": %s, "
+        "\"slope_p50\": %s}",
+        first ? "" : "\n  ",
+        Number(fits ? Ratio(r.zbrokers.fit.slope, raw.fit.slope) : nan),
+        Number(fits ? Ratio(r.zbrokers.fit.intercept, raw.fit.intercept) : nan),
+        Number(first_ratio),
+        Number(fits50 ? Ratio(r.zbrokers.fit_p50.slope, raw.fit_p50.slope)
+                      : nan));
+  }
+  // The poor fits (report.h), as the console's warning lists them.
+  out += ",\n  \"warnings\": [";
+  const std::vector<PoorFit> poor = PoorFits(r);
+  for (std::size_t i = 0; i < poor.size(); ++i) {
+    absl::StrAppendFormat(&out, "%s%s", i == 0 ? "" : ", ",
+                          Quote(poor[i].Describe("r^2")));
+  }
+  out += "]\n}\n";
+  return out;
+}
+
+}  // namespace zb::latency

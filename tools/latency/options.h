@@ -1,0 +1,123 @@
+// Copyright 2026 The zbrokers Authors.
+//
+// Command-line options of zb-latency, the per-worker latency test, and their
+// parser.  Parsing is by hand rather than with absl flags so that every bad
+// option gets one clear sentence and the documented exit code 2 (absl flags
+// exits with 1 and prints its own usage).
+//
+//   absl::StatusOr<zb::latency::Options> o =
+//       zb::latency::ParseOptions({argv + 1, argv + argc});
+//   if (!o.ok()) { fprintf(stderr, "%s\n", o.status().message()...); exit(2); }
+//   if (o->help) { fputs(zb::latency::HelpText().c_str(), stdout); exit(0); }
+//
+// Thread-compatible value types and pure functions.
+
+#ifndef TOOLS_LATENCY_OPTIONS_H_
+#define TOOLS_LATENCY_OPTIONS_H_
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/statusor.h"
+
+namespace zb::latency {
+
+enum class Grow { kWorkers, kClients };
+enum class Transport { kTcp, kIpc, kInproc };
+enum class Placement { kThreads, kProcesses };
+// How zbrokers' client waits for each reply (the raw client always makes a
+// blocking zmq_recv): kCall uses ConsensusClient::call(), a blocking
+// receive on the client's socket; kReactor uses request() and
+// Reactor::run_once(), as a client that shares its reactor with other work.
+enum class ClientWait { kCall, kReactor };
+
+std::string_view GrowName(Grow g);
+std::string_view TransportName(Transport t);
+std::string_view PlacementName(Placement p);
+std::string_view ClientWaitName(ClientWait w);
+
+// The most workers a run may have (--max-workers, --workers).  Every
+// zbrokers worker has a heartbeat timer on the one shared worker reactor,
+// and every worker costs the test three file descriptors over tcp or ipc;
+// 1024 stays well within both (docs/latency.md, "Many workers").
+inline constexpr int kMaxWorkersLimit = 1024;
+
+// The default --max-workers: chosen so that a default run (tcp, threads,
+// 10,000 round trips per step, no baseline) takes a few minutes at most on
+// a 2-core machine (225 s on a loaded one).  docs/latency.md quotes the
+// measurements.
+inline constexpr int kDefaultMaxWorkers = 16;
+
+struct Options {
+  // Measured round trips per step (all clients together).
+  std::int64_t rounds_per_step = 10000;
+  // Warm-up round trips per client before each step; not counted.  -1 picks
+  // rounds_per_step / 20 clamped to [50, 1000].
+  std::int64_t warmup = -1;
+  // --grow workers: workers 1, 1 + step, 1 + 2 * step, ... <= max_workers.
+  int max_workers = kDefaultMaxWorkers;
+  int step = 1;
+  Grow grow = Grow::kWorkers;
+  // --grow clients: clients 1, 1 + step, ... <= max_clients, against a fixed
+  // number of workers.
+  int max_clients = 8;
+  int workers = 1;
+  Transport transport = Transport::kTcp;
+  // True when --transport was given (it must then agree with --broker).
+  bool transport_given = false;
+  Placement placement = Placement::kThreads;
+  int payload_bytes = 16;
+  ClientWait client_wait = ClientWait::kCall;
+  // A running zb-broker to use instead of the embedded one; empty: embedded.
+  std::string broker;
+  std::string csv_path;
+  std::string json_path;
+  std::string svg_path;
+  bool baseline = false;
+  // --raw-only: run only the raw libzmq program (for profiling it alone);
+  // its steps then take the place of zbrokers' in every output.
+  bool raw_only = false;
+  // Per-request deadline: a round trip that takes longer counts as a
+  // failure.
+  int timeout_ms = 5000;
+  // --cpus LIST: the CPUs the whole test (every thread, every child
+  // process) is pinned to, ascending and without duplicates; empty: not
+  // pinned.  `cpus_text` is the list as given, for the output.
+  std::vector<int> cpus;
+  std::string cpus_text;
+  bool help = false;
+
+  // The largest worker and client counts of the run.
+  int MostWorkers() const;
+  int MostClients() const;
+  // The warm-up actually used per client (resolves -1).
+  std::int64_t EffectiveWarmup() const;
+  // The x values of the steps: worker counts (--grow workers) or client
+  // counts (--grow clients).
+  std::vector<int> StepSizes() const;
+};
+
+// Parses the arguments after the program name.  Accepts "--name=value" and
+// "--name value".  Fails with InvalidArgument and a message meant for the
+// user (unknown option, missing or malformed value, value out of range,
+// conflicting options).  Does not touch the file system: whether output
+// files can be written is checked by the caller when it opens them.
+absl::StatusOr<Options> ParseOptions(const std::vector<std::string>& args);
+
+// Parses a CPU list as taskset -c and /proc's Cpus_allowed_list write it:
+// comma-separated CPU numbers and lo-hi ranges ("0", "0,1", "0-3,6").
+// Returns the CPUs ascending, without duplicates.  CPUs above 1023
+// (CPU_SETSIZE) are refused.
+absl::StatusOr<std::vector<int>> ParseCpuList(std::string_view text);
+
+// The inverse: "0-3,6" for {0, 1, 2, 3, 6}.
+std::string FormatCpuList(const std::vector<int>& cpus);
+
+// The --help text.
+std::string HelpText();
+
+}  // namespace zb::latency
+
+#endif  // TOOLS_LATENCY_OPTIONS_H_
