@@ -411,4 +411,9 @@ be 0; the exit code is 1 when they are not, 2 for a bad option.
       kDefaultMaxWorkers);
 }
 
+std::chrono::milliseconds RegistrationBound(const Options& o) {
+  return std::max(std::chrono::milliseconds(10000),
+                  std::chrono::milliseconds(o.timeout_ms));
+}
+
 }  // namespace zb::latency

@@ -15,6 +15,7 @@
 #ifndef TOOLS_LATENCY_OPTIONS_H_
 #define TOOLS_LATENCY_OPTIONS_H_
 
+#include <chrono>
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -117,6 +118,11 @@ std::string FormatCpuList(const std::vector<int>& cpus);
 
 // The --help text.
 std::string HelpText();
+
+// How long a step's clients may probe for registration without one more of
+// the expected workers answering: 10 s, or --timeout-ms when that is longer
+// (a single probe may take up to --timeout-ms, e.g. under valgrind).
+std::chrono::milliseconds RegistrationBound(const Options& o);
 
 }  // namespace zb::latency
 

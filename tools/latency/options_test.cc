@@ -178,5 +178,16 @@ TEST(OptionsTest, CpuLists) {
   EXPECT_THAT(ErrorOf({"--cpus=x"}), HasSubstr("'x' is not a CPU number"));
 }
 
+TEST(OptionsTest, RegistrationBoundFollowsTheRequestTimeout) {
+  // Below 10 s the bound stays 10 s; a longer --timeout-ms raises it, so
+  // that one slow probe (valgrind, a loaded machine) cannot end the wait.
+  EXPECT_EQ(RegistrationBound(Parse({}).value()),
+            std::chrono::milliseconds(10000));
+  EXPECT_EQ(RegistrationBound(Parse({"--timeout-ms", "2000"}).value()),
+            std::chrono::milliseconds(10000));
+  EXPECT_EQ(RegistrationBound(Parse({"--timeout-ms", "60000"}).value()),
+            std::chrono::milliseconds(60000));
+}
+
 }  // namespace
 }  // namespace zb::latency

@@ -370,6 +370,7 @@ int Run(const Options& o) {
         StepPlan plan;
         plan.clients = clients;
         plan.expected_workers = sys.deployment->workers();
+        plan.register_timeout = RegistrationBound(o);
         plan.round_trips =
             o.rounds_per_step / chunks + (c < o.rounds_per_step % chunks);
         // Every chunk starts fresh clients (new connections); after the
