@@ -23,39 +23,23 @@ Scenarios (each bounded; each kills and reaps every process it started):
 """
 
 import argparse
-import ctypes
 import os
-import re
-import signal
 import socket
 import struct
-import subprocess
 import sys
 import threading
 import time
 
 import zmq
 
-_libc = ctypes.CDLL(None, use_errno=True)
-PR_SET_PDEATHSIG = 1
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                "..", "..", "test", "testing"))
+import zb_process as zp  # noqa: E402  (the shared process harness)
+from zb_process import Failure, check, wait_for  # noqa: E402
 
 TAG = b"CCp100"
 READY, HEARTBEAT, REQUEST, SUCCESS, FAILURE, DISCONNECT, PING = (
     bytes([i]) for i in range(1, 8))
-
-
-def _die_with_parent():
-    _libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
-
-
-class Failure(Exception):
-    pass
-
-
-def check(cond, what):
-    if not cond:
-        raise Failure(what)
-
 
 def seq_id(sequence, client_id):
     return struct.pack(">III", sequence >> 32, sequence & 0xffffffff,
@@ -77,53 +61,12 @@ def free_port():
 
 # --- the broker process ------------------------------------------------------
 
-class Broker:
-    """zb-broker with one consensus endpoint; its log lines are collected."""
-
-    def __init__(self, exe, port, extra=()):
-        self.endpoint = f"tcp://127.0.0.1:{port}"
-        self.lines = []
-        self.cond = threading.Condition()
-        self.p = subprocess.Popen(
-            [exe, "--consensus", self.endpoint, "--stats-interval", "0s",
-             *extra],
-            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-            errors="replace", preexec_fn=_die_with_parent)
-        threading.Thread(target=self._read, daemon=True).start()
-        check(self.wait_line(r"ready:", 10) is not None,
-              "zb-broker did not start:\n" + self.text())
-
-    def _read(self):
-        for line in self.p.stdout:
-            with self.cond:
-                self.lines.append(line.rstrip("\n"))
-                self.cond.notify_all()
-
-    def text(self):
-        with self.cond:
-            return "\n".join(self.lines)
-
-    def wait_line(self, pattern, timeout):
-        rx = re.compile(pattern)
-        deadline = time.monotonic() + timeout
-        with self.cond:
-            while True:
-                for line in self.lines:
-                    m = rx.search(line)
-                    if m:
-                        return m
-                left = deadline - time.monotonic()
-                if left <= 0 or self.p.poll() is not None:
-                    return None
-                self.cond.wait(min(left, 0.1))
-
-    def kill(self):
-        if self.p.poll() is None:
-            self.p.kill()
-        self.p.wait(10)
-
-    def alive(self):
-        return self.p.poll() is None
+def start_broker(exe, port, extra=()):
+    """zb-broker with one consensus endpoint on `port`; its log lines are
+    collected."""
+    return zp.ZbBroker.start(exe, ["--consensus", f"tcp://127.0.0.1:{port}",
+                                   "--stats-interval", "0s", *extra],
+                             timeout=10)
 
 
 # --- peers ----------------------------------------------------------------------
@@ -259,15 +202,6 @@ class Client2011:
 
 # --- scenarios ---------------------------------------------------------------
 
-def wait_for(pred, timeout, what):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if pred():
-            return
-        time.sleep(0.02)
-    raise Failure(what)
-
-
 def serve_one(client, service, payload):
     """Sends until a worker has registered (zb:no-workers comes back at once
     before that); returns the final (type, payload)."""
@@ -285,10 +219,10 @@ def serve_one(client, service, payload):
 
 def scenario_zero_payload(exe):
     ctx = zmq.Context()
-    broker = Broker(exe, free_port())
-    worker = Worker(ctx, broker.endpoint, b"svc", "w")
+    broker = start_broker(exe, free_port())
+    worker = Worker(ctx, broker.endpoint("consensus"), b"svc", "w")
     try:
-        client = Client2011(ctx, broker.endpoint, 0x1fb2297a)
+        client = Client2011(ctx, broker.endpoint("consensus"), 0x1fb2297a)
         kind, body = serve_one(client, b"svc", [b"warm-up"])
         check(kind == SUCCESS, f"warm-up failed: {body!r}")
         before = len(worker.requests)
@@ -313,10 +247,10 @@ def scenario_zero_payload(exe):
 
 def scenario_malformed(exe):
     ctx = zmq.Context()
-    broker = Broker(exe, free_port())
-    worker = Worker(ctx, broker.endpoint, b"svc", "w")
+    broker = start_broker(exe, free_port())
+    worker = Worker(ctx, broker.endpoint("consensus"), b"svc", "w")
     try:
-        client = Client2011(ctx, broker.endpoint, 0x0bad0bad)
+        client = Client2011(ctx, broker.endpoint("consensus"), 0x0bad0bad)
         kind, body = serve_one(client, b"svc", [b"warm-up"])
         check(kind == SUCCESS, f"warm-up failed: {body!r}")
         result = client.request(b"s" * 300, [b"x"], retries=0)
@@ -336,11 +270,11 @@ def scenario_malformed(exe):
 def scenario_restart_adopt(exe):
     ctx = zmq.Context()
     port = free_port()
-    broker = Broker(exe, port)
-    worker = Worker(ctx, broker.endpoint, b"svc", "w", interval_ms=100,
-                    retries=3)
+    broker = start_broker(exe, port)
+    worker = Worker(ctx, broker.endpoint("consensus"), b"svc", "w",
+                    interval_ms=100, retries=3)
     try:
-        client = Client2011(ctx, broker.endpoint, 0x1fb2297a)
+        client = Client2011(ctx, broker.endpoint("consensus"), 0x1fb2297a)
         kind, body = serve_one(client, b"svc", [b"one"])
         check(kind == SUCCESS, f"before the restart: {body!r}")
         for i in range(2):
@@ -349,7 +283,7 @@ def scenario_restart_adopt(exe):
         number_before = client.sequence
 
         broker.kill()  # SIGKILL: no goodbyes
-        broker = Broker(exe, port)
+        broker = broker.restart()
         wait_for(lambda: worker.registrations >= 2, 10,
                  "the worker did not register with the new broker")
         # The new broker knows nobody.  The 2011 client goes on with its next
@@ -376,7 +310,7 @@ def scenario_restart_adopt(exe):
 
         # Adopted ids keep the hijack guard: the same id from another socket
         # is refused, and the owner is not disturbed.
-        thief = Client2011(ctx, broker.endpoint, client.client_id)
+        thief = Client2011(ctx, broker.endpoint("consensus"), client.client_id)
         thief.sequence = client.sequence
         result = thief.request(b"svc", [b"steal"], retries=0)
         check(result is not None and result[0] == FAILURE and

@@ -15,60 +15,45 @@ and reaped whatever happens.
 """
 
 import argparse
-import ctypes
-import re
-import signal
-import subprocess
+import os
 import sys
 import threading
 import time
 
 import zmq
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                "..", "..", "test", "testing"))
+import zb_process as zp  # noqa: E402  (the shared process harness)
+
 REQUESTS = 50_000
 BODY = 4096
 CEILING_MIB = 40
 
-_libc = ctypes.CDLL(None, use_errno=True)
-
-
-def _die_with_parent():
-    _libc.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
-
 
 def rss_mib(pid):
-    with open(f"/proc/{pid}/status") as f:
-        for line in f:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1]) / 1024
-    return 0.0
+    kib = zp.rss_kib(pid)
+    zp.check(kib is not None, "zb-broker is gone")
+    return kib / 1024
 
 
 def main(argv):
     ap = argparse.ArgumentParser()
     ap.add_argument("--broker", required=True)
     args = ap.parse_args(argv)
-    p = subprocess.Popen([args.broker, "--majordomo", "tcp://127.0.0.1:*",
-                          "--queue-expiry", "2s", "--queue-limit", "0",
-                          "--stats-interval", "0s"],
-                         stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                         text=True, errors="replace",
-                         preexec_fn=_die_with_parent)
     ctx = zmq.Context()
     try:
-        endpoint = None
-        deadline = time.monotonic() + 20
-        for line in p.stdout:
-            m = re.search(r"majordomo: listening on (tcp://\S+)", line)
-            if m:
-                endpoint = m.group(1)
-            if "ready:" in line or time.monotonic() > deadline:
-                break
-        if endpoint is None:
-            print("FAIL: zb-broker did not start", file=sys.stderr)
+        try:
+            # At most 20,000 lines kept: the expiry logs of the flood are not
+            # needed here.
+            p = zp.ZbBroker.start(args.broker, [
+                "--majordomo", "tcp://127.0.0.1:*", "--queue-expiry", "2s",
+                "--queue-limit", "0", "--stats-interval", "0s"],
+                max_lines=20000)
+            endpoint = p.endpoint("majordomo")
+        except zp.Failure as e:
+            print(f"FAIL: zb-broker did not start: {e}", file=sys.stderr)
             return 1
-        threading.Thread(target=lambda: [None for _ in p.stdout],
-                         daemon=True).start()
         before = rss_mib(p.pid)
         peak = [before]
         done = [False]
@@ -113,16 +98,13 @@ def main(argv):
                   file=sys.stderr)
             return 1
         client.close()
-        p.send_signal(signal.SIGTERM)
-        code = p.wait(20)
+        code = p.stop(timeout=20)
         if code != 0:
             print(f"FAIL: zb-broker exit code {code}", file=sys.stderr)
             return 1
         return 0
     finally:
-        if p.poll() is None:
-            p.kill()
-            p.wait(10)
+        zp.kill_all()
         ctx.destroy(linger=0)
 
 

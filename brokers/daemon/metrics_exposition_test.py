@@ -24,30 +24,20 @@ totals.  Bounded in time; every process started is killed and reaped.
 """
 
 import argparse
-import ctypes
+import os
 import re
-import signal
-import socket
-import subprocess
 import sys
-import threading
 import time
 
 import zmq
 
-_libc = ctypes.CDLL(None, use_errno=True)
-PR_SET_PDEATHSIG = 1
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                "..", "..", "test", "testing"))
+import zb_process as zp  # noqa: E402  (the shared process harness)
+from zb_process import Failure, check  # noqa: E402
+
 DEFAULT_CAP = 1000  # BrokerMetrics::kDefaultMaxServices
 INVENTED = 1500
-
-
-class Failure(Exception):
-    pass
-
-
-def check(cond, what):
-    if not cond:
-        raise Failure(what)
 
 
 # --- A strict parser of the text exposition format ---------------------------
@@ -204,85 +194,6 @@ def self_test():
         raise Failure(f"strict_parse accepted a page with {what}")
 
 
-# --- The daemon ---------------------------------------------------------------
-
-def _die_with_parent():
-    _libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
-
-
-class Broker:
-    def __init__(self, exe, args):
-        self.argv = [exe] + args
-        self.lines = []
-        self.cond = threading.Condition()
-        self.p = subprocess.Popen(self.argv, stdout=subprocess.PIPE,
-                                  stderr=subprocess.STDOUT, text=True,
-                                  errors="replace",
-                                  preexec_fn=_die_with_parent)
-        threading.Thread(target=self._read, daemon=True).start()
-
-    def _read(self):
-        for line in self.p.stdout:
-            with self.cond:
-                self.lines.append(line.rstrip("\n"))
-                self.cond.notify_all()
-
-    def wait_line(self, pattern, timeout=20):
-        rx = re.compile(pattern)
-        deadline = time.monotonic() + timeout
-        with self.cond:
-            while True:
-                for line in self.lines:
-                    m = rx.search(line)
-                    if m:
-                        return m
-                left = deadline - time.monotonic()
-                if left <= 0 or self.p.poll() is not None:
-                    return None
-                self.cond.wait(min(left, 0.1))
-
-    def text(self):
-        with self.cond:
-            return "\n".join(self.lines[-40:])
-
-    def stop(self):
-        if self.p.poll() is None:
-            self.p.send_signal(signal.SIGTERM)
-            try:
-                return self.p.wait(20)
-            except subprocess.TimeoutExpired:
-                self.p.kill()
-                self.p.wait(10)
-                return None
-        return self.p.returncode
-
-
-def http_get(port, timeout=10):
-    with socket.create_connection(("127.0.0.1", port), timeout=timeout) as s:
-        s.sendall(b"GET /metrics HTTP/1.1\r\nHost: 127.0.0.1\r\n"
-                  b"Connection: close\r\n\r\n")
-        chunks = []
-        while True:
-            b = s.recv(65536)
-            if not b:
-                break
-            chunks.append(b)
-    raw = b"".join(chunks)
-    head, _, body = raw.partition(b"\r\n\r\n")
-    check(head.startswith(b"HTTP/1.1 200"), f"GET /metrics: {head[:200]!r}")
-    if b"transfer-encoding: chunked" in head.lower():
-        out, rest = [], body
-        while rest:
-            size_line, _, rest = rest.partition(b"\r\n")
-            size = int(size_line.strip() or b"0", 16)
-            if size == 0:
-                break
-            out.append(rest[:size])
-            rest = rest[size + 2:]
-        body = b"".join(out)
-    return body
-
-
 HOSTILE = [
     b"\xfe\xff bad utf8",
     b"lone \x80 continuation",
@@ -304,18 +215,16 @@ def services_of(samples, family, broker):
 
 def run(exe):
     self_test()
-    b = Broker(exe, ["--majordomo", "tcp://127.0.0.1:*",
-                     "--consensus", "tcp://127.0.0.1:*",
-                     "--metrics", "127.0.0.1:0", "--stats-interval", "0s",
-                     "--queue-expiry", "0s"])
     ctx = zmq.Context()
     try:
-        check(b.wait_line(r"\bready:") is not None,
-              "zb-broker did not start:\n" + b.text())
-        mdp = b.wait_line(r"majordomo: listening on (tcp://\S+)").group(1)
-        ccp = b.wait_line(r"consensus: listening on (tcp://\S+)").group(1)
-        port = int(b.wait_line(
-            r"metrics: listening on http://[^:]+:(\d+)/").group(1))
+        b = zp.ZbBroker.start(exe, [
+            "--majordomo", "tcp://127.0.0.1:*",
+            "--consensus", "tcp://127.0.0.1:*",
+            "--metrics", "127.0.0.1:0", "--stats-interval", "0s",
+            "--queue-expiry", "0s"])
+        mdp = b.endpoint("majordomo")
+        ccp = b.endpoint("consensus")
+        port = b.metrics_port()
 
         # Majordomo: one request per hostile and invented service.
         client = ctx.socket(zmq.DEALER)
@@ -338,7 +247,7 @@ def run(exe):
         deadline = time.monotonic() + 30
         pages = 0
         while True:
-            samples = strict_parse(http_get(port))
+            samples = strict_parse(zp.metrics_page(port))
             pages += 1
             mdp_q = services_of(samples, "zb_queue_depth", "majordomo")
             ccp_w = services_of(samples, "zb_workers", "consensus")
@@ -348,7 +257,7 @@ def run(exe):
                 break
             check(time.monotonic() < deadline,
                   f"the page never showed everything: {queued}/{want_mdp} "
-                  f"queued, {workers_seen}/{len(HOSTILE)} workers\n" + b.text())
+                  f"queued, {workers_seen}/{len(HOSTILE)} workers\n" + b.tail(40))
             time.sleep(0.2)
 
         # The cap: at most DEFAULT_CAP services of their own, plus _other.
@@ -380,20 +289,18 @@ def run(exe):
               "consensus zb_folded_services should count the one _other")
         # A few more scrapes while nothing changes: still valid.
         for _ in range(3):
-            strict_parse(http_get(port))
+            strict_parse(zp.metrics_page(port))
             pages += 1
         for w in workers:
             w.close()
         client.close()
-        code = b.stop()
-        check(code == 0, f"zb-broker exit code {code}\n" + b.text())
+        code = b.stop(timeout=20)
+        check(code == 0, f"zb-broker exit code {code}\n" + b.tail(40))
         print(f"metrics_exposition_test: OK ({pages} pages parsed, "
               f"{int(folded)} majordomo services folded)")
         return 0
     finally:
-        if b.p.poll() is None:
-            b.p.kill()
-            b.p.wait(10)
+        zp.kill_all()
         ctx.destroy(linger=0)
 
 

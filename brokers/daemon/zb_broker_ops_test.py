@@ -26,7 +26,6 @@ Scenarios (each bounded, each kills and reaps every process it starts):
 """
 
 import argparse
-import ctypes
 import json
 import os
 import re
@@ -35,7 +34,6 @@ import socket
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 import tomllib
 import urllib.error
@@ -43,126 +41,35 @@ import urllib.request
 
 import zmq
 
-_libc = ctypes.CDLL(None, use_errno=True)
-PR_SET_PDEATHSIG = 1
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                "..", "..", "test", "testing"))
+import zb_process as zp  # noqa: E402  (the shared process harness)
+from zb_process import Failure, check, kill_all  # noqa: E402
 
 # Local time with milliseconds and the UTC offset, e.g.
 # 2026-12-01T09:36:45.141+00:00 (or Z).
 STAMP = r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}(?:[+-]\d\d:\d\d|Z)"
 
 
-def _die_with_parent():
-    _libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
-
-
-class Failure(Exception):
-    pass
-
-
-def check(cond, what):
-    if not cond:
-        raise Failure(what)
-
-
-_live = []
-
-
-class Broker:
-    """zb-broker as a child process; stderr lines are collected."""
+class Broker(zp.ZbBroker):
+    """zb-broker as a child process; its stderr lines are collected (also
+    as bytes, raw_lines), its stdout apart (out)."""
 
     def __init__(self, argv):
-        self.lines = []
-        self.cond = threading.Condition()
-        self.p = subprocess.Popen(argv, stdout=subprocess.PIPE,
-                                  stderr=subprocess.PIPE,
-                                  preexec_fn=_die_with_parent)
-        _live.append(self)
-        self.out = b""
-        self.readers = [
-            threading.Thread(target=self._read_err, daemon=True),
-            threading.Thread(target=self._read_out, daemon=True)]
-        for r in self.readers:
-            r.start()
-
-    def _read_err(self):
-        for raw in self.p.stderr:
-            with self.cond:
-                self.lines.append(raw.rstrip(b"\n"))
-                self.cond.notify_all()
-        with self.cond:
-            self.cond.notify_all()
-
-    def _read_out(self):
-        self.out = self.p.stdout.read()
-
-    def text(self):
-        with self.cond:
-            return "\n".join(l.decode("utf-8", "replace") for l in self.lines)
-
-    def wait_line(self, pattern, timeout=10):
-        rx = re.compile(pattern)
-        deadline = time.monotonic() + timeout
-        seen = 0
-        with self.cond:
-            while True:
-                for raw in self.lines[seen:]:
-                    m = rx.search(raw.decode("utf-8", "replace"))
-                    if m:
-                        return m
-                seen = len(self.lines)
-                left = deadline - time.monotonic()
-                if left <= 0 or (self.p.poll() is not None and
-                                 not self.readers[0].is_alive()):
-                    return None
-                self.cond.wait(min(left, 0.1))
-
-    def wait(self, timeout=15):
-        try:
-            code = self.p.wait(timeout)
-        except subprocess.TimeoutExpired:
-            return None
-        for r in self.readers:
-            r.join(5)
-        if self in _live:
-            _live.remove(self)
-        return code
-
-    def signal(self, sig):
-        if self.p.poll() is None:
-            self.p.send_signal(sig)
+        super().__init__(argv[0], argv[1:], stdout_apart=True)
 
     def stop(self):
         """SIGTERM and the exit code (the process must stop in time)."""
-        self.signal(signal.SIGTERM)
-        code = self.wait(15)
+        code = super().stop(signal.SIGTERM, 15)
         check(code is not None, "zb-broker did not stop after SIGTERM")
         return code
-
-
-def kill_all():
-    for b in list(_live):
-        if b.p.poll() is None:
-            b.p.kill()
-        b.wait(5)
 
 
 def run(argv, timeout=15):
     """Runs zb-broker to completion: (exit code, stdout, stderr)."""
     r = subprocess.run(argv, capture_output=True, text=True, timeout=timeout,
-                       preexec_fn=_die_with_parent)
+                       preexec_fn=zp.die_with_parent)
     return r.returncode, r.stdout, r.stderr
-
-
-def listening(broker, kind):
-    m = broker.wait_line(kind + r": listening on (\S+)")
-    check(m is not None, f"no '{kind}: listening on' line:\n{broker.text()}")
-    return m.group(1)
-
-
-def metrics_port(broker):
-    m = broker.wait_line(r"metrics: listening on http://[^:]+:(\d+)/metrics")
-    check(m is not None, f"no metrics line:\n{broker.text()}")
-    return int(m.group(1))
 
 
 def http_get(port, path):
@@ -201,15 +108,15 @@ def scenario_ports(zb):
               f"file: exit {code}: {err!r}")
     b = Broker([zb, "--majordomo", "tcp://127.0.0.1:*",
                 "--stats-interval", "0s"])
-    listening(b, "majordomo")
+    b.endpoint("majordomo", timeout=10)
     check(b.stop() == 0, "a good endpoint did not run and stop cleanly")
 
 
 def scenario_ipv6(zb):
     b = Broker([zb, "--majordomo", "tcp://[::1]:*",
                 "--consensus", "tcp://[::1]:*", "--stats-interval", "0s"])
-    mdp = listening(b, "majordomo")
-    ccp = listening(b, "consensus")
+    mdp = b.endpoint("majordomo", timeout=10)
+    ccp = b.endpoint("consensus", timeout=10)
     check(mdp.startswith("tcp://[::1]:") and ccp.startswith("tcp://[::1]:"),
           f"not IPv6: {mdp} {ccp}")
     ctx = zmq.Context()
@@ -264,8 +171,8 @@ def scenario_http(zb):
 
     b = Broker([zb, "--majordomo", "tcp://127.0.0.1:*", "--metrics",
                 "127.0.0.1:0", "--grace", "10s", "--stats-interval", "0s"])
-    mdp = listening(b, "majordomo")
-    port = metrics_port(b)
+    mdp = b.endpoint("majordomo", timeout=10)
+    port = b.metrics_port(timeout=10)
     check(b.wait_line(r"ready: ") is not None, "no ready line")
     check(http_get(port, "/healthz") == (200, "ok\n"), "healthz")
     check(http_get(port, "/readyz") == (200, "ready\n"), "readyz")
@@ -319,7 +226,7 @@ def scenario_sighup(zb):
 
         write("info")
         b = Broker([zb, "--config", path])
-        ep = listening(b, "consensus")
+        ep = b.endpoint("consensus", timeout=10)
         check(b.wait_line("ready: ") is not None, "not ready")
         ctx = zmq.Context()
         try:
@@ -356,8 +263,8 @@ def scenario_ipc(zb):
         ccp = os.path.join(d, "ccp.sock")
         b = Broker([zb, "--majordomo", f"ipc://{mdp}", "--consensus",
                     f"ipc://{ccp}", "--stats-interval", "0s"])
-        listening(b, "majordomo")
-        listening(b, "consensus")
+        b.endpoint("majordomo", timeout=10)
+        b.endpoint("consensus", timeout=10)
         check(os.path.exists(mdp) and os.path.exists(ccp), "no socket files")
         check(b.stop() == 0, "exit code")
         left = [p for p in (mdp, ccp) if os.path.exists(p)]
@@ -403,7 +310,7 @@ def scenario_logs(zb):
     # Text: every line starts with a timestamp carrying its UTC offset.
     b = Broker([zb, "--majordomo", "tcp://127.0.0.1:*", "--stats-interval",
                 "0s"])
-    listening(b, "majordomo")
+    b.endpoint("majordomo", timeout=10)
     check(b.stop() == 0, "exit code")
     for line in b.text().splitlines():
         check(re.match(STAMP + r" \w+ +\[zb-broker\] ", line),
@@ -430,7 +337,7 @@ def scenario_logs(zb):
         ctx.destroy(linger=0)
     check(b.stop() == 0, "exit code")
     records = []
-    for raw in b.lines:
+    for raw in b.raw_lines:
         try:
             records.append(json.loads(raw))
         except ValueError as e:
@@ -453,8 +360,8 @@ def scenario_identities(zb):
     newline in a name split its log line)."""
     b = Broker([zb, "--majordomo", "tcp://127.0.0.1:*",
                 "--consensus", "tcp://127.0.0.1:*", "--stats-interval", "0s"])
-    mdp_ep = listening(b, "majordomo")
-    ccp_ep = listening(b, "consensus")
+    mdp_ep = b.endpoint("majordomo", timeout=10)
+    ccp_ep = b.endpoint("consensus", timeout=10)
     identity = b"\x00\x01 x\xfe"
     service = b'sv "c"\n\xfe'
     want_id = "0x00012078fe"
@@ -484,7 +391,7 @@ def scenario_identities(zb):
             check(svc == want_service,
                   f"{kind} wrote the service as {svc!r}, want {want_service!r}")
         # Nothing a peer sent split a line: every line starts with a stamp.
-        for raw in b.lines:
+        for raw in b.raw_lines:
             check(re.match(rb"\d{4}-\d\d-\d\dT", raw),
                   f"a line that is not a log record: {raw!r}")
     finally:

@@ -1,126 +1,38 @@
 # Copyright 2026 The zbrokers Authors.
-"""Shared parts of the chaos suite (chaos_test.py): child processes started
-and killed by PID, zb-broker start and restart on the same ports, the
-broker's RSS from /proc, a strict parser for the Prometheus text format and
-a sampler that watches RSS and /metrics in the background.
+"""Shared parts of the chaos suite (chaos_test.py): zb-broker restarted on
+the same ports, a strict parser for the Prometheus text format and a
+sampler that watches RSS and /metrics in the background.  Child processes,
+kill -9 by PID, the RSS read from /proc and the HTTP scrape are the suite's
+shared harness, test/testing/zb_process.py.
 
 Everything here talks to 127.0.0.1 only.  Every child gets
 PR_SET_PDEATHSIG(SIGKILL), so that none outlives the test even if the test
 itself is killed; kill_all() kills and reaps the rest at the end.
 """
 
-import ctypes
 import math
 import os
 import re
-import signal
-import socket
-import subprocess
+import sys
 import threading
 import time
 
-PYTHON = "/usr/bin/python3"
 HERE = os.path.dirname(os.path.abspath(__file__))
-
-_libc = ctypes.CDLL(None, use_errno=True)
-_PR_SET_PDEATHSIG = 1
-
-
-def _die_with_parent():
-    _libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
-
-
-class Failure(Exception):
-    pass
-
-
-def check(cond, what):
-    if not cond:
-        raise Failure(what)
+sys.path.insert(0, os.path.join(HERE, "..", "testing"))
+import zb_process as zp  # noqa: E402  (the shared process harness)
+# Re-exported: chaos_test.py uses them as cl.NAME.
+from zb_process import (PYTHON, Failure, check, kill_all,  # noqa: E402,F401
+                        rss_kib)
 
 
 # --- processes ----------------------------------------------------------------
 
-_live = []
-
-
-class Proc:
-    """A child process; its stdout+stderr lines are collected by a thread."""
+class Proc(zp.Proc):
+    """A child process; at most 20,000 of its lines are kept (the peers
+    can be chatty)."""
 
     def __init__(self, argv, name, env=None):
-        self.name = name
-        self.argv = [str(a) for a in argv]
-        self.lines = []
-        self.cond = threading.Condition()
-        self.p = subprocess.Popen(self.argv, stdout=subprocess.PIPE,
-                                  stderr=subprocess.STDOUT, text=True,
-                                  errors="replace", env=env,
-                                  preexec_fn=_die_with_parent)
-        self.pid = self.p.pid
-        _live.append(self)
-        self.reader = threading.Thread(target=self._read, daemon=True)
-        self.reader.start()
-
-    def _read(self):
-        for line in self.p.stdout:
-            with self.cond:
-                # Keep memory bounded for chatty children.
-                if len(self.lines) < 20000:
-                    self.lines.append(line.rstrip("\n"))
-                self.cond.notify_all()
-        with self.cond:
-            self.cond.notify_all()
-
-    def text(self):
-        with self.cond:
-            return "\n".join(self.lines)
-
-    def wait_line(self, pattern, timeout):
-        rx = re.compile(pattern)
-        deadline = time.monotonic() + timeout
-        with self.cond:
-            seen = 0
-            while True:
-                for line in self.lines[seen:]:
-                    m = rx.search(line)
-                    if m:
-                        return m
-                seen = len(self.lines)
-                left = deadline - time.monotonic()
-                if left <= 0 or (self.p.poll() is not None and
-                                 not self.reader.is_alive()):
-                    return None
-                self.cond.wait(min(left, 0.1))
-
-    def alive(self):
-        return self.p.poll() is None
-
-    def kill9(self):
-        """kill -9 by PID, then reap."""
-        if self.p.poll() is None:
-            os.kill(self.pid, signal.SIGKILL)
-        self.p.wait()
-        if self in _live:
-            _live.remove(self)
-
-    def wait(self, timeout):
-        try:
-            code = self.p.wait(timeout)
-        except subprocess.TimeoutExpired:
-            return None
-        self.reader.join(5)
-        if self in _live:
-            _live.remove(self)
-        return code
-
-    def tail(self, n=30):
-        with self.cond:
-            return "\n".join(self.lines[-n:])
-
-
-def kill_all():
-    for p in list(_live):
-        p.kill9()
+        super().__init__(argv, name, env=env, max_lines=20000)
 
 
 # --- zb-broker ----------------------------------------------------------------
@@ -131,39 +43,24 @@ class Broker:
     same three ports."""
 
     def __init__(self, exe, extra=()):
-        self.exe = exe
+        self.proc = zp.ZbBroker.start(exe, self._args(0, 0, 0, extra),
+                                      max_lines=20000)
         self.extra = list(extra)
-        self.mdp_port = self.ccp_port = self.metrics_port = 0
-        self.proc = None
         self.starts = 0
-        self._start()
+        self._started()
 
-    def _start(self):
-        args = [self.exe,
-                "--majordomo", f"tcp://127.0.0.1:{self.mdp_port or '*'}",
-                "--consensus", f"tcp://127.0.0.1:{self.ccp_port or '*'}",
-                "--metrics", f"127.0.0.1:{self.metrics_port}",
-                "--stats-interval", "0s"] + self.extra
-        deadline = time.monotonic() + 20
-        while True:
-            proc = Proc(args, "zb-broker")
-            m = proc.wait_line(r"\bready:|\berror\b|zb-broker: ", 20)
-            if m is not None and "ready:" in m.group(0):
-                break
-            # The old process's ports can take a moment to be free again.
-            text = proc.text()
-            proc.kill9()
-            check("in use" in text and time.monotonic() < deadline,
-                  "zb-broker did not start:\n" + text[-3000:])
-            time.sleep(0.2)
-        self.proc = proc
+    @staticmethod
+    def _args(mdp_port, ccp_port, metrics_port, extra):
+        return ["--majordomo", f"tcp://127.0.0.1:{mdp_port or '*'}",
+                "--consensus", f"tcp://127.0.0.1:{ccp_port or '*'}",
+                "--metrics", f"127.0.0.1:{metrics_port}",
+                "--stats-interval", "0s"] + list(extra)
+
+    def _started(self):
         self.starts += 1
-        self.mdp_port = int(proc.wait_line(
-            r"majordomo: listening on tcp://[^:]+:(\d+)", 1).group(1))
-        self.ccp_port = int(proc.wait_line(
-            r"consensus: listening on tcp://[^:]+:(\d+)", 1).group(1))
-        self.metrics_port = int(proc.wait_line(
-            r"metrics: listening on http://[^:]+:(\d+)/", 1).group(1))
+        self.mdp_port = self.proc.port("majordomo")
+        self.ccp_port = self.proc.port("consensus")
+        self.metrics_port = self.proc.metrics_port()
 
     @property
     def pid(self):
@@ -178,23 +75,12 @@ class Broker:
         return f"tcp://127.0.0.1:{self.ccp_port}"
 
     def restart(self):
-        self.proc.kill9()
-        self._start()
+        self.proc = self.proc.restart(self._args(
+            self.mdp_port, self.ccp_port, self.metrics_port, self.extra))
+        self._started()
 
     def stop(self):
         self.proc.kill9()
-
-
-def rss_kib(pid):
-    """VmRSS of `pid` in KiB (None when the process is gone)."""
-    try:
-        with open(f"/proc/{pid}/status") as f:
-            for line in f:
-                if line.startswith("VmRSS:"):
-                    return int(line.split()[1])
-    except (FileNotFoundError, ProcessLookupError):
-        return None
-    return None
 
 
 # --- /metrics -------------------------------------------------------------------
@@ -202,30 +88,7 @@ def rss_kib(pid):
 def http_get(port, path="/metrics", timeout=5):
     """GET over plain HTTP/1.1; returns the body as bytes (not decoded, so
     that the strict parser sees exactly what a scraper gets)."""
-    with socket.create_connection(("127.0.0.1", port), timeout=timeout) as s:
-        s.sendall(f"GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\n"
-                  "Connection: close\r\n\r\n".encode())
-        chunks = []
-        while True:
-            b = s.recv(1 << 16)
-            if not b:
-                break
-            chunks.append(b)
-    raw = b"".join(chunks)
-    head, _, body = raw.partition(b"\r\n\r\n")
-    check(head.startswith(b"HTTP/1.1 200"),
-          "metrics GET: " + head[:200].decode("latin-1"))
-    if b"transfer-encoding: chunked" in head.lower():
-        out, rest = [], body
-        while rest:
-            size_line, _, rest = rest.partition(b"\r\n")
-            size = int(size_line.strip() or b"0", 16)
-            if size == 0:
-                break
-            out.append(rest[:size])
-            rest = rest[size + 2:]
-        body = b"".join(out)
-    return body
+    return zp.metrics_page(port, path, timeout)
 
 
 _NAME = re.compile(r"[a-zA-Z_:][a-zA-Z0-9_:]*\Z")

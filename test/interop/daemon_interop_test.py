@@ -39,15 +39,12 @@ and logs the port it got; the restart scenario re-binds that same port.
 """
 
 import argparse
-import ctypes
 import os
 import re
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 
 import zmq
@@ -56,123 +53,11 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 PEERS = os.path.join(HERE, "mdp_peers.py")
 PYTHON = "/usr/bin/python3"
 
-_libc = ctypes.CDLL(None, use_errno=True)
-PR_SET_PDEATHSIG = 1
+sys.path.insert(0, os.path.join(HERE, "..", "testing"))
+import zb_process as zp  # noqa: E402  (the shared process harness)
+from zb_process import Failure, Proc, check, kill_all  # noqa: E402
 
-
-def _die_with_parent():
-    _libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
-
-
-class Failure(Exception):
-    pass
-
-
-def check(cond, what):
-    if not cond:
-        raise Failure(what)
-
-
-# --- processes ----------------------------------------------------------------
-
-_live = []  # every Proc not yet reaped
-
-
-class Proc:
-    """A child process whose stdout+stderr lines are collected by a thread."""
-
-    def __init__(self, argv, name):
-        self.name = name
-        self.argv = argv
-        self.lines = []
-        self.cond = threading.Condition()
-        self.p = subprocess.Popen(argv, stdout=subprocess.PIPE,
-                                  stderr=subprocess.STDOUT, text=True,
-                                  errors="replace",
-                                  preexec_fn=_die_with_parent)
-        _live.append(self)
-        self.reader = threading.Thread(target=self._read, daemon=True)
-        self.reader.start()
-
-    def _read(self):
-        for line in self.p.stdout:
-            with self.cond:
-                self.lines.append(line.rstrip("\n"))
-                self.cond.notify_all()
-        with self.cond:
-            self.cond.notify_all()
-
-    def text(self):
-        with self.cond:
-            return "\n".join(self.lines)
-
-    def wait_line(self, pattern, timeout):
-        """The first match of `pattern` in any line, waiting up to timeout;
-        None when the process ended or the time ran out."""
-        rx = re.compile(pattern)
-        deadline = time.monotonic() + timeout
-        with self.cond:
-            seen = 0
-            while True:
-                for line in self.lines[seen:]:
-                    m = rx.search(line)
-                    if m:
-                        return m
-                seen = len(self.lines)
-                left = deadline - time.monotonic()
-                if left <= 0 or (self.p.poll() is not None and
-                                 not self.reader.is_alive()):
-                    return None
-                self.cond.wait(min(left, 0.1))
-
-    def wait(self, timeout):
-        """The exit code, or None if still running after timeout."""
-        try:
-            code = self.p.wait(timeout)
-        except subprocess.TimeoutExpired:
-            return None
-        self.reader.join(5)
-        if self in _live:
-            _live.remove(self)
-        return code
-
-    def signal(self, sig):
-        if self.p.poll() is None:
-            self.p.send_signal(sig)
-
-    def kill(self):
-        if self.p.poll() is None:
-            self.p.kill()
-        self.wait(10)
-
-    def describe(self):
-        return f"--- {self.name}: {' '.join(self.argv)}\n{self.text()}"
-
-
-def kill_all():
-    for p in list(_live):
-        p.kill()
-
-
-class Broker(Proc):
-    def __init__(self, exe, args, name="zb-broker"):
-        super().__init__([exe] + args, name)
-
-    def start(self, timeout=20):
-        m = self.wait_line(r"\bready:|\berror\b|zb-broker: ", timeout)
-        check(m is not None and "ready:" in m.group(0),
-              "zb-broker did not become ready:\n" + self.describe())
-        return self
-
-    def endpoint(self, kind):
-        m = self.wait_line(kind + r": listening on (tcp://\S+)", 1)
-        check(m is not None, f"no {kind} endpoint logged:\n" + self.describe())
-        return m.group(1)
-
-    def metrics_port(self):
-        m = self.wait_line(r"metrics: listening on http://[^:]+:(\d+)/", 1)
-        check(m is not None, "no metrics endpoint logged:\n" + self.describe())
-        return int(m.group(1))
+Broker = zp.ZbBroker
 
 
 def peer(*args, name=None):
@@ -244,60 +129,11 @@ def summary(text, prefix):
 
 # --- metrics ------------------------------------------------------------------
 
-def http_get(port, path="/metrics", timeout=10):
-    with socket.create_connection(("127.0.0.1", port), timeout=timeout) as s:
-        s.sendall(f"GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\n"
-                  "Connection: close\r\n\r\n".encode())
-        chunks = []
-        while True:
-            b = s.recv(65536)
-            if not b:
-                break
-            chunks.append(b)
-    raw = b"".join(chunks).decode("utf-8", "replace")
-    head, _, body = raw.partition("\r\n\r\n")
-    check(head.startswith("HTTP/1.1 200"), "metrics GET: " + head[:200])
-    if "transfer-encoding: chunked" in head.lower():
-        body = _unchunk(body)
-    return body
+def http_get(port, path="/metrics"):
+    return zp.metrics_page(port, path).decode("utf-8", "replace")
 
 
-def _unchunk(body):
-    out, rest = [], body
-    while rest:
-        size_line, _, rest = rest.partition("\r\n")
-        size = int(size_line.strip() or "0", 16)
-        if size == 0:
-            break
-        out.append(rest[:size])
-        rest = rest[size + 2:]
-    return "".join(out)
-
-
-_SAMPLE = re.compile(r'^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{[^}]*\})?\s+(\S+)')
-
-
-def parse_metrics(text):
-    """Prometheus text format -> ({(name, frozenset(labels)): value},
-    {family: type})."""
-    samples, types = {}, {}
-    for line in text.splitlines():
-        if line.startswith("# TYPE "):
-            _, _, fam, typ = line.split(None, 3)
-            types[fam] = typ
-            continue
-        if not line or line.startswith("#"):
-            continue
-        m = _SAMPLE.match(line)
-        check(m is not None, "unparseable metrics line: " + line)
-        labels = frozenset(re.findall(r'(\w+)="((?:[^"\\]|\\.)*)"',
-                                      m.group(2) or ""))
-        samples[(m.group(1), labels)] = float(m.group(3))
-    return samples, types
-
-
-def sample(samples, name, **labels):
-    return samples.get((name, frozenset(labels.items())))
+parse_metrics, sample = zp.parse_metrics, zp.sample
 
 
 def scrape_until(port, pred, timeout=10):
@@ -325,7 +161,7 @@ def scrape_redispatched(port):
 def scenario_config(exe):
     def run(args, stdin_file=None):
         p = subprocess.run([exe] + args, capture_output=True, text=True,
-                           timeout=20, preexec_fn=_die_with_parent)
+                           timeout=20, preexec_fn=zp.die_with_parent)
         return p.returncode, p.stdout + p.stderr
 
     code, out = run(["--help"])
@@ -379,7 +215,7 @@ def scenario_config(exe):
                 '[majordomo]\nendpoints = ["tcp://127.0.0.1:*"]\n')
         path = f.name
     try:
-        b = Broker(exe, ["--config", path, "--log-level", "info"]).start()
+        b = Broker(exe, ["--config", path, "--log-level", "info"]).ready()
         check("grace 1s" in b.text(), "file value not applied: " + b.text())
         b.signal(signal.SIGTERM)
         check(b.wait(15) == 0, "exit code after SIGTERM: " + b.describe())
@@ -391,7 +227,7 @@ def scenario_traffic(exe):
     b = Broker(exe, ["--majordomo", "tcp://127.0.0.1:*",
                      "--consensus", "tcp://127.0.0.1:*",
                      "--metrics", "127.0.0.1:0",
-                     "--stats-interval", "1s"]).start()
+                     "--stats-interval", "1s"]).ready()
     ep = b.endpoint("majordomo")
     port = b.metrics_port()
     w1 = peer("worker", ep, "echo", name="worker1")
@@ -479,7 +315,7 @@ def scenario_traffic(exe):
 
 
 def scenario_mmi(exe):
-    b = Broker(exe, ["--majordomo", "tcp://127.0.0.1:*"]).start()
+    b = Broker(exe, ["--majordomo", "tcp://127.0.0.1:*"]).ready()
     ep = b.endpoint("majordomo")
     w = peer("worker", ep, "echo")
     wait_worker_ready(ep, "echo")
@@ -499,7 +335,7 @@ def scenario_crash(exe):
     hb = 200  # ms; a silent worker is dropped after 3 x 200 ms
     b = Broker(exe, ["--majordomo", "tcp://127.0.0.1:*",
                      "--heartbeat-interval", f"{hb}ms",
-                     "--metrics", "127.0.0.1:0"]).start()
+                     "--metrics", "127.0.0.1:0"]).ready()
     ep = b.endpoint("majordomo")
     port = b.metrics_port()
     # The crashing worker registers first, so LRU dispatch gives it the
@@ -542,7 +378,7 @@ def scenario_prefetch(exe):
     b = Broker(exe, ["--majordomo", "tcp://127.0.0.1:*",
                      "--worker-prefetch", "4",
                      "--heartbeat-interval", f"{hb}ms",
-                     "--metrics", "127.0.0.1:0"]).start()
+                     "--metrics", "127.0.0.1:0"]).ready()
     ep = b.endpoint("majordomo")
     port = b.metrics_port()
     # Slow, so that requests pile up in its socket; it dies on its 3rd.
@@ -574,7 +410,7 @@ def scenario_prefetch(exe):
 def scenario_restart(exe):
     hb = 200
     args = ["--heartbeat-interval", f"{hb}ms", "--stats-interval", "100ms"]
-    b = Broker(exe, ["--majordomo", "tcp://127.0.0.1:*"] + args).start()
+    b = Broker(exe, ["--majordomo", "tcp://127.0.0.1:*"] + args).ready()
     ep = b.endpoint("majordomo")
     # Each request takes the worker >= 2 ms, so the client (600 requests)
     # is certainly still running when the broker is killed below.
@@ -587,16 +423,9 @@ def scenario_restart(exe):
                   1000, "--retries", 10, name="client")
     check(b.wait_line(r"majordomo: stats requests=([5-9]|\d\d)", 20),
           "no traffic before the kill:\n" + b.describe())
-    b.kill()  # SIGKILL: no drain, no DISCONNECT; workers only see silence
-    for attempt in range(20):  # the port may take a moment to come free
-        b = Broker(exe, ["--majordomo", ep] + args, name="zb-broker-2")
-        m = b.wait_line(r"\bready:|cannot bind", 20)
-        if m and "ready:" in m.group(0):
-            break
-        b.wait(10)
-        time.sleep(0.2)
-    else:
-        raise Failure("could not restart the broker on " + ep)
+    # SIGKILL: no drain, no DISCONNECT; workers only see silence.  The port
+    # may take a moment to come free.
+    b = b.restart(["--majordomo", ep] + args, name="zb-broker-2")
     code = client.wait(50)
     check(code == 0, "client across the restart: " + client.describe())
     s = summary(client.text(), "client")
@@ -618,7 +447,7 @@ def scenario_restart(exe):
 
 def scenario_flood(exe):
     b = Broker(exe, ["--majordomo", "tcp://127.0.0.1:*",
-                     "--metrics", "127.0.0.1:0"]).start()
+                     "--metrics", "127.0.0.1:0"]).ready()
     ep = b.endpoint("majordomo")
     port = b.metrics_port()
     w = peer("worker", ep, "echo")
@@ -672,7 +501,7 @@ def scenario_flood(exe):
 def scenario_drain(exe):
     b = Broker(exe, ["--majordomo", "tcp://127.0.0.1:*", "--grace", "10s",
                      "--consensus", "tcp://127.0.0.1:*",
-                     "--stats-interval", "100ms"]).start()
+                     "--stats-interval", "100ms"]).ready()
     ep = b.endpoint("majordomo")
     ccp_ep = b.endpoint("consensus")
     w = peer("worker", ep, "slow", "--delay-ms", 2500, name="slow-worker")
@@ -729,7 +558,7 @@ def scenario_joinflood(exe):
     was held back counted (issue 11 item 8: one line per join and per leave
     made 1.27 MB of log in 140 s)."""
     b = Broker(exe, ["--majordomo", "tcp://127.0.0.1:*",
-                     "--heartbeat-interval", "200ms"]).start()
+                     "--heartbeat-interval", "200ms"]).ready()
     ep = b.endpoint("majordomo")
     ctx = zmq.Context()
     n = 2000
@@ -774,7 +603,7 @@ def scenario_tags(exe):
     REQUEST for a tagged request as for a plain one (issue 10 item 4)."""
     b = Broker(exe, ["--majordomo", "tcp://127.0.0.1:*",
                      "--heartbeat-interval", "200ms",
-                     "--metrics", "127.0.0.1:0"]).start()
+                     "--metrics", "127.0.0.1:0"]).ready()
     ep = b.endpoint("majordomo")
     port = b.metrics_port()
     workers = [peer("worker", ep, "echo", "--heartbeat-ms", 200,
@@ -873,7 +702,7 @@ def main(argv):
             failed.append(name)
             print(f"FAIL {name} ({time.monotonic() - t0:.1f}s): {e}",
                   flush=True)
-            for p in list(_live):
+            for p in zp.live():
                 print(p.describe()[-4000:], flush=True)
         finally:
             kill_all()

@@ -28,7 +28,6 @@ reaped at the end; only loopback is used; every wait is bounded.
 """
 
 import argparse
-import ctypes
 import os
 import re
 import selectors
@@ -44,121 +43,16 @@ import time
 
 import zmq
 
-PYTHON = "/usr/bin/python3"
-_libc = ctypes.CDLL(None, use_errno=True)
-PR_SET_PDEATHSIG = 1
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                "..", "testing"))
+import zb_process as zp  # noqa: E402  (the shared process harness)
+from zb_process import check  # noqa: E402
 
 MDPC, MDPW = b"MDPC01", b"MDPW01"
 CCP = b"CCp100"
 
 
-class Failure(Exception):
-    pass
-
-
-def check(cond, what):
-    if not cond:
-        raise Failure(what)
-
-
-# --- processes ----------------------------------------------------------------
-
-_live = []
-
-
-def _die_with_parent():
-    _libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
-
-
-class Proc:
-    """A child process whose stdout+stderr lines are collected."""
-
-    def __init__(self, argv, name):
-        self.name, self.argv, self.lines = name, argv, []
-        self.cond = threading.Condition()
-        self.p = subprocess.Popen(argv, stdout=subprocess.PIPE,
-                                  stderr=subprocess.STDOUT, text=True,
-                                  errors="replace",
-                                  preexec_fn=_die_with_parent)
-        _live.append(self)
-        self.reader = threading.Thread(target=self._read, daemon=True)
-        self.reader.start()
-
-    def _read(self):
-        for line in self.p.stdout:
-            with self.cond:
-                self.lines.append(line.rstrip("\n"))
-                self.cond.notify_all()
-        with self.cond:
-            self.cond.notify_all()
-
-    def text(self):
-        with self.cond:
-            return "\n".join(self.lines)
-
-    def wait_line(self, pattern, timeout, after=0):
-        """First match of `pattern` in lines[after:], or None."""
-        rx = re.compile(pattern)
-        deadline = time.monotonic() + timeout
-        with self.cond:
-            seen = after
-            while True:
-                for line in self.lines[seen:]:
-                    m = rx.search(line)
-                    if m:
-                        return m
-                seen = max(seen, len(self.lines))
-                left = deadline - time.monotonic()
-                if left <= 0 or (self.p.poll() is not None and
-                                 not self.reader.is_alive()):
-                    return None
-                self.cond.wait(min(left, 0.1))
-
-    def line_count(self):
-        with self.cond:
-            return len(self.lines)
-
-    def wait(self, timeout):
-        try:
-            code = self.p.wait(timeout)
-        except subprocess.TimeoutExpired:
-            return None
-        self.reader.join(5)
-        if self in _live:
-            _live.remove(self)
-        return code
-
-    def kill(self):
-        if self.p.poll() is None:
-            self.p.kill()
-        self.wait(10)
-
-    def describe(self):
-        return f"--- {self.name}: {' '.join(self.argv)}\n{self.text()}"
-
-
-def kill_all():
-    for p in list(_live):
-        p.kill()
-
-
-class Broker(Proc):
-    def __init__(self, exe, args):
-        super().__init__([exe] + args, "zb-broker")
-        m = self.wait_line(r"\bready:|\berror\b|zb-broker: ", 20)
-        check(m is not None and "ready:" in m.group(0),
-              "zb-broker did not become ready:\n" + self.describe())
-
-    def endpoint(self, kind, curve):
-        suffix = r" \(CURVE\)$" if curve else r"$"
-        m = self.wait_line(kind + r": listening on (\S+)" + suffix, 1)
-        check(m is not None, f"no {kind} endpoint:\n" + self.describe())
-        return m.group(1)
-
-    def metrics_port(self):
-        m = self.wait_line(r"metrics: listening on http://[^:]+:(\d+)/", 1)
-        check(m is not None, "no metrics endpoint:\n" + self.describe())
-        return int(m.group(1))
+Broker = zp.ZbBroker
 
 
 # --- keys ---------------------------------------------------------------------
@@ -311,46 +205,9 @@ class RawCcpClient:
 
 # --- metrics ------------------------------------------------------------------
 
-def http_get(port, path="/metrics", timeout=10):
-    with socket.create_connection(("127.0.0.1", port), timeout=timeout) as s:
-        s.sendall(f"GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\n"
-                  "Connection: close\r\n\r\n".encode())
-        chunks = []
-        while True:
-            b = s.recv(65536)
-            if not b:
-                break
-            chunks.append(b)
-    raw = b"".join(chunks).decode("utf-8", "replace")
-    head, _, body = raw.partition("\r\n\r\n")
-    check(head.startswith("HTTP/1.1 200"), "metrics GET: " + head[:200])
-    if "transfer-encoding: chunked" in head.lower():
-        out, rest = [], body
-        while rest:
-            size_line, _, rest = rest.partition("\r\n")
-            size = int(size_line.strip() or "0", 16)
-            if size == 0:
-                break
-            out.append(rest[:size])
-            rest = rest[size + 2:]
-        body = "".join(out)
-    return body
-
-
-_SAMPLE = re.compile(r'^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{[^}]*\})?\s+(\S+)')
-
-
 def scrape(port):
-    samples = {}
-    for line in http_get(port).splitlines():
-        if not line or line.startswith("#"):
-            continue
-        m = _SAMPLE.match(line)
-        check(m is not None, "unparseable metrics line: " + line)
-        labels = frozenset(re.findall(r'(\w+)="((?:[^"\\]|\\.)*)"',
-                                      m.group(2) or ""))
-        samples[(m.group(1), labels)] = float(m.group(3))
-    return samples
+    body = zp.metrics_page(port).decode("utf-8", "replace")
+    return zp.parse_metrics(body)[0]
 
 
 def value(samples, name, **labels):
@@ -443,7 +300,7 @@ class Setup:
         self.stranger = Keys(self.dir, "stranger")
         for k in (self.client, self.worker):
             shutil.copy(k.pub_file, self.allow)
-        self.broker = Broker(exe, [
+        self.broker = Broker.start(exe, [
             "--majordomo", "tcp://127.0.0.1:*",
             "--majordomo-curve", "tcp://127.0.0.1:*",
             "--consensus", "tcp://127.0.0.1:*",
@@ -751,7 +608,7 @@ def scenario_config(exe):
 
         def run(args):
             p = subprocess.run([exe] + args, capture_output=True, text=True,
-                               timeout=20, preexec_fn=_die_with_parent)
+                               timeout=20, preexec_fn=zp.die_with_parent)
             return p.returncode, p.stdout + p.stderr
 
         base = ["--curve-secret-key-file", server.secret_file,
@@ -793,7 +650,7 @@ def scenario_config(exe):
 
         # A secret key file others can read: the daemon starts and warns.
         os.chmod(server.secret_file, 0o644)
-        b = Broker(exe, base + ["--majordomo-curve", "tcp://127.0.0.1:*"])
+        b = Broker.start(exe, base + ["--majordomo-curve", "tcp://127.0.0.1:*"])
         check(b.wait_line(r"can be read by others \(mode 0644\)", 2),
               "no warning for a 0644 secret key:\n" + b.describe())
         check(b.wait_line(r"curve: server public key " +
@@ -822,16 +679,8 @@ def main(argv):
     ap.add_argument("scenario", choices=sorted(SCENARIOS))
     args = ap.parse_args(argv)
     check(zmq.has("curve"), "pyzmq's libzmq has no CURVE")
-    try:
-        SCENARIOS[args.scenario](os.path.abspath(args.broker))
-    except Failure as e:
-        print(f"FAIL {args.scenario}: {e}", file=sys.stderr)
-        for p in list(_live):
-            print(p.describe(), file=sys.stderr)
-        return 1
-    finally:
-        kill_all()
-    return 0
+    return zp.run_scenario(args.scenario, SCENARIOS[args.scenario],
+                           os.path.abspath(args.broker))
 
 
 if __name__ == "__main__":

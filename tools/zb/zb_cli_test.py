@@ -24,7 +24,6 @@ bounded, only loopback is used.
 
 import argparse
 import base64
-import ctypes
 import json
 import os
 import re
@@ -39,94 +38,10 @@ import time
 
 import zmq
 
-_libc = ctypes.CDLL(None, use_errno=True)
-
-
-def _die_with_parent():
-    _libc.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
-
-
-class Failure(Exception):
-    pass
-
-
-def check(cond, what):
-    if not cond:
-        raise Failure(what)
-
-
-_live = []
-
-
-class Proc:
-    def __init__(self, argv, name):
-        self.name, self.argv, self.lines = name, argv, []
-        self.cond = threading.Condition()
-        self.p = subprocess.Popen(argv, stdout=subprocess.PIPE,
-                                  stderr=subprocess.STDOUT, text=True,
-                                  errors="replace",
-                                  preexec_fn=_die_with_parent)
-        _live.append(self)
-        self.t = threading.Thread(target=self._read, daemon=True)
-        self.t.start()
-
-    def _read(self):
-        for line in self.p.stdout:
-            with self.cond:
-                self.lines.append(line.rstrip("\n"))
-                self.cond.notify_all()
-        with self.cond:
-            self.cond.notify_all()
-
-    def text(self):
-        with self.cond:
-            return "\n".join(self.lines)
-
-    def wait_line(self, pattern, timeout):
-        rx = re.compile(pattern)
-        deadline = time.monotonic() + timeout
-        with self.cond:
-            seen = 0
-            while True:
-                for line in self.lines[seen:]:
-                    m = rx.search(line)
-                    if m:
-                        return m
-                seen = len(self.lines)
-                left = deadline - time.monotonic()
-                if left <= 0 or (self.p.poll() is not None and
-                                 not self.t.is_alive()):
-                    return None
-                self.cond.wait(min(left, 0.1))
-
-    def wait(self, timeout):
-        try:
-            code = self.p.wait(timeout)
-        except subprocess.TimeoutExpired:
-            return None
-        self.t.join(5)
-        if self in _live:
-            _live.remove(self)
-        return code
-
-    def stop(self, sig=signal.SIGTERM, timeout=10):
-        if self.p.poll() is None:
-            self.p.send_signal(sig)
-        code = self.wait(timeout)
-        if code is None:
-            self.p.kill()
-            self.wait(5)
-        return code
-
-    def describe(self):
-        return f"--- {self.name}: {' '.join(self.argv)}\n{self.text()}"
-
-
-def kill_all():
-    for p in list(_live):
-        if p.p.poll() is None:
-            p.p.kill()
-        p.wait(5)
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                "..", "..", "test", "testing"))
+import zb_process as zp  # noqa: E402  (the shared process harness)
+from zb_process import Failure, Proc, check  # noqa: E402
 
 
 class Zb:
@@ -137,7 +52,7 @@ class Zb:
         """(exit code, stdout bytes, stderr text)."""
         p = subprocess.run([self.exe] + [str(a) for a in args],
                            input=stdin, capture_output=True, timeout=timeout,
-                           preexec_fn=_die_with_parent)
+                           preexec_fn=zp.die_with_parent)
         return p.returncode, p.stdout, p.stderr.decode("utf-8", "replace")
 
     def json(self, *args, **kw):
@@ -156,25 +71,7 @@ class Zb:
 
 
 def start_broker(exe, args):
-    b = Proc([exe] + args + ["--stats-interval", "0s"], "zb-broker")
-    m = b.wait_line(r"\bready:|\berror\b|zb-broker: ", 20)
-    check(m is not None and "ready:" in m.group(0),
-          "zb-broker did not start:\n" + b.describe())
-    return b
-
-
-def endpoint(broker, kind, curve=False):
-    suffix = r" \(CURVE\)$" if curve else r"$"
-    m = broker.wait_line(kind + r": listening on (\S+)" + suffix, 2)
-    check(m is not None, f"no {kind} endpoint:\n" + broker.describe())
-    return m.group(1)
-
-
-def wait_for(pred, what, timeout=10):
-    deadline = time.monotonic() + timeout
-    while not pred():
-        check(time.monotonic() < deadline, what)
-        time.sleep(0.05)
+    return zp.ZbBroker.start(exe, args + ["--stats-interval", "0s"])
 
 
 # --- scenarios ----------------------------------------------------------------
@@ -211,7 +108,7 @@ def scenario_usage(zb, broker_exe):
 
 def scenario_mdp(zb, broker_exe):
     b = start_broker(broker_exe, ["--majordomo", "tcp://127.0.0.1:*"])
-    ep = endpoint(b, "majordomo")
+    ep = b.endpoint("majordomo", curve=False, timeout=2)
     try:
         w = zb.worker(ep, "echo")
         check(b.wait_line(r'joined service "echo"', 10), "no join")
@@ -270,7 +167,7 @@ def scenario_mdp(zb, broker_exe):
 
 def scenario_ccp(zb, broker_exe):
     b = start_broker(broker_exe, ["--consensus", "tcp://127.0.0.1:*"])
-    ep = endpoint(b, "consensus")
+    ep = b.endpoint("consensus", curve=False, timeout=2)
     P = ("--protocol", "ccp")
     try:
         # No worker: the broker answers zb:no-workers at once -> exit 1.
@@ -283,8 +180,9 @@ def scenario_ccp(zb, broker_exe):
               f"text failure: {code} {out!r} {err}")
         w1 = zb.worker(*P, ep, "echo")
         w2 = zb.worker(*P, ep, "echo")
-        wait_for(lambda: b.text().count('joined service "echo"') >= 2,
-                 "two workers did not join:\n" + b.describe())
+        zp.wait_for(lambda: b.text().count('joined service "echo"') >= 2,
+                    10, "two workers did not join:\n" + b.describe(),
+                    period=0.05)
         code, out, err = zb.run("request", *P, ep, "echo", "a", "b")
         # Consensus: every worker's frames.
         check(code == 0 and out == b"a\nb\na\nb\n", f"request: {out!r} {err}")
@@ -306,7 +204,7 @@ def scenario_ccp(zb, broker_exe):
 def scenario_raw(zb, broker_exe):
     """zb against peers written from RFC 7 with pyzmq only."""
     b = start_broker(broker_exe, ["--majordomo", "tcp://127.0.0.1:*"])
-    ep = endpoint(b, "majordomo")
+    ep = b.endpoint("majordomo", curve=False, timeout=2)
     ctx = zmq.Context()
     stop = threading.Event()
     seen = []
@@ -391,8 +289,8 @@ def scenario_curve(zb, broker_exe):
             "--consensus-curve", "tcp://127.0.0.1:*",
             "--curve-secret-key-file", os.path.join(d, "broker.secret"),
             "--curve-allowlist", allow])
-        mep = endpoint(b, "majordomo", curve=True)
-        cep = endpoint(b, "consensus", curve=True)
+        mep = b.endpoint("majordomo", curve=True, timeout=2)
+        cep = b.endpoint("consensus", curve=True, timeout=2)
         alice = ["--curve-server-key-file", os.path.join(d, "broker.pub"),
                  "--curve-secret-key-file", os.path.join(d, "alice.secret")]
         alice_z85 = ["--curve-server-key", pub, "--curve-secret-key-file",
@@ -471,17 +369,10 @@ def main(argv):
     ap.add_argument("--broker", required=True)
     ap.add_argument("scenario", choices=sorted(SCENARIOS))
     args = ap.parse_args(argv)
-    try:
-        SCENARIOS[args.scenario](Zb(os.path.abspath(args.zb)),
-                                 os.path.abspath(args.broker))
-    except (Failure, subprocess.TimeoutExpired) as e:
-        print(f"FAIL {args.scenario}: {e}", file=sys.stderr)
-        for p in list(_live):
-            print(p.describe(), file=sys.stderr)
-        return 1
-    finally:
-        kill_all()
-    return 0
+    return zp.run_scenario(args.scenario, SCENARIOS[args.scenario],
+                           Zb(os.path.abspath(args.zb)),
+                           os.path.abspath(args.broker),
+                           errors=(Failure, subprocess.TimeoutExpired))
 
 
 if __name__ == "__main__":
