@@ -28,29 +28,20 @@ thread.
 from __future__ import annotations
 
 import ctypes
-import threading
 import weakref
 from typing import Any, Callable, List, Optional, Sequence, Union
 
 from . import _native as n
-from ._native import StateError
+from ._common import (Answer, Broker, Child, Entry, blocking_call,
+                      hand_over, seconds_to_us, success_frames)
 from .curve import CurveKeys, c_keys
-from .reactor import Reactor, _Entry
+from .reactor import Reactor
 
 __all__ = ["Result", "ConsensusClient", "ConsensusWorker", "ConsensusBroker",
            "Reply", "WorkerError"]
 
 _OUTCOMES = {0: "success", 1: "failure", 2: "timeout"}
 _FAILED_BY = {0: None, 1: "worker", 2: "broker", 3: "client"}
-_LOG_LEVELS = {0: "debug", 1: "info", 2: "warning", 3: "error"}
-
-
-def _seconds_to_us(seconds: float, what: str) -> int:
-    try:
-        us = int(round(float(seconds) * 1e6))
-    except (TypeError, ValueError):
-        raise TypeError(f"{what} must be a number of seconds") from None
-    return us
 
 
 class Result:
@@ -91,53 +82,7 @@ class Result:
                 f"reason={self.reason!r} frames={self.frames!r}>")
 
 
-class _Child:
-    """Common lifetime handling for objects owned by a reactor."""
-
-    _kind = "object"
-    _destroy = None  # name of the zb_*_destroy function
-
-    def _init_child(self, reactor: Reactor, ptr: ctypes.c_void_p):
-        self._reactor = reactor
-        self._ptr = ptr
-        reactor._adopt(self)
-
-    def _handle(self) -> ctypes.c_void_p:
-        if self._ptr is None:
-            raise StateError(n.ZB_ERR_STATE, f"the {self._kind} is closed")
-        return self._ptr
-
-    def _detach(self) -> None:
-        self._ptr = None
-
-    @property
-    def closed(self) -> bool:
-        return self._ptr is None
-
-    @property
-    def reactor(self) -> Reactor:
-        return self._reactor
-
-    def close(self) -> None:
-        """Destroys it (reactor thread; also allowed from inside its own
-        callbacks).  Idempotent.  Closing the reactor closes it too."""
-        if self._ptr is None:
-            return
-        ptr, self._ptr = self._ptr, None
-        n.check(getattr(n.lib, self._destroy)(ptr))
-
-    def __enter__(self) -> Any:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-    def __repr__(self) -> str:
-        state = "closed" if self._ptr is None else "open"
-        return f"<zbrokers.{type(self).__name__} {state}>"
-
-
-class ConsensusClient(_Child):
+class ConsensusClient(Child):
     """Sends requests to a consensus broker.
 
     Every request ends exactly once: on_reply(result) runs on the reactor
@@ -172,22 +117,19 @@ class ConsensusClient(_Child):
         at once that a service has no workers."""
         svc = n.encode(service, "service")
         count, data, sizes, _keep = n.frames_in(frames)
-        timeout_us = _seconds_to_us(timeout, "timeout")
+        timeout_us = seconds_to_us(timeout, "timeout")
 
         def deliver(result, failed_by, reason, attempts, out_frames):
             on_reply(Result(_OUTCOMES.get(result, "failure"),
                             _FAILED_BY.get(failed_by), reason, out_frames,
                             attempts))
 
-        key = n.register(_Entry(self._reactor, deliver, "consensus reply"))
         flags = n.ZB_REQUEST_RETRY_NO_WORKERS if retry_no_workers else 0
-        rc = n.lib.zb_consensus_client_request_flags(
-            self._handle(), svc, len(svc), count, data, sizes, timeout_us,
-            int(retries), flags, n.consensus_reply_trampoline, n.as_user(key),
-            n.free_trampoline)
-        if rc != n.ZB_OK:
-            n.unregister(key)
-            raise n.error_for(rc)
+        hand_over(Entry(self._reactor, deliver, "consensus reply"),
+                  lambda user: n.lib.zb_consensus_client_request_flags(
+                      self._handle(), svc, len(svc), count, data, sizes,
+                      timeout_us, int(retries), flags,
+                      n.consensus_reply_trampoline, user, n.free_trampoline))
 
     def call(self, service: Union[bytes, str], frames: Sequence[bytes] = (),
              timeout: float = 5.0, retries: int = 0,
@@ -200,7 +142,7 @@ class ConsensusClient(_Child):
         Reactor thread; not from inside a callback (StateError) and not
         on a reactor that zbrokers.aio drives (await
         zbrokers.aio.request() there)."""
-        return _call(self._reactor, lambda done: self.request(
+        return blocking_call(self._reactor, lambda done: self.request(
             service, frames, done, timeout=timeout, retries=retries,
             retry_no_workers=retry_no_workers))
 
@@ -211,13 +153,10 @@ class ConsensusClient(_Child):
         def deliver(code, _message):
             on_result(code == n.ZB_OK)
 
-        key = n.register(_Entry(self._reactor, deliver, "consensus ping"))
-        rc = n.lib.zb_consensus_client_ping(
-            self._handle(), _seconds_to_us(timeout, "timeout"),
-            n.status_trampoline, n.as_user(key), n.free_trampoline)
-        if rc != n.ZB_OK:
-            n.unregister(key)
-            raise n.error_for(rc)
+        hand_over(Entry(self._reactor, deliver, "consensus ping"),
+                  lambda user: n.lib.zb_consensus_client_ping(
+                      self._handle(), seconds_to_us(timeout, "timeout"),
+                      n.status_trampoline, user, n.free_trampoline))
 
     @property
     def open_requests(self) -> int:
@@ -225,21 +164,6 @@ class ConsensusClient(_Child):
         n.check(n.lib.zb_consensus_client_open_requests(
             self._handle(), ctypes.byref(count)))
         return count.value
-
-
-def _call(reactor: Reactor, start: Callable[[Callable[[Any], None]], None]
-          ) -> Any:
-    """Starts an asynchronous operation and runs `reactor` until it calls
-    back; returns what it called back with (the blocking call()s)."""
-    if reactor._driver is not None:
-        raise RuntimeError("call() would block the asyncio loop that runs "
-                           "this reactor; use await zbrokers.aio.request()")
-    box: List[Any] = []
-    start(box.append)
-    # Each request ends exactly once (success, failure or its own
-    # timeout), so this wait is bounded by the request's options.
-    reactor.run_until(lambda: bool(box))
-    return box[0]
 
 
 class WorkerError(Exception):
@@ -260,17 +184,7 @@ def _failure_frames(exc: BaseException) -> List[bytes]:
     return [f"{type(exc).__name__}: {exc}".encode("utf-8", "replace")]
 
 
-def _success_frames(value) -> list:
-    if value is None:
-        return []
-    if isinstance(value, (bytes, bytearray, memoryview)):
-        return [bytes(value)]
-    if isinstance(value, str):
-        raise TypeError("a handler must return bytes frames, not str")
-    return list(value)
-
-
-class Reply:
+class Reply(Answer):
     """The answer to one request, for handlers that answer later.
 
     Exactly one of succeed()/fail() takes effect; later calls return False.
@@ -278,28 +192,13 @@ class Reply:
     dropped without an answer fails its request ("worker:unanswered").
     """
 
-    def __init__(self, token: int) -> None:
-        self._token: Optional[int] = token
-        self._lock = threading.Lock()
-
-    @property
-    def pending(self) -> bool:
-        return self._token is not None
-
-    def _take(self) -> Optional[int]:
-        with self._lock:
-            token, self._token = self._token, None
-        return token
+    _discard_fn = "zb_responder_discard"
 
     def succeed(self, frames: Sequence[bytes] = ()) -> bool:
         """Answers success with these frames.  Returns False if this reply
         was already answered."""
-        count, data, sizes, _keep = n.frames_in(_success_frames(frames))
-        token = self._take()
-        if token is None:
-            return False
-        n.check(n.lib.zb_responder_succeed(token, count, data, sizes))
-        return True
+        return self._answer(n.lib.zb_responder_succeed,
+                            success_frames(frames))
 
     def fail(self, reason: Union[bytes, str, Sequence[bytes],
                                  BaseException] = b"failed") -> bool:
@@ -314,26 +213,13 @@ class Reply:
             frames = [bytes(reason)]
         else:
             frames = list(reason)
-        count, data, sizes, _keep = n.frames_in(frames)
-        token = self._take()
-        if token is None:
-            return False
-        n.check(n.lib.zb_responder_fail(token, count, data, sizes))
-        return True
+        return self._answer(n.lib.zb_responder_fail, frames)
 
     def discard(self) -> None:
-        token = self._take()
-        if token is not None:
-            n.lib.zb_responder_discard(token)
-
-    def __del__(self):
-        try:
-            self.discard()
-        except Exception:
-            pass
+        self._give_back()
 
 
-class ConsensusWorker(_Child):
+class ConsensusWorker(Child):
     """Serves one service of a consensus broker.
 
     handler(frames) runs on the reactor thread for every request: return a
@@ -379,7 +265,7 @@ class ConsensusWorker(_Child):
                 reply.fail(e)
                 return
             try:
-                out = _success_frames(value)
+                out = success_frames(value)
                 reply.succeed(out)
             except TypeError as e:
                 reply.fail(e)
@@ -387,21 +273,18 @@ class ConsensusWorker(_Child):
                 if r is not None:
                     r._report(e, "consensus handler")
 
-        key = n.register(_Entry(reactor, on_request, "consensus handler"))
         ptr = ctypes.c_void_p()
         keys = c_keys(curve)
-        rc = n.lib.zb_consensus_worker_new_curve(
-            reactor._handle(), n.encode(endpoint, "endpoint"), svc, len(svc),
-            _seconds_to_us(heartbeat, "heartbeat"), int(retries), keys,
-            n.consensus_handler_trampoline, n.as_user(key), n.free_trampoline,
-            ctypes.byref(ptr))
-        if rc != n.ZB_OK:
-            n.unregister(key)
-            raise n.error_for(rc)
+        hand_over(Entry(reactor, on_request, "consensus handler"),
+                  lambda user: n.lib.zb_consensus_worker_new_curve(
+                      reactor._handle(), n.encode(endpoint, "endpoint"), svc,
+                      len(svc), seconds_to_us(heartbeat, "heartbeat"),
+                      int(retries), keys, n.consensus_handler_trampoline,
+                      user, n.free_trampoline, ctypes.byref(ptr)))
         self._init_child(reactor, ptr)
 
 
-class ConsensusBroker(_Child):
+class ConsensusBroker(Broker):
     """An in-process consensus broker on a reactor (for tests, tools and
     small deployments; zb-broker is the daemon).
 
@@ -413,53 +296,16 @@ class ConsensusBroker(_Child):
 
     _kind = "consensus broker"
     _destroy = "zb_consensus_broker_destroy"
+    _set_log = "zb_consensus_broker_set_log"
+    _bind = "zb_consensus_broker_bind"
+    _worker_count = "zb_consensus_broker_worker_count"
 
     def __init__(self, reactor: Reactor, endpoint: Optional[str] = None, *,
                  request_timeout: float = 5.0,
                  log: Optional[Callable[[str, str], None]] = None) -> None:
         ptr = ctypes.c_void_p()
         n.check(n.lib.zb_consensus_broker_new(
-            reactor._handle(), _seconds_to_us(request_timeout,
-                                              "request_timeout"),
+            reactor._handle(), seconds_to_us(request_timeout,
+                                             "request_timeout"),
             ctypes.byref(ptr)))
-        self._init_child(reactor, ptr)
-        self.endpoints: List[str] = []
-        if log is not None:
-            key = n.register(_Entry(
-                reactor, lambda level, line: log(
-                    _LOG_LEVELS.get(level, "error"), line), "broker log"))
-            rc = n.lib.zb_consensus_broker_set_log(
-                ptr, n.log_trampoline, n.as_user(key), n.free_trampoline)
-            if rc != n.ZB_OK:
-                n.unregister(key)
-                self.close()
-                raise n.error_for(rc)
-        if endpoint is not None:
-            try:
-                self.bind(endpoint)
-            except BaseException:
-                self.close()
-                raise
-
-    def bind(self, endpoint: str) -> str:
-        """Binds another endpoint; returns it resolved (actual port)."""
-        buf = ctypes.create_string_buffer(1024)
-        n.check(n.lib.zb_consensus_broker_bind(
-            self._handle(), n.encode(endpoint, "endpoint"), buf, len(buf)))
-        resolved = buf.value.decode("utf-8")
-        self.endpoints.append(resolved)
-        return resolved
-
-    @property
-    def endpoint(self) -> str:
-        """The first bound endpoint."""
-        if not self.endpoints:
-            raise StateError(n.ZB_ERR_STATE, "the broker is not bound")
-        return self.endpoints[0]
-
-    def worker_count(self, service: Union[bytes, str]) -> int:
-        svc = n.encode(service, "service")
-        count = ctypes.c_size_t(0)
-        n.check(n.lib.zb_consensus_broker_worker_count(
-            self._handle(), svc, len(svc), ctypes.byref(count)))
-        return count.value
+        self._init_broker(reactor, ptr, endpoint, log)

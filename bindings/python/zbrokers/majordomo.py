@@ -24,22 +24,20 @@ reactor's thread; only MdpReply objects may be used from any thread.
 from __future__ import annotations
 
 import ctypes
-import threading
 import weakref
 from typing import Any, Callable, List, Optional, Sequence, Union
 
 from . import _native as n
-from .consensus import _call, _Child, _seconds_to_us, _success_frames
+from ._common import (Answer, Broker, Child, Entry, blocking_call,
+                      hand_over, seconds_to_us, success_frames)
 from .curve import CurveKeys, c_keys
-from .reactor import Reactor, _Entry
+from .reactor import Reactor
 
 __all__ = ["MdpClient", "MdpWorker", "MdpBroker", "MdpReply", "MdpResult",
            "WORKER_ERROR"]
 
 # The first frame of the reply a worker sends when its handler raised.
 WORKER_ERROR = b"zb:worker-error"
-
-_LOG_LEVELS = {0: "debug", 1: "info", 2: "warning", 3: "error"}
 
 _OUTCOMES = {n.ZB_OK: "success", n.ZB_ERR_TIMEOUT: "timeout",
              n.ZB_ERR_CANCELLED: "cancelled"}
@@ -78,7 +76,7 @@ class MdpResult:
         return f"<MdpResult {self.outcome} reason={self.reason!r}>"
 
 
-class MdpClient(_Child):
+class MdpClient(Child):
     """An asynchronous Majordomo client: many requests in flight on one
     socket.  on_reply(MdpResult) runs on the reactor thread exactly once
     per request, never inside request().
@@ -100,7 +98,7 @@ class MdpClient(_Child):
         ptr = ctypes.c_void_p()
         n.check(n.lib.zb_mdp_client_new_curve(
             reactor._handle(), n.encode(endpoint, "endpoint"),
-            _seconds_to_us(timeout, "timeout"), int(retries), c_keys(curve),
+            seconds_to_us(timeout, "timeout"), int(retries), c_keys(curve),
             ctypes.byref(ptr)))
         self._init_child(reactor, ptr)
         self.endpoint = endpoint
@@ -112,8 +110,8 @@ class MdpClient(_Child):
         the broker whether a service exists: b"200" or b"404")."""
         svc = n.encode(service, "service")
         count, data, sizes, _keep = n.frames_in(frames)
-        timeout_us = 0 if timeout is None else _seconds_to_us(timeout,
-                                                              "timeout")
+        timeout_us = 0 if timeout is None else seconds_to_us(timeout,
+                                                             "timeout")
         if timeout is not None and timeout_us <= 0:
             raise n.InvalidArgumentError(n.ZB_ERR_INVALID,
                                          "timeout must be > 0")
@@ -121,13 +119,11 @@ class MdpClient(_Child):
         def deliver(code, message, out_frames):
             on_reply(MdpResult(code, message, out_frames))
 
-        key = n.register(_Entry(self._reactor, deliver, "majordomo reply"))
-        rc = n.lib.zb_mdp_client_request(
-            self._handle(), svc, len(svc), count, data, sizes, timeout_us,
-            n.mdp_reply_trampoline, n.as_user(key), n.free_trampoline)
-        if rc != n.ZB_OK:
-            n.unregister(key)
-            raise n.error_for(rc)
+        hand_over(Entry(self._reactor, deliver, "majordomo reply"),
+                  lambda user: n.lib.zb_mdp_client_request(
+                      self._handle(), svc, len(svc), count, data, sizes,
+                      timeout_us, n.mdp_reply_trampoline, user,
+                      n.free_trampoline))
 
     def call(self, service: Union[bytes, str], frames: Sequence[bytes] = (),
              timeout: Optional[float] = None) -> MdpResult:
@@ -135,7 +131,7 @@ class MdpClient(_Child):
         until it is there (see ConsensusClient.call()): for simple
         scripts.  Reactor thread; not from inside a callback, not on a
         reactor that zbrokers.aio drives."""
-        return _call(self._reactor, lambda done: self.request(
+        return blocking_call(self._reactor, lambda done: self.request(
             service, frames, done, timeout=timeout))
 
     @property
@@ -151,7 +147,7 @@ def _error_frames(exc: BaseException) -> List[bytes]:
             f"{type(exc).__name__}: {exc}".encode("utf-8", "replace")]
 
 
-class MdpReply:
+class MdpReply(Answer):
     """The reply to one MDP request, for handlers that answer later.
 
     send(), error() or discard() may be called once, from any thread.  A
@@ -160,23 +156,11 @@ class MdpReply:
     the request is given back to the broker (see the module docstring).
     """
 
-    def __init__(self, token: int) -> None:
-        self._token: Optional[int] = token
-        self._lock = threading.Lock()
-
-    @property
-    def pending(self) -> bool:
-        return self._token is not None
+    _discard_fn = "zb_mdp_replier_discard"
 
     def send(self, frames: Sequence[bytes] = ()) -> bool:
         """Sends the reply.  Returns False when already sent."""
-        count, data, sizes, _keep = n.frames_in(_success_frames(frames))
-        with self._lock:
-            token, self._token = self._token, None
-        if token is None:
-            return False
-        n.check(n.lib.zb_mdp_reply(token, count, data, sizes))
-        return True
+        return self._answer(n.lib.zb_mdp_reply, success_frames(frames))
 
     def error(self, exc: BaseException) -> bool:
         """Replies [b"zb:worker-error", b"TypeName: message"]."""
@@ -185,21 +169,10 @@ class MdpReply:
     def discard(self) -> bool:
         """Gives the request back unanswered: the worker reconnects and the
         broker redispatches it.  Returns False when already answered."""
-        with self._lock:
-            token, self._token = self._token, None
-        if token is None:
-            return False
-        n.lib.zb_mdp_replier_discard(token)
-        return True
-
-    def __del__(self):
-        try:
-            self.discard()
-        except Exception:
-            pass
+        return self._give_back()
 
 
-class MdpWorker(_Child):
+class MdpWorker(Child):
     """Serves one Majordomo service.
 
     handler(frames) runs on the reactor thread for every request and returns
@@ -254,22 +227,20 @@ class MdpWorker(_Child):
             except TypeError as e:
                 give_back(reply, e)
 
-        key = n.register(_Entry(reactor, on_request, "majordomo handler"))
         ptr = ctypes.c_void_p()
         keys = c_keys(curve)
-        rc = n.lib.zb_mdp_worker_new_curve(
-            reactor._handle(), n.encode(endpoint, "endpoint"), svc, len(svc),
-            _seconds_to_us(heartbeat, "heartbeat"), int(liveness),
-            _seconds_to_us(reconnect_delay, "reconnect_delay"), keys,
-            n.mdp_handler_trampoline, n.as_user(key), n.free_trampoline,
-            ctypes.byref(ptr))
-        if rc != n.ZB_OK:
-            n.unregister(key)
-            raise n.error_for(rc)
+        hand_over(Entry(reactor, on_request, "majordomo handler"),
+                  lambda user: n.lib.zb_mdp_worker_new_curve(
+                      reactor._handle(), n.encode(endpoint, "endpoint"), svc,
+                      len(svc), seconds_to_us(heartbeat, "heartbeat"),
+                      int(liveness),
+                      seconds_to_us(reconnect_delay, "reconnect_delay"), keys,
+                      n.mdp_handler_trampoline, user, n.free_trampoline,
+                      ctypes.byref(ptr)))
         self._init_child(reactor, ptr)
 
 
-class MdpBroker(_Child):
+class MdpBroker(Broker):
     """An in-process Majordomo broker (RFC 7 + MMI) on a reactor.
 
     heartbeat: the heartbeat interval workers must use; liveness: silent
@@ -280,52 +251,15 @@ class MdpBroker(_Child):
 
     _kind = "majordomo broker"
     _destroy = "zb_mdp_broker_destroy"
+    _set_log = "zb_mdp_broker_set_log"
+    _bind = "zb_mdp_broker_bind"
+    _worker_count = "zb_mdp_broker_worker_count"
 
     def __init__(self, reactor: Reactor, endpoint: Optional[str] = None, *,
                  heartbeat: float = 2.5, liveness: int = 3,
                  log: Optional[Callable[[str, str], None]] = None) -> None:
         ptr = ctypes.c_void_p()
         n.check(n.lib.zb_mdp_broker_new(
-            reactor._handle(), _seconds_to_us(heartbeat, "heartbeat"),
+            reactor._handle(), seconds_to_us(heartbeat, "heartbeat"),
             int(liveness), ctypes.byref(ptr)))
-        self._init_child(reactor, ptr)
-        self.endpoints: List[str] = []
-        if log is not None:
-            key = n.register(_Entry(
-                reactor, lambda level, line: log(
-                    _LOG_LEVELS.get(level, "error"), line), "broker log"))
-            rc = n.lib.zb_mdp_broker_set_log(
-                ptr, n.log_trampoline, n.as_user(key), n.free_trampoline)
-            if rc != n.ZB_OK:
-                n.unregister(key)
-                self.close()
-                raise n.error_for(rc)
-        if endpoint is not None:
-            try:
-                self.bind(endpoint)
-            except BaseException:
-                self.close()
-                raise
-
-    def bind(self, endpoint: str) -> str:
-        """Binds another endpoint; returns it resolved (actual port)."""
-        buf = ctypes.create_string_buffer(1024)
-        n.check(n.lib.zb_mdp_broker_bind(
-            self._handle(), n.encode(endpoint, "endpoint"), buf, len(buf)))
-        resolved = buf.value.decode("utf-8")
-        self.endpoints.append(resolved)
-        return resolved
-
-    @property
-    def endpoint(self) -> str:
-        """The first bound endpoint."""
-        if not self.endpoints:
-            raise n.StateError(n.ZB_ERR_STATE, "the broker is not bound")
-        return self.endpoints[0]
-
-    def worker_count(self, service: Union[bytes, str]) -> int:
-        svc = n.encode(service, "service")
-        count = ctypes.c_size_t(0)
-        n.check(n.lib.zb_mdp_broker_worker_count(
-            self._handle(), svc, len(svc), ctypes.byref(count)))
-        return count.value
+        self._init_broker(reactor, ptr, endpoint, log)

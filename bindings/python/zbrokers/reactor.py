@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import concurrent.futures
 import ctypes
-import sys
 import threading
 import time
 import weakref
@@ -33,6 +32,8 @@ from typing import (Any, Callable, Iterable, List, Optional, TypeVar,
                     Union)
 
 from . import _native as n
+from ._common import Child, Entry, default_error_handler, hand_over, \
+    seconds_to_us
 from ._native import StateError, ZbError
 
 __all__ = ["Reactor", "Timer", "Socket", "ReactorThread", "now"]
@@ -47,53 +48,6 @@ _RUN_SLICE_US = 200_000
 def now() -> float:
     """Seconds on the monotonic clock the reactor's timers use."""
     return n.lib.zb_now_us() / 1e6
-
-
-def _micros(seconds: float, what: str) -> int:
-    try:
-        us = int(round(float(seconds) * 1e6))
-    except (TypeError, ValueError):
-        raise TypeError(f"{what} must be a number of seconds") from None
-    return us
-
-
-class _Entry:
-    """A Python callable as seen from C: runs it with the reactor's error
-    policy.  Registered in the callback registry under an integer key."""
-
-    __slots__ = ("reactor_ref", "fn", "kind", "on_release", "__weakref__")
-
-    def __init__(self, reactor: "Reactor", fn, kind: str, on_release=None):
-        self.reactor_ref = weakref.ref(reactor)
-        self.fn = fn
-        self.kind = kind
-        self.on_release = on_release
-
-    def __call__(self, *args):
-        try:
-            return self.fn(*args)
-        except Exception as e:  # reported, never lost, never fatal
-            reactor = self.reactor_ref()
-            if reactor is not None:
-                reactor._report(e, self.kind)
-            else:
-                _default_error_handler(e, self.kind)
-        except BaseException as e:  # KeyboardInterrupt, SystemExit
-            reactor = self.reactor_ref()
-            if reactor is not None:
-                reactor._interrupt(e)
-        return None
-
-    def released(self):
-        if self.on_release is not None:
-            self.on_release()
-
-
-def _default_error_handler(exc: BaseException, where: str) -> None:
-    sys.stderr.write(f"zbrokers: exception in a {where} callback "
-                     "(the reactor carries on):\n")
-    sys.excepthook(type(exc), exc, exc.__traceback__)
-    sys.stderr.flush()
 
 
 class Timer:
@@ -141,7 +95,7 @@ class Reactor:
         # The asyncio driver (zbrokers.aio) running this reactor, if any.
         self._driver: Any = None
         self.error_handler: Callable[[BaseException, str], None] = \
-            _default_error_handler
+            default_error_handler
 
     # ---- lifetime --------------------------------------------------------
 
@@ -197,7 +151,7 @@ class Reactor:
         try:
             self.error_handler(exc, where)
         except Exception as e2:  # a broken handler must not break the loop
-            _default_error_handler(e2, "error_handler")
+            default_error_handler(e2, "error_handler")
 
     def _interrupt(self, exc: BaseException) -> None:
         if self._interrupted is None:
@@ -228,8 +182,8 @@ class Reactor:
     def run_once(self, timeout: Optional[float] = None) -> int:
         """Waits at most `timeout` seconds (None: no limit) for something to
         happen, runs what is ready, returns how many callbacks ran."""
-        max_wait = -1 if timeout is None else max(0, _micros(timeout,
-                                                             "timeout"))
+        max_wait = -1 if timeout is None else max(0, seconds_to_us(
+            timeout, "timeout"))
         handled = ctypes.c_int(0)
         n.check(n.lib.zb_reactor_run_once(self._handle(), max_wait,
                                           ctypes.byref(handled)))
@@ -302,49 +256,40 @@ class Reactor:
                     on_release: Optional[Callable[[], None]] = None) -> None:
         # post(); on_release runs when the C side frees the task (after it
         # ran, or unrun because the reactor closed first).
-        entry = _Entry(self, fn, "post", on_release=on_release)
-        key = n.register(entry)
+        entry = Entry(self, fn, "post", on_release=on_release)
         with self._lock:
-            try:
-                n.check(n.lib.zb_reactor_post(
-                    self._handle(), n.call_trampoline, n.as_user(key),
-                    n.free_trampoline))
-            except BaseException:
-                n.unregister(key)
-                raise
+            hand_over(entry, lambda user: n.lib.zb_reactor_post(
+                self._handle(), n.call_trampoline, user, n.free_trampoline))
 
     # ---- timers ----------------------------------------------------------
 
     def _timer(self, c_fn, amount: int, fn: Callable, args, kind: str):
         timer = Timer(self)
-        entry = _Entry(self, (lambda: fn(*args)) if args else fn, kind,
-                       on_release=timer._released)
-        key = n.register(entry)
+        entry = Entry(self, (lambda: fn(*args)) if args else fn, kind,
+                      on_release=timer._released)
         tid = ctypes.c_uint64(0)
-        rc = c_fn(self._handle(), amount, n.call_trampoline, n.as_user(key),
-                  n.free_trampoline, ctypes.byref(tid))
-        if rc != n.ZB_OK:
-            n.unregister(key)
-            raise n.error_for(rc)
+        hand_over(entry, lambda user: c_fn(
+            self._handle(), amount, n.call_trampoline, user,
+            n.free_trampoline, ctypes.byref(tid)))
         timer.id = tid.value
         return timer
 
     def after(self, seconds: float, fn: Callable[..., Any],
               *args: Any) -> Timer:
         """Calls fn(*args) once, `seconds` from now.  Returns a Timer."""
-        us = _micros(seconds, "seconds")
+        us = seconds_to_us(seconds, "seconds")
         return self._timer(n.lib.zb_reactor_after, us, fn, args, "timer")
 
     def every(self, seconds: float, fn: Callable[..., Any],
               *args: Any) -> Timer:
         """Calls fn(*args) every `seconds` (> 0) until cancelled."""
-        us = _micros(seconds, "seconds")
+        us = seconds_to_us(seconds, "seconds")
         return self._timer(n.lib.zb_reactor_every, us, fn, args, "timer")
 
     def at(self, when: float, fn: Callable[..., Any], *args: Any) -> Timer:
         """Calls fn(*args) once at `when`, in time.monotonic() seconds."""
-        deadline = n.lib.zb_now_us() + _micros(when - time.monotonic(),
-                                                "when")
+        deadline = n.lib.zb_now_us() + seconds_to_us(
+            when - time.monotonic(), "when")
         return self._timer(n.lib.zb_reactor_at, deadline, fn, args, "timer")
 
     def cancel(self, timer: Union[Timer, int]) -> bool:
@@ -421,7 +366,7 @@ def _option(option: Union[str, int]) -> int:
         raise ValueError(f"unknown socket option {option!r}") from None
 
 
-class Socket:
+class Socket(Child):
     """A ZeroMQ socket owned by a reactor.
 
         s = reactor.socket("DEALER")
@@ -434,6 +379,9 @@ class Socket:
     `s.set("linger", ms)` to keep unsent messages for a while.
     """
 
+    _kind = "socket"
+    _destroy = "zb_socket_close"
+
     def __init__(self, reactor: Reactor,
                  socket_type: Union[str, int]) -> None:
         ptr = ctypes.c_void_p()
@@ -445,33 +393,7 @@ class Socket:
             rc = n.lib.zb_socket_new(reactor._handle(), int(socket_type),
                                      ctypes.byref(ptr))
         n.check(rc)
-        self._ptr = ptr
-        self._reactor = reactor
-        reactor._adopt(self)
-
-    def _handle(self) -> ctypes.c_void_p:
-        if self._ptr is None:
-            raise StateError(n.ZB_ERR_STATE, "the socket is closed")
-        return self._ptr
-
-    def _detach(self) -> None:
-        # The reactor is being destroyed and takes the C socket with it.
-        self._ptr = None
-
-    @property
-    def closed(self) -> bool:
-        return self._ptr is None
-
-    @property
-    def reactor(self) -> Reactor:
-        return self._reactor
-
-    def close(self) -> None:
-        """Closes the socket (also allowed inside its own callback)."""
-        if self._ptr is None:
-            return
-        ptr, self._ptr = self._ptr, None
-        n.check(n.lib.zb_socket_close(ptr))
+        self._init_child(reactor, ptr)
 
     def bind(self, endpoint: str) -> str:
         """Binds and returns the actual endpoint (the port chosen for
@@ -543,16 +465,10 @@ class Socket:
                                                 n.FRAMES_FN(), None,
                                                 n.FREE_FN()))
             return
-        key = n.register(_Entry(self._reactor, callback, "socket"))
-        rc = n.lib.zb_socket_on_readable(self._handle(), n.frames_trampoline,
-                                         n.as_user(key), n.free_trampoline)
-        if rc != n.ZB_OK:
-            n.unregister(key)
-            raise n.error_for(rc)
-
-    def __repr__(self) -> str:
-        state = "closed" if self._ptr is None else "open"
-        return f"<zbrokers.Socket {state}>"
+        hand_over(Entry(self._reactor, callback, "socket"),
+                  lambda user: n.lib.zb_socket_on_readable(
+                      self._handle(), n.frames_trampoline, user,
+                      n.free_trampoline))
 
 
 class ReactorThread:
