@@ -13,6 +13,7 @@ from one another's privates:
                    hook, bind()/endpoints/endpoint, worker_count().
   Answer           the one-shot, any-thread token a worker handler answers
                    through (Reply, MdpReply).
+  Outcome          what Result and MdpResult have in common.
   seconds_to_us()  the one conversion from Python seconds to C microseconds.
   blocking_call()  runs a reactor until an asynchronous request called back
                    (the blocking call()s).
@@ -34,7 +35,7 @@ from ._native import StateError
 if TYPE_CHECKING:  # reactor.py imports this module
     from .reactor import Reactor
 
-__all__ = ["Answer", "Broker", "Child", "Entry", "blocking_call",
+__all__ = ["Answer", "Broker", "Child", "Entry", "Outcome", "blocking_call",
            "default_error_handler", "hand_over", "seconds_to_us",
            "success_frames"]
 
@@ -253,6 +254,27 @@ class Answer:
             self.discard()
         except Exception:
             pass
+
+
+class Outcome:
+    """The outcome of one request: ok, outcome ("success", "timeout", ...),
+    reason and frames are set by the subclass, which says in _why() what a
+    repr of a failed one shows."""
+
+    __slots__ = ()
+
+    @property
+    def timed_out(self) -> bool:
+        return self.outcome == "timeout"
+
+    def _why(self) -> str:
+        return f"reason={self.reason!r}"
+
+    def __repr__(self) -> str:
+        name = type(self).__name__
+        if self.ok:
+            return f"<{name} ok frames={self.frames!r}>"
+        return f"<{name} {self.outcome} {self._why()}>"
 
 
 def blocking_call(reactor: "Reactor",

@@ -433,6 +433,21 @@ def frames_trampoline(user, count, data, sizes):
         entry(frames_out(count, data, sizes))
 
 
+def _text(raw) -> str:
+    # A C string handed to a callback (NULL is "").
+    return (raw or b"").decode("utf-8", "replace")
+
+
+def _serve(user, token, count, data, sizes, discard) -> None:
+    # A worker's request: to its handler, or when the worker's handler is
+    # gone, `discard`ed so that the request is not left open.
+    entry = _lookup(user)
+    if entry is None:
+        discard(token)
+        return
+    entry(token, frames_out(count, data, sizes))
+
+
 def as_user(key: int) -> int:
     # ctypes converts a Python int for a c_void_p parameter itself.
     return key
@@ -442,14 +457,14 @@ def as_user(key: int) -> int:
 def status_trampoline(user, code, message):
     entry = _lookup(user)
     if entry is not None:
-        entry(code, (message or b"").decode("utf-8", "replace"))
+        entry(code, _text(message))
 
 
 @LOG_FN
 def log_trampoline(user, level, line):
     entry = _lookup(user)
     if entry is not None:
-        entry(level, (line or b"").decode("utf-8", "replace"))
+        entry(level, _text(line))
 
 
 @CONSENSUS_REPLY_FN
@@ -457,32 +472,24 @@ def consensus_reply_trampoline(user, result, failed_by, reason, attempts,
                                count, data, sizes):
     entry = _lookup(user)
     if entry is not None:
-        entry(result, failed_by, (reason or b"").decode("utf-8", "replace"),
-              attempts, frames_out(count, data, sizes))
+        entry(result, failed_by, _text(reason), attempts,
+              frames_out(count, data, sizes))
 
 
 @CONSENSUS_HANDLER_FN
 def consensus_handler_trampoline(user, responder, count, data, sizes):
-    entry = _lookup(user)
-    if entry is None:
-        # Nobody to answer: free the token (the broker hears "unanswered").
-        lib.zb_responder_discard(responder)
-        return
-    entry(responder, frames_out(count, data, sizes))
+    # Nobody to answer frees the token: the broker hears "unanswered".
+    _serve(user, responder, count, data, sizes, lib.zb_responder_discard)
 
 
 @MDP_REPLY_FN
 def mdp_reply_trampoline(user, code, message, count, data, sizes):
     entry = _lookup(user)
     if entry is not None:
-        entry(code, (message or b"").decode("utf-8", "replace"),
-              frames_out(count, data, sizes))
+        entry(code, _text(message), frames_out(count, data, sizes))
 
 
 @MDP_HANDLER_FN
 def mdp_handler_trampoline(user, replier, count, data, sizes):
-    entry = _lookup(user)
-    if entry is None:
-        lib.zb_mdp_replier_discard(replier)
-        return
-    entry(replier, frames_out(count, data, sizes))
+    # Nobody to answer gives the request back to the broker.
+    _serve(user, replier, count, data, sizes, lib.zb_mdp_replier_discard)

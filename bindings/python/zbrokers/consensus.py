@@ -32,7 +32,7 @@ import weakref
 from typing import Any, Callable, List, Optional, Sequence, Union
 
 from . import _native as n
-from ._common import (Answer, Broker, Child, Entry, blocking_call,
+from ._common import (Answer, Broker, Child, Entry, Outcome, blocking_call,
                       hand_over, seconds_to_us, success_frames)
 from .curve import CurveKeys, c_keys
 from .reactor import Reactor
@@ -44,7 +44,7 @@ _OUTCOMES = {0: "success", 1: "failure", 2: "timeout"}
 _FAILED_BY = {0: None, 1: "worker", 2: "broker", 3: "client"}
 
 
-class Result:
+class Result(Outcome):
     """The outcome of one consensus request.
 
     ok        True when every worker answered success.
@@ -71,15 +71,9 @@ class Result:
         self.frames = frames
         self.attempts = attempts
 
-    @property
-    def timed_out(self) -> bool:
-        return self.outcome == "timeout"
-
-    def __repr__(self) -> str:
-        if self.ok:
-            return f"<Result ok frames={self.frames!r}>"
-        return (f"<Result {self.outcome} by={self.failed_by} "
-                f"reason={self.reason!r} frames={self.frames!r}>")
+    def _why(self) -> str:
+        return (f"by={self.failed_by} reason={self.reason!r} "
+                f"frames={self.frames!r}")
 
 
 class ConsensusClient(Child):

@@ -28,7 +28,7 @@ import weakref
 from typing import Any, Callable, List, Optional, Sequence, Union
 
 from . import _native as n
-from ._common import (Answer, Broker, Child, Entry, blocking_call,
+from ._common import (Answer, Broker, Child, Entry, Outcome, blocking_call,
                       hand_over, seconds_to_us, success_frames)
 from .curve import CurveKeys, c_keys
 from .reactor import Reactor
@@ -43,7 +43,7 @@ _OUTCOMES = {n.ZB_OK: "success", n.ZB_ERR_TIMEOUT: "timeout",
              n.ZB_ERR_CANCELLED: "cancelled"}
 
 
-class MdpResult:
+class MdpResult(Outcome):
     """The outcome of one MDP request.
 
     ok       True when a reply came (whatever it says).
@@ -66,14 +66,6 @@ class MdpResult:
         else:
             self.reason = message or "failure"
 
-    @property
-    def timed_out(self) -> bool:
-        return self.outcome == "timeout"
-
-    def __repr__(self) -> str:
-        if self.ok:
-            return f"<MdpResult ok frames={self.frames!r}>"
-        return f"<MdpResult {self.outcome} reason={self.reason!r}>"
 
 
 class MdpClient(Child):
