@@ -201,6 +201,17 @@ class SocketTest(unittest.TestCase):
         with self.assertRaises(zbrokers.StateError):
             s.connect("tcp://127.0.0.1:1")
 
+    def test_with_closes_the_socket(self):
+        # The same lifetime as every other object on a reactor.
+        with self.reactor.socket("DEALER") as s:
+            self.assertFalse(s.closed)
+            self.assertIs(s.reactor, self.reactor)
+        self.assertTrue(s.closed)
+        self.assertEqual(repr(s), "<zbrokers.Socket closed>")
+        with self.assertRaises(zbrokers.StateError):
+            s.connect("tcp://127.0.0.1:1")
+        s.close()  # idempotent
+
 
 if __name__ == "__main__":
     unittest.main()
