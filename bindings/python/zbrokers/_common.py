@@ -175,11 +175,13 @@ class Broker(Child):
         self.endpoints: List[str] = []
         try:
             if log is not None:
+                def hook(level: int, line: str) -> None:
+                    log(_LOG_LEVELS.get(level, "error"), line)
+
                 set_log = getattr(n.lib, self._set_log)
-                hand_over(Entry(reactor, lambda level, line: log(
-                    _LOG_LEVELS.get(level, "error"), line), "broker log"),
-                    lambda user: set_log(ptr, n.log_trampoline, user,
-                                         n.free_trampoline))
+                hand_over(Entry(reactor, hook, "broker log"),
+                          lambda user: set_log(ptr, n.log_trampoline, user,
+                                               n.free_trampoline))
             if endpoint is not None:
                 self.bind(endpoint)
         except BaseException:
@@ -203,6 +205,7 @@ class Broker(Child):
         return self.endpoints[0]
 
     def worker_count(self, service: Union[bytes, str]) -> int:
+        """How many workers are registered for `service` now."""
         svc = n.encode(service, "service")
         count = ctypes.c_size_t(0)
         n.check(getattr(n.lib, self._worker_count)(
