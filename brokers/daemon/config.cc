@@ -56,6 +56,10 @@ struct Value {
   std::vector<std::string> list;
   LogLevel level = LogLevel::kInfo;
   LogFormat format = LogFormat::kText;
+
+  // Whether two values are the same setting (for an alias set beside its
+  // new name); fields the key's kind does not use are equal (defaults).
+  bool operator==(const Value&) const = default;
 };
 
 // Records where `key` was set (the last setting wins).
@@ -185,11 +189,14 @@ const std::array<KeySpec, 32> kKeys = {{
        return TomlInt(c.majordomo.heartbeat_liveness.value_or(
            kMajordomoDefaults.heartbeat_liveness));
      }},
-    {"majordomo", "queue_limit", Kind::kNonNegativeInt, "--queue-limit",
-     [](DaemonConfig& c, Value&& v) { c.majordomo.queue_limit = v.integer; },
+    {"majordomo", "max_queue_per_service", Kind::kNonNegativeInt,
+     "--max-queue-per-service",
+     [](DaemonConfig& c, Value&& v) {
+       c.majordomo.max_queue_per_service = v.integer;
+     },
      [](const DaemonConfig& c) {
        return TomlInt(
-           c.majordomo.queue_limit.value_or(static_cast<std::int64_t>(
+           c.majordomo.max_queue_per_service.value_or(static_cast<std::int64_t>(
                kMajordomoDefaults.max_queue_per_service)));
      }},
     {"majordomo", "queue_expiry", Kind::kDuration, "--queue-expiry",
@@ -262,19 +269,22 @@ const std::array<KeySpec, 32> kKeys = {{
        c.consensus.curve_endpoints = std::move(v.list);
      },
      [](const DaemonConfig& c) { return Toml(c.consensus.curve_endpoints); }},
-    {"consensus", "request_deadline", Kind::kPositiveDuration,
-     "--request-deadline",
+    {"consensus", "request_timeout", Kind::kPositiveDuration,
+     "--request-timeout",
      [](DaemonConfig& c, Value&& v) {
-       c.consensus.request_deadline = v.duration;
+       c.consensus.request_timeout = v.duration;
      },
      [](const DaemonConfig& c) {
-       return Toml(c.consensus.request_deadline.value_or(
+       return Toml(c.consensus.request_timeout.value_or(
            kConsensusDefaults.request_timeout));
      }},
-    {"consensus", "client_expiry", Kind::kPositiveDuration, "--client-expiry",
-     [](DaemonConfig& c, Value&& v) { c.consensus.client_expiry = v.duration; },
+    {"consensus", "client_idle_timeout", Kind::kPositiveDuration,
+     "--client-idle-timeout",
+     [](DaemonConfig& c, Value&& v) {
+       c.consensus.client_idle_timeout = v.duration;
+     },
      [](const DaemonConfig& c) {
-       return Toml(c.consensus.client_expiry.value_or(
+       return Toml(c.consensus.client_idle_timeout.value_or(
            kConsensusDefaults.client_idle_timeout));
      }},
     {"consensus", "max_heartbeat_interval", Kind::kPositiveDuration,
@@ -286,13 +296,13 @@ const std::array<KeySpec, 32> kKeys = {{
        return Toml(c.consensus.max_heartbeat_interval.value_or(
            kConsensusDefaults.max_heartbeat_interval));
      }},
-    {"consensus", "max_heartbeat_retries", Kind::kPositiveInt,
-     "--consensus-max-heartbeat-retries",
+    {"consensus", "max_heartbeat_liveness", Kind::kPositiveInt,
+     "--consensus-max-heartbeat-liveness",
      [](DaemonConfig& c, Value&& v) {
-       c.consensus.max_heartbeat_retries = v.integer;
+       c.consensus.max_heartbeat_liveness = v.integer;
      },
      [](const DaemonConfig& c) {
-       return TomlInt(c.consensus.max_heartbeat_retries.value_or(
+       return TomlInt(c.consensus.max_heartbeat_liveness.value_or(
            kConsensusDefaults.max_heartbeat_retries));
      }},
     {"consensus", "max_workers", Kind::kNonNegativeInt,
@@ -340,6 +350,40 @@ const std::array<KeySpec, 32> kKeys = {{
 constexpr std::array<std::string_view, 3> kSections = {"daemon", "majordomo",
                                                        "consensus"};
 
+// The names a key or a flag had before it got its one name
+// (docs/glossary.md).  They keep working: the value goes to the new key,
+// and each use adds a warning naming the new one.
+struct Alias {
+  std::string_view old_name;  // "section.key" or "--flag"
+  std::string_view new_name;  // the same form
+};
+constexpr std::array<Alias, 4> kKeyAliases = {{
+    {"majordomo.queue_limit", "majordomo.max_queue_per_service"},
+    {"consensus.request_deadline", "consensus.request_timeout"},
+    {"consensus.client_expiry", "consensus.client_idle_timeout"},
+    {"consensus.max_heartbeat_retries", "consensus.max_heartbeat_liveness"},
+}};
+// Flags after CanonicalFlag().  --consensus-timeout and
+// --consensus-client-idle are the first zb-broker's names.
+constexpr std::array<Alias, 6> kFlagAliases = {{
+    {"--queue-limit", "--max-queue-per-service"},
+    {"--request-deadline", "--request-timeout"},
+    {"--consensus-timeout", "--request-timeout"},
+    {"--client-expiry", "--client-idle-timeout"},
+    {"--consensus-client-idle", "--client-idle-timeout"},
+    {"--consensus-max-heartbeat-retries", "--consensus-max-heartbeat-liveness"},
+}};
+
+// The new name of a deprecated `old_name`, or "" when it is not one.
+template <std::size_t N>
+std::string_view NewNameOf(const std::array<Alias, N>& aliases,
+                           std::string_view old_name) {
+  for (const Alias& a : aliases) {
+    if (a.old_name == old_name) return a.new_name;
+  }
+  return "";
+}
+
 const KeySpec* FindKey(std::string_view section, std::string_view key) {
   for (const KeySpec& k : kKeys) {
     if (k.section == section && k.key == key) return &k;
@@ -348,16 +392,21 @@ const KeySpec* FindKey(std::string_view section, std::string_view key) {
 }
 
 // Flags are spelled with dashes; underscores are accepted too
-// (--log_level), and the first zb-broker's consensus flags remain as
-// aliases.
+// (--log_level).
 std::string CanonicalFlag(std::string_view typed) {
   std::string flag(typed);
   for (std::size_t i = 2; i < flag.size(); ++i) {
     if (flag[i] == '_') flag[i] = '-';
   }
-  if (flag == "--consensus-timeout") return "--request-deadline";
-  if (flag == "--consensus-client-idle") return "--client-expiry";
   return flag;
+}
+
+// `where` is the file position, or "" for a flag.
+std::string DeprecationWarning(std::string_view where,
+                               std::string_view old_name,
+                               std::string_view new_name) {
+  return absl::StrFormat("%s%s%s is deprecated, use %s (docs/glossary.md)",
+                         where, where.empty() ? "" : ": ", old_name, new_name);
 }
 
 const KeySpec* FindFlag(std::string_view flag) {
@@ -503,13 +552,15 @@ std::string_view TypeName(const toml::node& n) {
   }
 }
 
-// Parses one file node for `spec`.  Errors carry no location; the caller
-// adds it (the element's own line for arrays).
-absl::StatusOr<Value> ParseNode(const KeySpec& spec, const toml::node& node,
+// Parses one file node for `spec`.  Errors name the key as `typed`
+// ("section.key", which may be a deprecated alias of spec's key) and carry
+// the node's location (the element's own line for arrays).
+absl::StatusOr<Value> ParseNode(const KeySpec& spec, std::string_view typed,
+                                const toml::node& node,
                                 std::string_view source) {
   auto error = [&](const toml::node& at, std::string_view what) {
-    return absl::InvalidArgumentError(absl::StrFormat(
-        "%s: %s: %s", Where(source, at.source()), KeyName(spec), what));
+    return absl::InvalidArgumentError(
+        absl::StrFormat("%s: %s: %s", Where(source, at.source()), typed, what));
   };
   switch (spec.kind) {
     case Kind::kEndpoints: {
@@ -677,7 +728,11 @@ absl::StatusOr<CommandLine> ParseCommandLine(
       typed = arg.substr(0, eq);
       value = arg.substr(eq + 1);
     }
-    const std::string flag = CanonicalFlag(typed);
+    std::string flag = CanonicalFlag(typed);
+    std::string deprecated_for;  // the new flag when `typed` is an alias
+    if (const std::string_view n = NewNameOf(kFlagAliases, flag); !n.empty()) {
+      flag = deprecated_for = std::string(n);
+    }
     const KeySpec* spec = FindFlag(flag);
     if (spec == nullptr && flag != "--config") {
       return absl::InvalidArgumentError(
@@ -718,8 +773,8 @@ absl::StatusOr<CommandLine> ParseCommandLine(
             !(flag == "--max-message-size" && k.key == "max_message_size")) {
           continue;
         }
-        cli.overrides.push_back(
-            {KeyName(k), std::string(typed), std::string(*value)});
+        cli.overrides.push_back({KeyName(k), std::string(typed),
+                                 std::string(*value), deprecated_for});
       }
     }
   }
@@ -736,6 +791,15 @@ absl::StatusOr<DaemonConfig> ParseConfigText(std::string_view text,
         "%s: %s", Where(source_name, e.source()), e.description()));
   }
   DaemonConfig config;
+  // What each key was set to and by which name (new or deprecated), so
+  // that a file setting both names differently is refused.
+  struct Seen {
+    std::string typed;  // "section.key" as written
+    std::string where;
+    std::string text;  // the value as written (TOML)
+    Value value;
+  };
+  std::vector<std::pair<const KeySpec*, Seen>> seen;
   for (auto&& [section_key, section_node] : root) {
     const std::string_view section = section_key.str();
     bool known = false;
@@ -754,7 +818,12 @@ absl::StatusOr<DaemonConfig> ParseConfigText(std::string_view text,
                           section, TypeName(section_node)));
     }
     for (auto&& [key, node] : *table) {
-      const KeySpec* spec = FindKey(section, key.str());
+      const std::string typed = absl::StrFormat("%s.%s", section, key.str());
+      const std::string_view new_name = NewNameOf(kKeyAliases, typed);
+      const KeySpec* spec =
+          new_name.empty()
+              ? FindKey(section, key.str())
+              : FindKey(section, new_name.substr(new_name.find('.') + 1));
       if (spec == nullptr) {
         std::vector<std::string_view> known_keys;
         for (const KeySpec& k : kKeys) {
@@ -765,10 +834,26 @@ absl::StatusOr<DaemonConfig> ParseConfigText(std::string_view text,
             Where(source_name, key.source()), section, key.str(), section,
             absl::StrJoin(known_keys, ", ", Formatter)));
       }
-      absl::StatusOr<Value> v = ParseNode(*spec, node, source_name);
+      absl::StatusOr<Value> v = ParseNode(*spec, typed, node, source_name);
       if (!v.ok()) return v.status();
+      const std::string where = Where(source_name, node.source());
+      std::ostringstream text;
+      node.visit([&text](const auto& n) { text << n; });
+      for (const auto& [other_spec, other] : seen) {
+        if (other_spec == spec && other.value != *v) {
+          return absl::InvalidArgumentError(absl::StrFormat(
+              "%s: %s = %s conflicts with %s = %s at %s: they are the same "
+              "setting (%s is the deprecated name); keep only %s",
+              where, typed, text.str(), other.typed, other.text, other.where,
+              new_name.empty() ? other.typed : typed, KeyName(*spec)));
+        }
+      }
+      seen.push_back({spec, Seen{typed, where, text.str(), *v}});
+      if (!new_name.empty()) {
+        config.warnings.push_back(DeprecationWarning(where, typed, new_name));
+      }
       spec->apply(config, *std::move(v));
-      SetOrigin(config, KeyName(*spec), Where(source_name, node.source()));
+      SetOrigin(config, KeyName(*spec), where);
     }
   }
   return config;
@@ -817,6 +902,15 @@ absl::Status ApplyCommandLine(const CommandLine& cli, DaemonConfig& config) {
   s = endpoints("--consensus-curve", cli.consensus_curve,
                 config.consensus.curve_endpoints);
   if (!s.ok()) return s;
+  // The last value given per key under its new flag and under a deprecated
+  // one: both given and different is an error.
+  struct Last {
+    const CommandLine::Override* by_new = nullptr;
+    const CommandLine::Override* by_old = nullptr;
+    Value new_value, old_value;
+  };
+  std::vector<std::pair<const KeySpec*, Last>> last;
+  std::vector<std::string> warned;  // deprecated flags, once each
   for (const CommandLine::Override& o : cli.overrides) {
     const std::string_view key = o.key;
     const std::size_t dot = key.find('.');
@@ -829,6 +923,31 @@ absl::Status ApplyCommandLine(const CommandLine& cli, DaemonConfig& config) {
     if (!v.ok()) {
       return absl::InvalidArgumentError(
           absl::StrFormat("%s: %s", o.flag, v.status().message()));
+    }
+    auto it = std::find_if(last.begin(), last.end(),
+                           [spec](const auto& e) { return e.first == spec; });
+    if (it == last.end()) it = last.emplace(last.end(), spec, Last{});
+    Last& l = it->second;
+    if (o.deprecated_for.empty()) {
+      l.by_new = &o;
+      l.new_value = *v;
+    } else {
+      l.by_old = &o;
+      l.old_value = *v;
+      std::string flag = CanonicalFlag(o.flag);
+      if (std::find(warned.begin(), warned.end(), flag) == warned.end()) {
+        warned.push_back(std::move(flag));
+        config.warnings.push_back(
+            DeprecationWarning("", o.flag, o.deprecated_for));
+      }
+    }
+    if (l.by_new != nullptr && l.by_old != nullptr &&
+        l.new_value != l.old_value) {
+      return absl::InvalidArgumentError(absl::StrFormat(
+          "%s %s conflicts with %s %s: they are the same setting (%s is the "
+          "deprecated name); give only %s",
+          l.by_old->flag, l.by_old->value, l.by_new->flag, l.by_new->value,
+          l.by_old->flag, l.by_old->deprecated_for));
     }
     spec->apply(config, *std::move(v));
     SetOrigin(config, o.key, o.flag);
@@ -1028,7 +1147,7 @@ Majordomo tuning:
   --heartbeat-interval DURATION   heartbeat period towards workers [%s]
   --heartbeat-liveness N          heartbeats missed before a worker is
                                   dropped [%d]
-  --queue-limit N                 most requests queued per service,
+  --max-queue-per-service N       most requests queued per service,
                                   0 = no bound [%d]
   --queue-expiry DURATION         longest wait in a queue, 0s = no limit [%s]
   --max-redispatch N              times a request whose worker died is
@@ -1049,15 +1168,16 @@ Majordomo tuning:
                                   (>1 extends RFC 7; see docs/majordomo.md)
 
 Consensus tuning:
-  --request-deadline DURATION     a request fails when not done by then [%s]
-  --client-expiry DURATION        idle client records are forgotten
+  --request-timeout DURATION      a request fails when not done by then [%s]
+  --client-idle-timeout DURATION  idle client records are forgotten
                                   after [%s]
   --consensus-max-heartbeat-interval DURATION
                                   longest heartbeat interval a READY may
                                   announce; beyond: refused [%s]
-  --consensus-max-heartbeat-retries N
-                                  most heartbeat retries a READY may
-                                  announce; beyond: refused [%d]
+  --consensus-max-heartbeat-liveness N
+                                  most silent heartbeat intervals a READY
+                                  may announce (CCp100's "retries");
+                                  beyond: refused [%d]
   --consensus-max-workers N       most workers registered at once,
                                   0 = no bound [%d]
   --consensus-max-services N      most services known at once,
@@ -1071,6 +1191,17 @@ Consensus tuning:
   --consensus-max-message-size BYTES
                                   largest frame a peer may send; bigger: the
                                   peer is disconnected, 0 = no limit [%d]
+
+Deprecated names (each still works and logs a warning naming the new flag;
+giving both names with different values is an error; docs/glossary.md):
+  --queue-limit N                 = --max-queue-per-service [%d]
+  --request-deadline DURATION     = --request-timeout [%s]
+  --consensus-timeout DURATION    = --request-timeout
+  --client-expiry DURATION        = --client-idle-timeout [%s]
+  --consensus-client-idle DURATION
+                                  = --client-idle-timeout
+  --consensus-max-heartbeat-retries N
+                                  = --consensus-max-heartbeat-liveness [%d]
 
   -h, --help                 this text
   --version                  print the version
@@ -1093,7 +1224,9 @@ a usage or config error.
       m.max_message_size, m.worker_prefetch, dur(c.request_timeout),
       dur(c.client_idle_timeout), dur(c.max_heartbeat_interval),
       c.max_heartbeat_retries, c.max_workers, c.max_services, c.max_clients,
-      c.max_requests_per_client, c.max_message_size);
+      c.max_requests_per_client, c.max_message_size, m.max_queue_per_service,
+      dur(c.request_timeout), dur(c.client_idle_timeout),
+      c.max_heartbeat_retries);
 }
 
 }  // namespace zb

@@ -27,7 +27,7 @@
 //   curve_endpoints = ["tcp://*:5565"]  # CURVE clients only
 //   heartbeat_interval = "2500ms"
 //   heartbeat_liveness = 3
-//   queue_limit = 100000           # per service; 0 = unbounded
+//   max_queue_per_service = 100000  # 0 = unbounded
 //   queue_expiry = "30s"           # "0s" = never
 //   max_redispatch = 1
 //   max_services = 10000           # 0 = no bound
@@ -40,15 +40,22 @@
 //   [consensus]
 //   endpoints = ["tcp://*:5556"]
 //   curve_endpoints = ["tcp://*:5566"]
-//   request_deadline = "5s"
-//   client_expiry = "5m"
+//   request_timeout = "5s"
+//   client_idle_timeout = "10m"
 //   max_heartbeat_interval = "60s" # a READY above it is refused
-//   max_heartbeat_retries = 10
+//   max_heartbeat_liveness = 10
 //   max_workers = 10000            # 0 = no bound
 //   max_services = 10000           # 0 = no bound
 //   max_clients = 100000           # 0 = no bound
 //   max_requests_per_client = 10000  # 0 = no bound
 //   max_message_size = 16777216    # bytes per frame; 0 = no limit
+//
+// Every key and flag has one name, listed in docs/glossary.md.  The names
+// the daemon used before (e.g. consensus.request_deadline,
+// --request-deadline) still work as deprecated aliases: each use adds one
+// line to DaemonConfig::warnings, and setting an alias and its new name to
+// different values in the same file (or on the same command line) is an
+// error.
 //
 // Durations are strings with a unit ("250ms", "5s", "1m30s"; resolution 1 ms).
 // A broker tuning key that is absent keeps that broker's own default (the
@@ -112,7 +119,8 @@ struct MajordomoSettings {
   std::optional<std::chrono::milliseconds> heartbeat_interval;
   std::optional<std::int64_t> heartbeat_liveness;
   // Most requests queued per service while no worker is idle; 0 = no bound.
-  std::optional<std::int64_t> queue_limit;
+  // (Was queue_limit.)
+  std::optional<std::int64_t> max_queue_per_service;
   // How long a request may wait in a queue before it is dropped; 0 = never.
   std::optional<std::chrono::milliseconds> queue_expiry;
   // How often a request whose worker died is dispatched again.
@@ -141,13 +149,17 @@ struct ConsensusSettings {
   std::vector<std::string> endpoints;
   std::vector<std::string> curve_endpoints;  // as in MajordomoSettings
   // A request not answered by every worker by then fails with "timeout".
-  std::optional<std::chrono::milliseconds> request_deadline;
-  // Idle client sequence records are forgotten after this long.
-  std::optional<std::chrono::milliseconds> client_expiry;
+  // (Was request_deadline.)
+  std::optional<std::chrono::milliseconds> request_timeout;
+  // Idle client sequence records are forgotten after this long.  (Was
+  // client_expiry.)
+  std::optional<std::chrono::milliseconds> client_idle_timeout;
   // The rest are ConsensusBroker::Options of the same names (0 = no bound
-  // for the caps and the message size).
+  // for the caps and the message size), except max_heartbeat_liveness,
+  // which is still ConsensusBroker::Options::max_heartbeat_retries
+  // (docs/glossary.md).
   std::optional<std::chrono::milliseconds> max_heartbeat_interval;
-  std::optional<std::int64_t> max_heartbeat_retries;
+  std::optional<std::int64_t> max_heartbeat_liveness;
   std::optional<std::int64_t> max_workers;
   std::optional<std::int64_t> max_services;
   std::optional<std::int64_t> max_clients;
@@ -186,6 +198,16 @@ struct DaemonConfig {
   std::vector<std::pair<std::string, std::string>> origins;
   // The origin of `key`, or `key` itself when it was not set.
   std::string OriginOf(std::string_view key) const;
+
+  // One line per deprecated key or flag used (file keys first, in key
+  // order; then flags in command-line order; a flag alias typed twice
+  // counts once), e.g. "zb.toml:7:1:
+  // consensus.request_deadline is deprecated, use consensus.request_timeout
+  // (docs/glossary.md)".  Whoever loads the config logs them as warnings
+  // (zb-broker does, at start, on --check-config and on every SIGHUP).
+  // Not part of the configuration: ConfigValues() and FormatConfig() ignore
+  // them.
+  std::vector<std::string> warnings;
 };
 
 // True when some broker has curve_endpoints.
@@ -227,25 +249,35 @@ struct CommandLine {
     std::string key;    // "section.key"
     std::string flag;   // as typed, e.g. "--grace"
     std::string value;  // raw text
+    // The flag's one name when `flag` is a deprecated alias of it (e.g.
+    // "--request-timeout" for a typed "--request-deadline"), else empty.
+    std::string deprecated_for;
   };
   std::vector<Override> overrides;
 };
 
 // Parses the arguments after argv[0].  Accepts "--flag value" and
 // "--flag=value"; underscores in flag names work as dashes (--log_level).
-// The first zb-broker's --consensus_timeout and --consensus_client_idle
-// remain as aliases of --request-deadline and --client-expiry.  Unknown flags,
+// Deprecated flags (the first zb-broker's --consensus_timeout and
+// --consensus_client_idle, and the names docs/glossary.md lists as
+// aliases) are accepted as their new flag; ApplyCommandLine() adds the
+// warning.  Unknown flags,
 // missing values and stray positional arguments are errors.  Values are only
 // checked by BuildConfig().
 absl::StatusOr<CommandLine> ParseCommandLine(std::span<const char* const> args);
 
 // Parses TOML text.  `source_name` is used in error messages (the file path).
+// A deprecated key is read as its new name and adds a warning; the file
+// setting both with different values is an error naming both.
 absl::StatusOr<DaemonConfig> ParseConfigText(std::string_view text,
                                              std::string_view source_name);
 // Reads and parses a file.  A missing or unreadable file is an error.
 absl::StatusOr<DaemonConfig> LoadConfigFile(const std::string& path);
 
-// Applies the command line's overrides to `config`.
+// Applies the command line's overrides to `config`, adding a warning to
+// config.warnings per deprecated flag used.  A deprecated flag and its new
+// name given with different values is an error (whichever came last would
+// otherwise win in silence).
 absl::Status ApplyCommandLine(const CommandLine& cli, DaemonConfig& config);
 
 // Checks what must hold for the daemon to start: at least one broker

@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <iterator>
 #include <string>
 #include <vector>
 
@@ -105,7 +106,7 @@ TEST(ConfigFileTest, GoodFileSetsEveryKey) {
               ElementsAre("tcp://*:5555", "ipc:///tmp/zb-mdp"));
   EXPECT_EQ(c->majordomo.heartbeat_interval, milliseconds(1000));
   EXPECT_EQ(c->majordomo.heartbeat_liveness, 5);
-  EXPECT_EQ(c->majordomo.queue_limit, 1000);
+  EXPECT_EQ(c->majordomo.max_queue_per_service, 1000);
   EXPECT_EQ(c->majordomo.queue_expiry, milliseconds(60'000));
   EXPECT_EQ(c->majordomo.max_redispatch, 2);
   EXPECT_EQ(c->majordomo.max_services, 50);
@@ -115,10 +116,10 @@ TEST(ConfigFileTest, GoodFileSetsEveryKey) {
   EXPECT_EQ(c->majordomo.max_message_size, 1 << 20);
   EXPECT_EQ(c->majordomo.worker_prefetch, 8);
   EXPECT_THAT(c->consensus.endpoints, ElementsAre("tcp://127.0.0.1:5556"));
-  EXPECT_EQ(c->consensus.request_deadline, milliseconds(3000));
-  EXPECT_EQ(c->consensus.client_expiry, milliseconds(600'000));
+  EXPECT_EQ(c->consensus.request_timeout, milliseconds(3000));
+  EXPECT_EQ(c->consensus.client_idle_timeout, milliseconds(600'000));
   EXPECT_EQ(c->consensus.max_heartbeat_interval, milliseconds(30'000));
-  EXPECT_EQ(c->consensus.max_heartbeat_retries, 5);
+  EXPECT_EQ(c->consensus.max_heartbeat_liveness, 5);
   EXPECT_EQ(c->consensus.max_workers, 11);
   EXPECT_EQ(c->consensus.max_services, 12);
   EXPECT_EQ(c->consensus.max_clients, 13);
@@ -139,7 +140,7 @@ TEST(CommandLineTest, ConsensusBoundsFlags) {
   absl::StatusOr<DaemonConfig> c = BuildConfig(*cli);
   ASSERT_TRUE(c.ok()) << c.status();
   EXPECT_EQ(c->consensus.max_heartbeat_interval, milliseconds(2000));
-  EXPECT_EQ(c->consensus.max_heartbeat_retries, 4);
+  EXPECT_EQ(c->consensus.max_heartbeat_liveness, 4);
   EXPECT_EQ(c->consensus.max_workers, 0);
   EXPECT_EQ(c->consensus.max_services, 3);
   EXPECT_EQ(c->consensus.max_clients, 500);
@@ -167,13 +168,13 @@ TEST(ConfigFileTest, EmptyFileKeepsDefaults) {
   EXPECT_EQ(c->metrics_max_services, 1000u);
   EXPECT_TRUE(c->majordomo.endpoints.empty());
   EXPECT_FALSE(c->majordomo.heartbeat_interval.has_value());
-  EXPECT_FALSE(c->majordomo.queue_limit.has_value());
+  EXPECT_FALSE(c->majordomo.max_queue_per_service.has_value());
   EXPECT_FALSE(c->majordomo.worker_prefetch.has_value());
   EXPECT_FALSE(c->majordomo.max_workers.has_value());
   EXPECT_FALSE(c->majordomo.reply_timeout.has_value());
   EXPECT_FALSE(c->majordomo.max_requests_per_client.has_value());
   EXPECT_FALSE(c->majordomo.max_message_size.has_value());
-  EXPECT_FALSE(c->consensus.request_deadline.has_value());
+  EXPECT_FALSE(c->consensus.request_timeout.has_value());
   // Valid TOML but no broker: the daemon must refuse to start.
   EXPECT_FALSE(ValidateConfig(*c).ok());
 }
@@ -194,7 +195,7 @@ TEST(ConfigFileTest, ZeroMeansOffWhereDocumented) {
   EXPECT_EQ(c->majordomo.reply_timeout, milliseconds(0));
   EXPECT_EQ(c->stats_interval, milliseconds(0));
   EXPECT_EQ(c->grace, milliseconds(0));
-  EXPECT_EQ(c->majordomo.queue_limit, 0);
+  EXPECT_EQ(c->majordomo.max_queue_per_service, 0);
   EXPECT_EQ(c->majordomo.queue_expiry, milliseconds(0));
   EXPECT_EQ(c->majordomo.max_redispatch, 0);
 }
@@ -342,8 +343,8 @@ TEST(CommandLineTest, CommaSeparatedEndpointsUnderscoresAndAliases) {
   absl::StatusOr<DaemonConfig> c = BuildConfig(*cli);
   ASSERT_TRUE(c.ok()) << c.status();
   EXPECT_EQ(c->log_level, LogLevel::kDebug);
-  EXPECT_EQ(c->consensus.request_deadline, milliseconds(2000));
-  EXPECT_EQ(c->consensus.client_expiry, milliseconds(60'000));
+  EXPECT_EQ(c->consensus.request_timeout, milliseconds(2000));
+  EXPECT_EQ(c->consensus.client_idle_timeout, milliseconds(60'000));
   // An error names the flag as the user typed it.
   cli = Parse({"--consensus", "tcp://*:1", "--consensus_timeout", "0s"});
   ASSERT_TRUE(cli.ok());
@@ -465,7 +466,7 @@ TEST(BuildConfigTest, FlagsOverrideTheFile) {
   // Overridden.
   EXPECT_THAT(c->majordomo.endpoints, ElementsAre("tcp://*:7000"));
   EXPECT_EQ(c->log_level, LogLevel::kError);
-  EXPECT_EQ(c->majordomo.queue_limit, 7);
+  EXPECT_EQ(c->majordomo.max_queue_per_service, 7);
   EXPECT_EQ(c->grace, milliseconds(0));
   EXPECT_EQ(c->metrics_address, "");
   EXPECT_EQ(c->majordomo.worker_prefetch, 16);  // the file says 8
@@ -701,9 +702,9 @@ TEST(FormatConfigTest, PrintsEffectiveValuesThatParseBack) {
   const ConsensusBroker::Options ccp;
   EXPECT_THAT(defaults, HasSubstr(absl::StrCat("heartbeat_liveness = ",
                                                mdp.heartbeat_liveness, "\n")));
-  EXPECT_THAT(defaults, HasSubstr(absl::StrCat("queue_limit = ",
+  EXPECT_THAT(defaults, HasSubstr(absl::StrCat("max_queue_per_service = ",
                                                mdp.max_queue_per_service)));
-  EXPECT_THAT(defaults, HasSubstr("request_deadline = \"" +
+  EXPECT_THAT(defaults, HasSubstr("request_timeout = \"" +
                                   FormatDuration(ccp.request_timeout) + "\""));
   EXPECT_THAT(defaults, HasSubstr("log_format = \"text\""));
   EXPECT_THAT(defaults, HasSubstr("metrics = \"\""));
@@ -892,6 +893,276 @@ TEST(CommandLineTest, UsageNamesTheCurveFlags) {
                            "--curve-secret-key-file", "--curve-allowlist"}) {
     EXPECT_THAT(usage, HasSubstr(flag));
   }
+}
+
+// --- Deprecated names (docs/glossary.md) -----------------------------------
+
+// An old name, its one name, and a value that is not the default.
+struct Renamed {
+  const char* section;
+  const char* old_key;
+  const char* new_key;
+  const char* toml_value;
+};
+constexpr Renamed kRenamedKeys[] = {
+    {"majordomo", "queue_limit", "max_queue_per_service", "7"},
+    {"consensus", "request_deadline", "request_timeout", "\"2s\""},
+    {"consensus", "client_expiry", "client_idle_timeout", "\"1m\""},
+    {"consensus", "max_heartbeat_retries", "max_heartbeat_liveness", "4"},
+};
+
+struct RenamedFlag {
+  const char* old_flag;
+  const char* new_flag;
+  const char* value;
+};
+constexpr RenamedFlag kRenamedFlags[] = {
+    {"--queue-limit", "--max-queue-per-service", "7"},
+    {"--request-deadline", "--request-timeout", "2s"},
+    {"--consensus-timeout", "--request-timeout", "2s"},
+    {"--consensus_timeout", "--request-timeout", "2s"},
+    {"--client-expiry", "--client-idle-timeout", "1m"},
+    {"--consensus-client-idle", "--client-idle-timeout", "1m"},
+    {"--consensus_client_idle", "--client-idle-timeout", "1m"},
+    {"--consensus-max-heartbeat-retries", "--consensus-max-heartbeat-liveness",
+     "4"},
+};
+
+std::string OneKeyFile(const char* section, const char* key,
+                       const char* value) {
+  return absl::StrCat("[", section, "]\n", key, " = ", value, "\n");
+}
+
+TEST(DeprecatedNamesTest, EveryOldKeyStillWorksAndWarnsOnce) {
+  const auto defaults = ConfigValues(DaemonConfig{});
+  for (const Renamed& r : kRenamedKeys) {
+    SCOPED_TRACE(r.old_key);
+    absl::StatusOr<DaemonConfig> old_config =
+        ParseConfigText(OneKeyFile(r.section, r.old_key, r.toml_value), "t");
+    absl::StatusOr<DaemonConfig> new_config =
+        ParseConfigText(OneKeyFile(r.section, r.new_key, r.toml_value), "t");
+    ASSERT_TRUE(old_config.ok()) << old_config.status();
+    ASSERT_TRUE(new_config.ok()) << new_config.status();
+    // The old name sets exactly what the new one does, and that is not
+    // the default (the value really went somewhere).
+    EXPECT_EQ(ConfigValues(*old_config), ConfigValues(*new_config));
+    EXPECT_NE(ConfigValues(*old_config), defaults);
+    // One warning, naming where, the old key and the new one.
+    EXPECT_THAT(
+        old_config->warnings,
+        ElementsAre(AllOf(HasSubstr("t:2:"),
+                          HasSubstr(absl::StrCat(r.section, ".", r.old_key,
+                                                 " is deprecated, use ",
+                                                 r.section, ".", r.new_key)))));
+    EXPECT_THAT(new_config->warnings, IsEmpty());
+    // --check-config prints the new name only.
+    const std::string printed = FormatConfig(*old_config);
+    EXPECT_THAT(printed, HasSubstr(absl::StrCat("\n", r.new_key, " = ")));
+    EXPECT_THAT(printed, Not(HasSubstr(absl::StrCat("\n", r.old_key, " = "))));
+  }
+}
+
+TEST(DeprecatedNamesTest, OldKeyInAnotherTableIsStillUnknown) {
+  EXPECT_THAT(ParseError("[consensus]\nqueue_limit = 3\n"),
+              HasSubstr("unknown key \"consensus.queue_limit\""));
+  EXPECT_THAT(ParseError("[majordomo]\nrequest_deadline = \"1s\"\n"),
+              HasSubstr("unknown key \"majordomo.request_deadline\""));
+}
+
+TEST(DeprecatedNamesTest, OldKeyWithABadValueNamesTheOldKey) {
+  EXPECT_THAT(ParseError("[majordomo]\nqueue_limit = -4\n"),
+              AllOf(HasSubstr("t.toml:2:"), HasSubstr("majordomo.queue_limit:"),
+                    HasSubstr("got -4")));
+}
+
+TEST(DeprecatedNamesTest, OldAndNewKeyWithDifferentValuesIsAnError) {
+  for (const Renamed& r : kRenamedKeys) {
+    SCOPED_TRACE(r.old_key);
+    const std::string other =
+        std::string_view(r.toml_value).starts_with('"') ? "\"3s\"" : "9";
+    // Both orders: the error names both keys and both places.
+    for (const bool old_first : {true, false}) {
+      const std::string text =
+          old_first
+              ? absl::StrCat("[", r.section, "]\n", r.old_key, " = ",
+                             r.toml_value, "\n", r.new_key, " = ", other, "\n")
+              : absl::StrCat("[", r.section, "]\n", r.new_key, " = ", other,
+                             "\n", r.old_key, " = ", r.toml_value, "\n");
+      const std::string error = ParseError(text);
+      EXPECT_THAT(
+          error,
+          AllOf(
+              HasSubstr(absl::StrCat(r.section, ".", r.old_key, " = ")),
+              HasSubstr(absl::StrCat(r.section, ".", r.new_key, " = ")),
+              HasSubstr("t.toml:2:"), HasSubstr("t.toml:3:"),
+              HasSubstr("conflicts with"),
+              HasSubstr(absl::StrCat("keep only ", r.section, ".", r.new_key))))
+          << text;
+    }
+    // The same value under both names is no conflict (but still warns).
+    absl::StatusOr<DaemonConfig> same = ParseConfigText(
+        absl::StrCat("[", r.section, "]\n", r.old_key, " = ", r.toml_value,
+                     "\n", r.new_key, " = ", r.toml_value, "\n"),
+        "t.toml");
+    ASSERT_TRUE(same.ok()) << same.status();
+    EXPECT_EQ(same->warnings.size(), 1u);
+  }
+  // "5000ms" and "5s" are the same duration.
+  absl::StatusOr<DaemonConfig> same = ParseConfigText(
+      "[consensus]\nrequest_deadline = \"5000ms\"\n"
+      "request_timeout = \"5s\"\n",
+      "t.toml");
+  EXPECT_TRUE(same.ok()) << same.status();
+}
+
+TEST(DeprecatedNamesTest, EveryOldFlagStillWorksAndWarnsOnce) {
+  for (const RenamedFlag& r : kRenamedFlags) {
+    SCOPED_TRACE(r.old_flag);
+    // Typed twice, and once as --flag=value: still one warning.
+    const std::string joined = absl::StrCat(r.old_flag, "=", r.value);
+    absl::StatusOr<CommandLine> old_cli = Parse(
+        {"--consensus", "tcp://*:1", r.old_flag, r.value, joined.c_str()});
+    absl::StatusOr<CommandLine> new_cli =
+        Parse({"--consensus", "tcp://*:1", r.new_flag, r.value});
+    ASSERT_TRUE(old_cli.ok()) << old_cli.status();
+    ASSERT_TRUE(new_cli.ok()) << new_cli.status();
+    absl::StatusOr<DaemonConfig> old_config = BuildConfig(*old_cli);
+    absl::StatusOr<DaemonConfig> new_config = BuildConfig(*new_cli);
+    ASSERT_TRUE(old_config.ok()) << old_config.status();
+    ASSERT_TRUE(new_config.ok()) << new_config.status();
+    EXPECT_EQ(ConfigValues(*old_config), ConfigValues(*new_config));
+    EXPECT_NE(ConfigValues(*old_config),
+              ConfigValues(*BuildConfig(*Parse({"--consensus", "tcp://*:1"}))));
+    EXPECT_THAT(old_config->warnings,
+                ElementsAre(HasSubstr(absl::StrCat(
+                    r.old_flag, " is deprecated, use ", r.new_flag))));
+    EXPECT_THAT(new_config->warnings, IsEmpty());
+  }
+}
+
+TEST(DeprecatedNamesTest, OldAndNewFlagWithDifferentValuesIsAnError) {
+  for (const RenamedFlag& r : kRenamedFlags) {
+    SCOPED_TRACE(r.old_flag);
+    const char* other = std::string_view(r.value).ends_with('s') ||
+                                std::string_view(r.value).ends_with('m')
+                            ? "3s"
+                            : "9";
+    for (const bool old_first : {true, false}) {
+      absl::StatusOr<CommandLine> cli =
+          old_first ? Parse({"--consensus", "tcp://*:1", r.old_flag, r.value,
+                             r.new_flag, other})
+                    : Parse({"--consensus", "tcp://*:1", r.new_flag, other,
+                             r.old_flag, r.value});
+      ASSERT_TRUE(cli.ok()) << cli.status();
+      absl::StatusOr<DaemonConfig> c = BuildConfig(*cli);
+      ASSERT_FALSE(c.ok());
+      EXPECT_EQ(c.status().code(), absl::StatusCode::kInvalidArgument);
+      EXPECT_THAT(c.status().message(),
+                  AllOf(HasSubstr(absl::StrCat(r.old_flag, " ", r.value)),
+                        HasSubstr(absl::StrCat(r.new_flag, " ", other)),
+                        HasSubstr("conflicts with"),
+                        HasSubstr(absl::StrCat("give only ", r.new_flag))));
+    }
+    // The same value twice is fine.
+    absl::StatusOr<CommandLine> cli = Parse(
+        {"--consensus", "tcp://*:1", r.old_flag, r.value, r.new_flag, r.value});
+    ASSERT_TRUE(cli.ok());
+    EXPECT_TRUE(BuildConfig(*cli).ok()) << BuildConfig(*cli).status();
+  }
+}
+
+// Flags override the file whatever names either uses: the file's old key
+// and the command line's new flag are no conflict.
+TEST(DeprecatedNamesTest, NewFlagOverridesOldKeyOfTheFile) {
+  TempFile file(
+      "[consensus]\nendpoints = [\"tcp://*:1\"]\n"
+      "request_deadline = \"2s\"\n");
+  absl::StatusOr<CommandLine> cli =
+      Parse({"--config", file.path().c_str(), "--request-timeout", "3s"});
+  ASSERT_TRUE(cli.ok());
+  absl::StatusOr<DaemonConfig> c = BuildConfig(*cli);
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->consensus.request_timeout, milliseconds(3000));
+  EXPECT_THAT(c->warnings,
+              ElementsAre(HasSubstr("consensus.request_deadline is "
+                                    "deprecated, use "
+                                    "consensus.request_timeout")));
+}
+
+TEST(DeprecatedNamesTest, ExampleConfigUsesOnlyNewNames) {
+  const char* path = std::getenv("ZB_EXAMPLE_CONFIG");
+  if (path == nullptr) GTEST_SKIP() << "ZB_EXAMPLE_CONFIG not set";
+  absl::StatusOr<DaemonConfig> c = LoadConfigFile(path);
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_THAT(c->warnings, IsEmpty());
+  // Not even in a comment: the example is what people copy.
+  std::ifstream in(path);
+  const std::string text((std::istreambuf_iterator<char>(in)),
+                         std::istreambuf_iterator<char>());
+  for (const Renamed& r : kRenamedKeys) {
+    EXPECT_THAT(text, Not(HasSubstr(std::string(r.old_key)))) << r.old_key;
+  }
+}
+
+TEST(DeprecatedNamesTest, UsageListsNewFlagsAndTheirOldNames) {
+  const std::string usage = UsageText();
+  const MajordomoBroker::Options mdp;
+  const ConsensusBroker::Options ccp;
+  EXPECT_THAT(UsageLine(usage, "--max-queue-per-service"),
+              HasSubstr(absl::StrCat("[", mdp.max_queue_per_service, "]")));
+  EXPECT_THAT(UsageLine(usage, "--request-timeout"),
+              HasSubstr("[" + FormatDuration(ccp.request_timeout) + "]"));
+  EXPECT_THAT(UsageLine(usage, "--client-idle-timeout"),
+              HasSubstr("[" + FormatDuration(ccp.client_idle_timeout) + "]"));
+  EXPECT_THAT(UsageLine(usage, "--consensus-max-heartbeat-liveness"),
+              HasSubstr(absl::StrCat("[", ccp.max_heartbeat_retries, "]")));
+  for (const RenamedFlag& r : kRenamedFlags) {
+    if (std::string_view(r.old_flag).find('_') != std::string_view::npos) {
+      continue;  // underscores are a spelling, not a name
+    }
+    EXPECT_THAT(UsageLine(usage, r.old_flag), HasSubstr(r.new_flag))
+        << r.old_flag;
+  }
+}
+
+// zb-broker itself: --check-config logs the warning (stderr, through the
+// daemon's logger) and prints only the new names (stdout).
+TEST(DeprecatedNamesTest, CheckConfigPrintsTheWarning) {
+  const char* zb = std::getenv("ZB_BROKER");
+  if (zb == nullptr) GTEST_SKIP() << "ZB_BROKER not set";
+  TempFile file(
+      "[consensus]\nendpoints = [\"tcp://127.0.0.1:1\"]\n"
+      "client_expiry = \"1m\"\n");
+  TempFile out(""), err("");
+  const std::string command = absl::StrCat(
+      "timeout 30 '", zb, "' --check-config --config '", file.path(),
+      "' --request-deadline 2s --request-deadline=2s >'", out.path(), "' 2>'",
+      err.path(), "'");
+  ASSERT_EQ(std::system(command.c_str()), 0) << command;
+  auto read = [](const std::string& path) {
+    std::ifstream in(path);
+    return std::string((std::istreambuf_iterator<char>(in)),
+                       std::istreambuf_iterator<char>());
+  };
+  const std::string printed = read(out.path()), log = read(err.path());
+  EXPECT_THAT(printed, HasSubstr("request_timeout = \"2s\"\n"));
+  EXPECT_THAT(printed, HasSubstr("client_idle_timeout = \"1m\"\n"));
+  EXPECT_THAT(printed, Not(HasSubstr("deprecated")));
+  EXPECT_THAT(log,
+              AllOf(HasSubstr("warning"),
+                    HasSubstr(absl::StrCat(file.path(),
+                                           ":3:17: consensus.client_expiry is "
+                                           "deprecated, use "
+                                           "consensus.client_idle_timeout")),
+                    HasSubstr("--request-deadline is deprecated, use "
+                              "--request-timeout")));
+  // One line per alias, although --request-deadline was given twice.
+  std::size_t lines = 0;
+  for (std::size_t at = 0; (at = log.find("deprecated", at)) != log.npos;
+       ++at) {
+    ++lines;
+  }
+  EXPECT_EQ(lines, 2u) << log;
 }
 
 }  // namespace

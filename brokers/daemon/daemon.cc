@@ -348,8 +348,9 @@ absl::Status Daemon::Impl::StartMajordomo() {
   if (s.heartbeat_liveness) {
     options.heartbeat_liveness = static_cast<int>(*s.heartbeat_liveness);
   }
-  if (s.queue_limit) {
-    options.max_queue_per_service = static_cast<std::size_t>(*s.queue_limit);
+  if (s.max_queue_per_service) {
+    options.max_queue_per_service =
+        static_cast<std::size_t>(*s.max_queue_per_service);
   }
   if (s.queue_expiry) options.queue_expiry = *s.queue_expiry;
   if (s.max_redispatch) {
@@ -426,13 +427,15 @@ absl::Status Daemon::Impl::StartConsensus() {
 
   ConsensusBroker::Options options;
   const ConsensusSettings& s = config.consensus;
-  if (s.request_deadline) options.request_timeout = *s.request_deadline;
-  if (s.client_expiry) options.client_idle_timeout = *s.client_expiry;
+  if (s.request_timeout) options.request_timeout = *s.request_timeout;
+  if (s.client_idle_timeout) {
+    options.client_idle_timeout = *s.client_idle_timeout;
+  }
   if (s.max_heartbeat_interval) {
     options.max_heartbeat_interval = *s.max_heartbeat_interval;
   }
-  if (s.max_heartbeat_retries) {
-    options.max_heartbeat_retries = static_cast<int>(*s.max_heartbeat_retries);
+  if (s.max_heartbeat_liveness) {
+    options.max_heartbeat_retries = static_cast<int>(*s.max_heartbeat_liveness);
   }
   auto size = [](std::int64_t n) { return static_cast<std::size_t>(n); };
   if (s.max_workers) options.max_workers = size(*s.max_workers);

@@ -24,6 +24,17 @@
 #define ZB_VERSION "dev"
 #endif
 
+namespace {
+
+// One warning line per deprecated key or flag of this load
+// (DaemonConfig::warnings), so that old configs keep working but say what
+// to change.
+void LogConfigWarnings(const zb::DaemonConfig& config, spdlog::logger& log) {
+  for (const std::string& warning : config.warnings) log.warn("{}", warning);
+}
+
+}  // namespace
+
 int main(int argc, char** argv) {
   // Before any thread exists, so that every thread inherits the mask and the
   // daemon's signalfd gets SIGTERM/SIGINT.
@@ -51,17 +62,23 @@ int main(int argc, char** argv) {
                  std::string(config.status().message()).c_str());
     return 2;
   }
+  std::shared_ptr<spdlog::logger> log =
+      zb::MakeDaemonLogger(config->log_level, config->log_format);
+  LogConfigWarnings(*config, *log);  // stderr, also for --check-config
   if (cli->check_config) {
     // Valid: what the daemon would run with.  Nothing is bound.
     std::fputs(zb::FormatConfig(*config).c_str(), stdout);
     return 0;
   }
-  std::shared_ptr<spdlog::logger> log =
-      zb::MakeDaemonLogger(config->log_level, config->log_format);
   // SIGHUP reads the same command line again: the file may have changed,
-  // and flags still override it.
-  absl::StatusOr<std::unique_ptr<zb::Daemon>> daemon = zb::Daemon::Start(
-      *config, log, [cli = *cli] { return zb::BuildConfig(cli); });
+  // and flags still override it.  Each reload warns about its own
+  // deprecated names.
+  absl::StatusOr<std::unique_ptr<zb::Daemon>> daemon =
+      zb::Daemon::Start(*config, log, [cli = *cli, log] {
+        absl::StatusOr<zb::DaemonConfig> next = zb::BuildConfig(cli);
+        if (next.ok()) LogConfigWarnings(*next, *log);
+        return next;
+      });
   if (!daemon.ok()) {
     log->error("{}", std::string(daemon.status().message()));
     return 1;

@@ -294,7 +294,7 @@ def scenario_checkconfig(zb):
     check(code == 0, "flags only")
     printed = tomllib.loads(out)
     check(printed["majordomo"]["heartbeat_liveness"] == 3 and
-          printed["consensus"]["request_deadline"] == "5s" and
+          printed["consensus"]["request_timeout"] == "5s" and
           printed["majordomo"]["endpoints"] == [], f"defaults: {out}")
     with tempfile.TemporaryDirectory() as d:
         bad = os.path.join(d, "bad.toml")
