@@ -121,6 +121,7 @@ ConsensusBroker::ConsensusBroker(Reactor& reactor, zmq::context_t& context,
 
 ConsensusBroker::~ConsensusBroker() {
   reactor_.cancel(sweep_timer_);
+  if (drain_timer_ != 0) reactor_.cancel(drain_timer_);
   while (fifo_head_ != nullptr) {
     Fail(fifo_head_, ccp::kReasonShutdown, "the broker is shutting down");
   }
@@ -645,18 +646,35 @@ void ConsensusBroker::FailNow(std::span<zmq::message_t> frames,
   SendOut().IgnoreError();
 }
 
-void ConsensusBroker::Drain(absl::AnyInvocable<void()> on_drained) {
-  draining_ = true;
-  on_drained_ = std::move(on_drained);
+void ConsensusBroker::Drain(std::chrono::milliseconds grace,
+                            absl::AnyInvocable<void()> done) {
+  if (done) on_drained_.push_back(std::move(done));
+  if (!draining_) {
+    draining_ = true;
+    drain_timer_ = *reactor_.after(grace, [this] {
+      drain_timer_ = 0;
+      EndGrace();
+    });
+  }
   MaybeDrained();
 }
 
+void ConsensusBroker::EndGrace() {
+  // Release() posts the callbacks once the last one is gone.
+  while (fifo_head_ != nullptr) {
+    Fail(fifo_head_, ccp::kReasonShutdown,
+         "the broker is shutting down: the drain's grace period ended");
+  }
+}
+
 void ConsensusBroker::MaybeDrained() {
-  if (!on_drained_ || !open_.empty()) return;
+  if (on_drained_.empty() || !open_.empty()) return;
   // Posted: the caller may be in the middle of answering the last request
-  // (Release() comes before the reply is sent).
-  reactor_.post([done = std::move(on_drained_)]() mutable { done(); });
-  on_drained_ = nullptr;
+  // (Release() comes before the reply is sent), or inside Drain().
+  for (absl::AnyInvocable<void()>& done : on_drained_) {
+    reactor_.post([done = std::move(done)]() mutable { done(); });
+  }
+  on_drained_.clear();
 }
 
 void ConsensusBroker::NoteLatency(const Request* r) {

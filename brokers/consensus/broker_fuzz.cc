@@ -186,7 +186,8 @@ class Harness {
       if (kind == 10) {
         broker->SweepForTesting();
       } else if (kind == 11) {
-        if (in_.ConsumeIntegralInRange(0, 7) == 0) broker->Drain();
+        if (in_.ConsumeIntegralInRange(0, 7) == 0)
+          broker->Drain(std::chrono::hours(1), nullptr);
       } else {
         const std::size_t who =
             in_.ConsumeIntegralInRange<std::size_t>(0, peers_.size() - 1);

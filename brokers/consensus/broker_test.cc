@@ -1191,7 +1191,7 @@ TEST_F(ConsensusBrokerTest, DrainRefusesNewRequestsAndFinishesOpenOnes) {
   auto r = w->Recv();
   ASSERT_TRUE(r.has_value());
   OnBroker([](ConsensusBroker& b) {
-    b.Drain();
+    b.Drain(std::chrono::hours(1), nullptr);
     return b.draining();
   });
   client.Request("svc", {2, 17}, {"new"});
@@ -1221,7 +1221,7 @@ TEST_F(ConsensusBrokerTest, DrainCallbackRunsOnceWhenTheLastRequestEnds) {
   ASSERT_TRUE(r1 && r2);
   std::atomic<int> drained{0};
   OnBroker([&](ConsensusBroker& b) {
-    b.Drain([&] { ++drained; });
+    b.Drain(std::chrono::hours(1), [&] { ++drained; });
     return 0;
   });
   w->Reply(*r1, true, {"a!"});
@@ -1247,13 +1247,135 @@ TEST_F(ConsensusBrokerTest, DrainWithNothingOpenCallsBackButNotInline) {
   bool inline_call = true;
   std::atomic<int> drained{0};
   OnBroker([&](ConsensusBroker& b) {
-    b.Drain([&] { ++drained; });
+    b.Drain(std::chrono::hours(1), [&] { ++drained; });
     inline_call = drained.load() != 0;
     return 0;
   });
   EXPECT_FALSE(inline_call);
   OnBroker([](ConsensusBroker&) { return 0; });
   EXPECT_EQ(drained.load(), 1);
+}
+
+// Issue 12: Drain(grace, done) has one contract in both brokers.  A request
+// still open when the grace period ends is failed "zb:shutdown" (before,
+// the consensus broker had no grace: it ran to its own deadline).
+TEST_F(ConsensusBrokerTest, DrainFailsWhatIsStillOpenWhenTheGraceEnds) {
+  Start();
+  auto w = NewWorker("svc");
+  Peer client(ctx_, endpoint_);
+  client.Request("svc", {1, 23}, {"slow"});
+  auto r = w->Recv();
+  ASSERT_TRUE(r.has_value());
+  std::atomic<int> drained{0};
+  OnBroker([&](ConsensusBroker& b) {
+    b.Drain(milliseconds(100), [&] { ++drained; });
+    return 0;
+  });
+  // Well before request_timeout (3 s): the grace ended it.
+  auto failed = client.Recv(milliseconds(2000));
+  ASSERT_TRUE(failed.has_value());
+  EXPECT_EQ(failed->type, MessageType::kReplyFailure);
+  EXPECT_EQ(failed->sequence.sequence, 1u);
+  EXPECT_EQ(failed->payload.at(0), ccp::kReasonShutdown);
+  ASSERT_TRUE(WaitFor([&] { return drained.load() == 1; }));
+  // The worker's answer now matches nothing; the client hears no more.
+  w->Reply(*r, true, {"too late"});
+  ASSERT_TRUE(WaitFor([&] { return Stats().late_replies == 1; }));
+  EXPECT_TRUE(client.Silent(milliseconds(30)));
+  EXPECT_EQ(Stats().timeouts, 0u);
+  EXPECT_EQ(drained.load(), 1);
+}
+
+// An answer inside the grace period goes to the client as usual, and only
+// then is `done` posted.
+TEST_F(ConsensusBrokerTest, DrainAnswersWhatFinishesWithinTheGrace) {
+  Start();
+  auto w = NewWorker("svc");
+  Peer client(ctx_, endpoint_);
+  client.Request("svc", {1, 24}, {"quick"});
+  auto r = w->Recv();
+  ASSERT_TRUE(r.has_value());
+  std::atomic<int> drained{0};
+  OnBroker([&](ConsensusBroker& b) {
+    b.Drain(milliseconds(10000), [&] { ++drained; });
+    return 0;
+  });
+  EXPECT_EQ(drained.load(), 0);
+  w->Reply(*r, true, {"in time"});
+  auto reply = client.Recv();
+  ASSERT_TRUE(reply.has_value());
+  EXPECT_EQ(reply->type, MessageType::kReplySuccess);
+  ASSERT_TRUE(WaitFor([&] { return drained.load() == 1; }));
+  OnBroker([](ConsensusBroker&) { return 0; });
+  EXPECT_EQ(drained.load(), 1);
+}
+
+// A second Drain keeps the first deadline; each `done` is posted once, and
+// a Drain after the drain finished posts its `done` too (never inline).
+TEST_F(ConsensusBrokerTest, EveryDrainCallbackIsPostedExactlyOnce) {
+  Start();
+  auto w = NewWorker("svc");
+  Peer client(ctx_, endpoint_);
+  client.Request("svc", {1, 25}, {"x"});
+  auto r = w->Recv();
+  ASSERT_TRUE(r.has_value());
+  std::atomic<int> first{0}, second{0}, third{0};
+  OnBroker([&](ConsensusBroker& b) {
+    b.Drain(milliseconds(10000), [&] { ++first; });
+    b.Drain(milliseconds(1), [&] { ++second; });
+    return 0;
+  });
+  // The 1 ms of the second call did not cut the first grace short.
+  EXPECT_TRUE(client.Silent(milliseconds(100)));
+  w->Reply(*r, true, {"y"});
+  auto reply = client.Recv();
+  ASSERT_TRUE(reply.has_value());
+  EXPECT_EQ(reply->type, MessageType::kReplySuccess);
+  ASSERT_TRUE(WaitFor([&] { return first.load() == 1 && second.load() == 1; }));
+  bool inline_call = true;
+  OnBroker([&](ConsensusBroker& b) {
+    b.Drain(milliseconds(10000), [&] { ++third; });
+    inline_call = third.load() != 0;
+    return 0;
+  });
+  EXPECT_FALSE(inline_call);
+  ASSERT_TRUE(WaitFor([&] { return third.load() == 1; }));
+  OnBroker([](ConsensusBroker&) { return 0; });
+  EXPECT_EQ(first.load(), 1);
+  EXPECT_EQ(second.load(), 1);
+  EXPECT_EQ(third.load(), 1);
+}
+
+// Destroying a draining broker ends the drain: `done` is still posted once.
+TEST_F(ConsensusBrokerTest, DestroyingADrainingBrokerPostsDone) {
+  Start();
+  auto w = NewWorker("svc");
+  Peer client(ctx_, endpoint_);
+  client.Request("svc", {1, 26}, {"x"});
+  ASSERT_TRUE(w->Recv().has_value());
+  std::atomic<int> drained{0};
+  thread_->invoke([&](Reactor&) {
+    broker_->Drain(milliseconds(10000), [&] { ++drained; });
+    broker_.reset();
+    EXPECT_EQ(drained.load(), 0);  // posted, not called by the destructor
+  });
+  thread_->invoke([](Reactor&) {});
+  EXPECT_EQ(drained.load(), 1);
+  thread_.reset();
+  EXPECT_EQ(drained.load(), 1);
+}
+
+TEST_F(ConsensusBrokerTest, WorkerCountCountsEveryService) {
+  Start();
+  auto a = NewWorker("a");
+  auto b = NewWorker("b");
+  auto c = NewWorker("b");
+  ASSERT_TRUE(WaitFor([&] { return Workers("b") == 2; }));
+  EXPECT_EQ(Workers("a"), 1u);
+  EXPECT_EQ(Workers("none"), 0u);
+  EXPECT_EQ(
+      OnBroker([](ConsensusBroker& broker) { return broker.worker_count(); }),
+      3u);
 }
 
 TEST_F(ConsensusBrokerTest, LatencyHookSeesAnsweredRequestsOnly) {

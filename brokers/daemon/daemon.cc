@@ -647,35 +647,21 @@ void Daemon::Impl::BeginDrain(std::string_view why) {
     if (r->kind == "majordomo") {
       r->thread->reactor().post([this, r, grace, drained] {
         if (r->broker_destroyed) return;
-        absl::Status s = majordomo->Drain(grace, drained);
-        if (!s.ok()) {
-          log->warn("majordomo: drain: {}", s.ToString());
-          drained();
-        }
+        majordomo->Drain(grace, drained);
       });
     } else {
       // The consensus broker refuses new requests at once (REPLY_FAILURE
-      // "zb:shutdown") and calls back when its last open request has ended.
-      // What is still open at the end of the grace period is failed with
-      // "zb:shutdown" when the broker is destroyed.
+      // "zb:shutdown"), fails what is still open at the end of the grace
+      // period the same way, and then posts its callback.
       r->thread->reactor().post([this, r, grace, drained] {
         if (r->broker_destroyed) return;
-        Reactor& reactor = r->thread->reactor();
-        auto timer = std::make_shared<TimerId>(0);
-        auto once = std::make_shared<bool>(false);
-        auto finish = [r, drained, timer, once, &reactor] {
-          // After a second signal the broker may already be destroyed, and
-          // its destructor's failures then post this step (issue 10, item
-          // 10: it read the destroyed broker, SIGSEGV).
-          if (*once || r->broker_destroyed) return;
-          *once = true;
-          if (*timer != 0) reactor.cancel(*timer);
+        consensus->Drain(grace, [r, drained] {
+          // Posted by the destructor too, after a second signal: the
+          // broker is gone then (issue 10, item 10: reading it, SIGSEGV).
+          if (r->broker_destroyed) return;
           r->metrics->Update(r->snapshot());
           drained();
-        };
-        *timer = *reactor.after(grace, finish);
-        r->timers.push_back(*timer);
-        consensus->Drain(finish);
+        });
       });
     }
   }

@@ -126,6 +126,7 @@ class MajordomoBroker::Impl {
   ~Impl() {
     reactor_.cancel(sweep_timer_);
     if (drain_timer_ != 0) reactor_.cancel(drain_timer_);
+    PostDrainCallbacks();  // a drain the destructor cut short
     reactor_.remove(router_).IgnoreError();
   }
 
@@ -170,22 +171,28 @@ class MajordomoBroker::Impl {
     return s;
   }
 
-  absl::Status Drain(Duration grace, absl::AnyInvocable<void()> on_drained) {
-    if (draining_ || drained_) {
-      return absl::FailedPreconditionError("the broker is already draining");
+  void Drain(Duration grace, absl::AnyInvocable<void()> done) {
+    if (done) on_drained_.push_back(std::move(done));
+    if (drained_) {
+      PostDrainCallbacks();
+      return;
     }
+    if (draining_) return;  // the first deadline stands
     draining_ = true;
-    on_drained_ = std::move(on_drained);
     drain_timer_ = *reactor_.after(grace, [this] {
       drain_timer_ = 0;
       FinishDrain();
     });
     MaybeFinishDrain();
-    return absl::OkStatus();
   }
   bool draining() const { return draining_; }
   bool drained() const { return drained_; }
   std::size_t open_requests() const { return queued_total_ + busy_total_; }
+  std::size_t worker_count() const { return workers_.size(); }
+  std::size_t worker_count(std::string_view service) const {
+    auto it = services_.find(AV(service));
+    return it == services_.end() ? 0 : it->second->workers;
+  }
 
   void HandleForTesting(std::span<zmq::message_t> f) { OnMessage(f); }
   void SweepForTesting() { Sweep(); }
@@ -1056,10 +1063,16 @@ class MajordomoBroker::Impl {
     idle_clients_ = nullptr;
     queued_total_ = 0;
     busy_total_ = 0;
-    if (on_drained_) {
-      auto cb = std::move(on_drained_);
-      cb();
+    PostDrainCallbacks();
+  }
+
+  // Posted, never called here: FinishDrain() may run inside Drain() or in
+  // the middle of handling a message.
+  void PostDrainCallbacks() {
+    for (absl::AnyInvocable<void()>& done : on_drained_) {
+      reactor_.post([done = std::move(done)]() mutable { done(); });
     }
+    on_drained_.clear();
   }
 
   // --- Helpers ---------------------------------------------------------------
@@ -1177,7 +1190,7 @@ class MajordomoBroker::Impl {
   Stats stats_;
   bool draining_ = false;
   bool drained_ = false;
-  absl::AnyInvocable<void()> on_drained_;
+  std::vector<absl::AnyInvocable<void()>> on_drained_;
 
   absl::AnyInvocable<Clock::time_point() const> clock_for_testing_;
   WorkerEventHook worker_hook_;
@@ -1222,14 +1235,19 @@ void MajordomoBroker::set_log_hook(LogHook hook) {
   impl_->set_log_hook(std::move(hook));
 }
 MajordomoBroker::Stats MajordomoBroker::stats() const { return impl_->stats(); }
-absl::Status MajordomoBroker::Drain(Duration grace,
-                                    absl::AnyInvocable<void()> on_drained) {
-  return impl_->Drain(grace, std::move(on_drained));
+void MajordomoBroker::Drain(Duration grace, absl::AnyInvocable<void()> done) {
+  impl_->Drain(grace, std::move(done));
 }
 bool MajordomoBroker::draining() const { return impl_->draining(); }
 bool MajordomoBroker::drained() const { return impl_->drained(); }
 std::size_t MajordomoBroker::open_requests() const {
   return impl_->open_requests();
+}
+std::size_t MajordomoBroker::worker_count() const {
+  return impl_->worker_count();
+}
+std::size_t MajordomoBroker::worker_count(std::string_view service) const {
+  return impl_->worker_count(service);
 }
 void MajordomoBroker::HandleForTesting(std::span<zmq::message_t> frames) {
   impl_->HandleForTesting(frames);

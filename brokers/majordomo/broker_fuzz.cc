@@ -203,7 +203,7 @@ class Harness {
         // No grace: the broker then drains at the end, when the harness
         // runs the reactor (which fires the drain timer).
         if (in_.ConsumeIntegralInRange(0, 7) == 0) {
-          broker->Drain(Broker::Duration(0), nullptr).IgnoreError();
+          broker->Drain(Broker::Duration(0), nullptr);
         }
       } else {
         const std::size_t who =
@@ -223,7 +223,7 @@ class Harness {
 
     // No grace (also for a drain an operation started): the drain timer
     // fires on the next loop iteration.
-    broker->Drain(Broker::Duration(0), nullptr).IgnoreError();
+    broker->Drain(Broker::Duration(0), nullptr);
     for (int round = 0; !broker->drained(); ++round) {
       Check(round < 10000, "the drain did not finish");
       Check(reactor.run_once(std::chrono::milliseconds(0)).ok(), "run_once");

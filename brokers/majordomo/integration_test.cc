@@ -379,8 +379,10 @@ TEST_F(MdpIntegrationTest, DrainFinishesOpenRequestsThenDisconnectsWorkers) {
   }));
   std::atomic<bool> drained{false};
   broker_thread_.invoke([&](Reactor&) {
-    ASSERT_TRUE(broker_->Drain(10000ms, [&] { drained = true; }).ok());
-    EXPECT_FALSE(broker_->Drain(1ms, nullptr).ok());
+    broker_->Drain(10000ms, [&] { drained = true; });
+    // A second Drain keeps the first deadline: the request below still
+    // gets its answer (first_ok) although 1 ms passes long before it.
+    broker_->Drain(1ms, nullptr);
   });
   // New requests are refused while draining.
   MdpClient late(endpoint_, Quick(0, 1000ms), &ctx_);
@@ -421,7 +423,7 @@ TEST_F(MdpIntegrationTest, DrainGraceExpires) {
   std::atomic<bool> drained{false};
   broker_thread_.invoke([&](Reactor&) {
     ASSERT_EQ(broker_->open_requests(), 1u);
-    ASSERT_TRUE(broker_->Drain(100ms, [&] { drained = true; }).ok());
+    broker_->Drain(100ms, [&] { drained = true; });
   });
   ASSERT_TRUE(WaitFor([&] { return drained.load(); }));
   auto s = Stats();
@@ -609,9 +611,8 @@ TEST_F(PrefetchTest, DrainWaitsForEveryOutstandingRequest) {
   std::vector<std::string> addrs;
   for (int i = 0; i < 3; ++i) addrs.push_back(Take(*w).first);
   std::atomic<bool> drained{false};
-  broker_thread_.invoke([&](Reactor&) {
-    ASSERT_TRUE(broker_->Drain(10000ms, [&] { drained = true; }).ok());
-  });
+  broker_thread_.invoke(
+      [&](Reactor&) { broker_->Drain(10000ms, [&] { drained = true; }); });
   for (int i = 0; i < 2; ++i) {
     w->Send({"", "MDPW01", kReply, addrs[i], "", "a"});
     EXPECT_FALSE(c->Recv().empty());

@@ -195,14 +195,23 @@ class ConsensusBroker {
   // order.
   const std::vector<std::string>& endpoints() const { return endpoints_; }
 
-  // Stops taking new work: from now on every REQUEST is answered at once with
-  // REPLY_FAILURE "zb:shutdown", while the open requests run to their end
-  // (all answers, a failure, or the deadline).  `on_drained`, when given, is
-  // called once on the reactor thread when no request is open any more --
-  // posted, so never from inside Drain() itself, and after the last
-  // request's answer was sent.  Workers stay registered and keep being
-  // heartbeated.  A second Drain() replaces a callback not yet called.
-  void Drain(absl::AnyInvocable<void()> on_drained = nullptr);
+  // Graceful shutdown (the same contract as MajordomoBroker::Drain).
+  // From now on the broker takes no new requests; the requests open at the
+  // call may finish for up to `grace`.  When `grace` has passed, every
+  // request still open is failed with this protocol's shutdown reason.
+  // `done`, when given, is posted to the reactor exactly once, when no
+  // request is open any more: never called inside Drain() itself, always
+  // after the last answer was sent.  A later Drain() keeps the first
+  // deadline; its `done` is posted too (at once when already drained).
+  // Destroying the broker before then ends the drain: each `done` not yet
+  // posted is posted by the destructor.
+  //
+  // Here: a new REQUEST is answered at once with REPLY_FAILURE
+  // "zb:shutdown" (refused_draining); an open request runs to its end (all
+  // answers, a failure, or its own deadline) or, when the grace ends first,
+  // is answered REPLY_FAILURE "zb:shutdown".  Workers stay registered and
+  // keep being heartbeated until the broker is destroyed.
+  void Drain(std::chrono::milliseconds grace, absl::AnyInvocable<void()> done);
   bool draining() const { return draining_; }
 
   // Called once per request answered by its workers (REPLY_SUCCESS, or a
@@ -214,11 +223,14 @@ class ConsensusBroker {
       std::string_view service, std::chrono::nanoseconds latency)>;
   void set_latency_hook(LatencyHook hook) { latency_hook_ = std::move(hook); }
 
-  const Stats& stats() const { return stats_; }
+  // A snapshot of the counters.
+  Stats stats() const { return stats_; }
   // Registered workers per service, services sorted by name.  Allocates; for
   // reports, not for the hot path.
   std::vector<std::pair<std::string, std::size_t>> workers_per_service() const;
+  // Registered workers: of `service`, and of all services.
   std::size_t worker_count(std::string_view service) const;
+  std::size_t worker_count() const { return workers_.size(); }
   std::size_t open_requests() const { return open_.size(); }
   std::size_t client_count() const { return clients_.size(); }
 
@@ -277,8 +289,10 @@ class ConsensusBroker {
   void Release(Request* r);
   // Reports `r`'s latency to the hook, if any.
   void NoteLatency(const Request* r);
-  // Posts on_drained_ once draining and nothing is open.
+  // Posts every drain callback once draining and nothing is open.
   void MaybeDrained();
+  // The grace period ended: fails what is still open.
+  void EndGrace();
   // Removes `w` from every open request's quorum and from the broker.
   enum class Leave {
     kDisconnect,
@@ -309,7 +323,8 @@ class ConsensusBroker {
   std::vector<std::string> endpoints_;
   Stats stats_;
   bool draining_ = false;
-  absl::AnyInvocable<void()> on_drained_;
+  TimerId drain_timer_ = 0;  // the grace period; 0 when not running
+  std::vector<absl::AnyInvocable<void()>> on_drained_;
   LatencyHook latency_hook_;
 
   absl::flat_hash_map<std::string, std::unique_ptr<Service>> services_;

@@ -286,20 +286,33 @@ class MajordomoBroker {
   // A snapshot of the counters and per-service gauges.
   Stats stats() const;
 
-  // Graceful shutdown.  From now on new client requests are dropped
-  // (rejected_draining); requests already queued or being served go on.
-  // When none is left, or when `grace` has passed, every worker is sent
-  // DISCONNECT and forgotten, the remaining queued requests are dropped
-  // (counted as expired), and `on_drained` is called once.  The broker then
-  // stays inert (it drops everything) until destroyed.  Calling Drain again
-  // while draining does nothing and returns FailedPrecondition.
-  absl::Status Drain(Duration grace, absl::AnyInvocable<void()> on_drained);
+  // Graceful shutdown (the same contract as ConsensusBroker::Drain).
+  // From now on the broker takes no new requests; the requests open at the
+  // call may finish for up to `grace`.  When `grace` has passed, every
+  // request still open is failed with this protocol's shutdown reason.
+  // `done`, when given, is posted to the reactor exactly once, when no
+  // request is open any more: never called inside Drain() itself, always
+  // after the last answer was sent.  A later Drain() keeps the first
+  // deadline; its `done` is posted too (at once when already drained).
+  // Destroying the broker before then ends the drain: each `done` not yet
+  // posted is posted by the destructor.
+  //
+  // Here: a new request is dropped (rejected_draining; RFC 7 has no error
+  // reply); requests already queued or being served go on.  When none is
+  // left, or when `grace` has passed, every worker is sent DISCONNECT and
+  // forgotten and the requests still open are dropped (counted as
+  // expired).  The broker then stays inert (it drops everything) until
+  // destroyed: drained() is true.
+  void Drain(Duration grace, absl::AnyInvocable<void()> done);
   bool draining() const;
   bool drained() const;
 
   // Requests queued or being served (outstanding at a worker), over all
   // services.
   std::size_t open_requests() const;
+  // Registered workers: of `service`, and of all services.
+  std::size_t worker_count(std::string_view service) const;
+  std::size_t worker_count() const;
 
   // Test-only entry points, for the fuzzer
   // (brokers/majordomo/broker_fuzz.cc), which drives the broker without
