@@ -13,8 +13,10 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <deque>
+#include <fstream>
 #include <optional>
 #include <random>
 #include <string>
@@ -386,6 +388,59 @@ TEST(ZbBrokerTest, SecondSignalAtRandomMomentsOfADrainWithLateReplies) {
       rounds, open_at_second_signal, hits);
   EXPECT_GE(rounds, 20) << "the time budget allowed too few rounds";
   EXPECT_GE(hits, rounds / 2) << "too few second signals hit the drain";
+}
+
+// How many times `needle` occurs in `text`.
+std::size_t Count(const std::string& text, std::string_view needle) {
+  std::size_t n = 0;
+  for (std::size_t at = text.find(needle); at != std::string::npos;
+       at = text.find(needle, at + needle.size())) {
+    ++n;
+  }
+  return n;
+}
+
+// Old key and flag names (docs/glossary.md) warn once each per load: at
+// start, and again on every SIGHUP, which reads the file and the same
+// command line again.
+TEST(ZbBrokerTest, DeprecatedNamesWarnAtStartAndOnEverySighup) {
+  ASSERT_FALSE(BrokerPath().empty()) << "ZB_BROKER is not set";
+  char path[] = "/tmp/zb_broker_test_XXXXXX";
+  const int fd = mkstemp(path);
+  ASSERT_GE(fd, 0);
+  close(fd);
+  auto write_config = [&path](std::string_view log_level) {
+    std::ofstream(path) << "[daemon]\nlog_level = \"" << log_level
+                        << "\"\n[consensus]\n"
+                           "endpoints = [\"tcp://127.0.0.1:*\"]\n"
+                           "client_expiry = \"1m\"\n";
+  };
+  write_config("info");
+  Child broker({BrokerPath(), "--config", path, "--request-deadline", "2s",
+                "--request-deadline=2s"});
+  ASSERT_TRUE(broker.started());
+  auto out = broker.WaitForOutput("ready");
+  ASSERT_TRUE(out.has_value()) << broker.output();
+  EXPECT_EQ(Count(*out, "is deprecated"), 2u) << *out;
+  EXPECT_THAT(*out, HasSubstr("consensus.client_expiry is deprecated, use "
+                              "consensus.client_idle_timeout"));
+  EXPECT_THAT(*out, HasSubstr("--request-deadline is deprecated, use "
+                              "--request-timeout"));
+
+  // A reload warns again; the log level change is logged after the new
+  // configuration was read, so by then its warnings are out.
+  write_config("debug");
+  ASSERT_EQ(kill(broker.pid(), SIGHUP), 0);
+  out = broker.WaitForOutput("log level info -> debug");
+  ASSERT_TRUE(out.has_value()) << broker.output();
+  EXPECT_EQ(Count(*out, "is deprecated"), 4u) << *out;
+
+  ASSERT_EQ(kill(broker.pid(), SIGTERM), 0);
+  const std::optional<int> status = broker.Wait();
+  std::remove(path);
+  ASSERT_TRUE(status.has_value()) << "zb-broker did not exit after SIGTERM";
+  EXPECT_TRUE(WIFEXITED(*status) && WEXITSTATUS(*status) == 0)
+      << broker.output();
 }
 
 }  // namespace
