@@ -134,10 +134,8 @@ const std::array<KeySpec, 32> kKeys = {{
      [](DaemonConfig& c, Value&& v) { c.stats_interval = v.duration; },
      [](const DaemonConfig& c) { return Toml(c.stats_interval); }},
     {"daemon", "metrics", Kind::kAddress, "--metrics",
-     [](DaemonConfig& c, Value&& v) { c.metrics_address = std::move(v.text); },
-     [](const DaemonConfig& c) {
-       return Toml(std::string_view(c.metrics_address));
-     }},
+     [](DaemonConfig& c, Value&& v) { c.metrics = std::move(v.text); },
+     [](const DaemonConfig& c) { return Toml(std::string_view(c.metrics)); }},
     {"daemon", "grace", Kind::kDuration, "--grace",
      [](DaemonConfig& c, Value&& v) { c.grace = v.duration; },
      [](const DaemonConfig& c) { return Toml(c.grace); }},

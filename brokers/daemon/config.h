@@ -177,7 +177,7 @@ struct DaemonConfig {
   std::chrono::milliseconds stats_interval = std::chrono::seconds(60);
   // "host:port" of the Prometheus text endpoint; empty = no endpoint.  Port 0
   // picks a free port (logged at start-up).
-  std::string metrics_address;
+  std::string metrics;
   // Most services per broker with metric series of their own; the others
   // are summed under service="_other" (metrics.h).  0 = all of them.
   std::size_t metrics_max_services = 1000;

@@ -99,7 +99,7 @@ TEST(ConfigFileTest, GoodFileSetsEveryKey) {
   ASSERT_TRUE(c.ok()) << c.status();
   EXPECT_EQ(c->log_level, LogLevel::kDebug);
   EXPECT_EQ(c->stats_interval, milliseconds(30'000));
-  EXPECT_EQ(c->metrics_address, "127.0.0.1:9100");
+  EXPECT_EQ(c->metrics, "127.0.0.1:9100");
   EXPECT_EQ(c->grace, milliseconds(2500));
   EXPECT_EQ(c->metrics_max_services, 25u);
   EXPECT_THAT(c->majordomo.endpoints,
@@ -163,7 +163,7 @@ TEST(ConfigFileTest, EmptyFileKeepsDefaults) {
   ASSERT_TRUE(c.ok()) << c.status();
   EXPECT_EQ(c->log_level, LogLevel::kInfo);
   EXPECT_EQ(c->stats_interval, milliseconds(60'000));
-  EXPECT_EQ(c->metrics_address, "");
+  EXPECT_EQ(c->metrics, "");
   EXPECT_EQ(c->grace, milliseconds(5000));
   EXPECT_EQ(c->metrics_max_services, 1000u);
   EXPECT_TRUE(c->majordomo.endpoints.empty());
@@ -468,7 +468,7 @@ TEST(BuildConfigTest, FlagsOverrideTheFile) {
   EXPECT_EQ(c->log_level, LogLevel::kError);
   EXPECT_EQ(c->majordomo.max_queue_per_service, 7);
   EXPECT_EQ(c->grace, milliseconds(0));
-  EXPECT_EQ(c->metrics_address, "");
+  EXPECT_EQ(c->metrics, "");
   EXPECT_EQ(c->majordomo.worker_prefetch, 16);  // the file says 8
   EXPECT_EQ(c->majordomo.reply_timeout, milliseconds(2000));
   EXPECT_EQ(c->majordomo.max_workers, 3);
@@ -727,7 +727,7 @@ TEST(BuildConfigTest, ExampleMetricsPortIsOutsideTheExporterRange) {
   ASSERT_NE(path, nullptr) << "ZB_EXAMPLE_CONFIG not set (meson sets it)";
   absl::StatusOr<DaemonConfig> c = LoadConfigFile(path);
   ASSERT_TRUE(c.ok()) << c.status();
-  const std::string& addr = c->metrics_address;
+  const std::string& addr = c->metrics;
   ASSERT_FALSE(addr.empty());
   const int port = std::atoi(addr.substr(addr.rfind(':') + 1).c_str());
   EXPECT_TRUE(port < 9100 || port > 9999) << addr;

@@ -554,7 +554,7 @@ absl::Status Daemon::Impl::StartHttp() {
       {{"version", ZB_VERSION},
        {"libzmq", absl::StrFormat("%d.%d.%d", major, minor, patch)}});
   absl::StatusOr<std::unique_ptr<HttpServer>> server = HttpServer::Start(
-      config.metrics_address,
+      config.metrics,  // "host:port" (daemon.metrics)
       {{"/metrics",
         [this] {
           return HttpServer::Response{200, metrics.Serialize(),
@@ -736,7 +736,7 @@ void Daemon::Impl::Reload() {
   applied = *next;
   applied.majordomo = previous.majordomo;
   applied.consensus = previous.consensus;
-  applied.metrics_address = previous.metrics_address;
+  applied.metrics = previous.metrics;
   applied.stats_interval = previous.stats_interval;
   applied.grace = previous.grace;
 }
@@ -797,7 +797,7 @@ absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Start(
   if (absl::Status s = ValidateConfig(config); !s.ok()) return s;
   auto impl = std::make_unique<Impl>(config, log, std::move(reload));
   log->info("zb-broker {} starting", ZB_VERSION);
-  if (!config.metrics_address.empty()) {
+  if (!config.metrics.empty()) {
     if (absl::Status s = impl->StartHttp(); !s.ok()) return s;
   }
   if (HasCurveEndpoints(config)) {

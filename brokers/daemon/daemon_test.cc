@@ -62,7 +62,7 @@ DaemonConfig LoopbackConfig() {
   DaemonConfig c;
   c.majordomo.endpoints = {"tcp://127.0.0.1:*"};
   c.consensus.endpoints = {"tcp://127.0.0.1:*"};
-  c.metrics_address = "127.0.0.1:0";
+  c.metrics = "127.0.0.1:0";
   c.stats_interval = std::chrono::milliseconds(200);
   c.grace = std::chrono::milliseconds(500);
   return c;
@@ -367,7 +367,7 @@ TEST(DaemonTest, ConsensusLatencyIsObservedAndDrainEndsWithTheLastRequest) {
 TEST(DaemonTest, SigtermDrainsAndStops) {
   CapturedLog log;
   DaemonConfig config = LoopbackConfig();
-  config.metrics_address.clear();
+  config.metrics.clear();
   config.consensus.endpoints.clear();
   absl::StatusOr<std::unique_ptr<Daemon>> d = Daemon::Start(config, log.logger);
   ASSERT_TRUE(d.ok()) << d.status();
@@ -380,7 +380,7 @@ TEST(DaemonTest, SigtermDrainsAndStops) {
 TEST(DaemonTest, BusyEndpointIsAnErrorNamingIt) {
   CapturedLog log;
   DaemonConfig first_config = LoopbackConfig();
-  first_config.metrics_address.clear();
+  first_config.metrics.clear();
   first_config.consensus.endpoints.clear();
   absl::StatusOr<std::unique_ptr<Daemon>> first =
       Daemon::Start(first_config, log.logger);
@@ -388,7 +388,7 @@ TEST(DaemonTest, BusyEndpointIsAnErrorNamingIt) {
   const std::string taken = (*first)->majordomo_endpoints()[0];
 
   DaemonConfig second_config = LoopbackConfig();
-  second_config.metrics_address.clear();
+  second_config.metrics.clear();
   second_config.majordomo.endpoints.clear();
   second_config.consensus.endpoints = {taken};
   absl::StatusOr<std::unique_ptr<Daemon>> second =
@@ -409,7 +409,7 @@ TEST(DaemonTest, StopWhileTimersFireOftenIsSafe) {
     CapturedLog log;
     log.logger->set_level(spdlog::level::warn);
     DaemonConfig config = LoopbackConfig();
-    config.metrics_address.clear();
+    config.metrics.clear();
     config.stats_interval = std::chrono::milliseconds(1);
     config.grace = std::chrono::milliseconds(0);
     absl::StatusOr<std::unique_ptr<Daemon>> d =

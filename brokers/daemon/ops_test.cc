@@ -86,7 +86,7 @@ DaemonConfig LoopbackConfig() {
   DaemonConfig c;
   c.majordomo.endpoints = {"tcp://127.0.0.1:*"};
   c.consensus.endpoints = {"tcp://127.0.0.1:*"};
-  c.metrics_address = "127.0.0.1:0";
+  c.metrics = "127.0.0.1:0";
   c.stats_interval = 0ms;
   c.grace = 3s;
   return c;
@@ -194,7 +194,7 @@ TEST(MetricsAddressTest, BusyPortIsAnErrorInPlainWords) {
   BusyPort busy;
   CapturedLog log;
   DaemonConfig config = LoopbackConfig();
-  config.metrics_address = absl::StrCat("127.0.0.1:", busy.port());
+  config.metrics = absl::StrCat("127.0.0.1:", busy.port());
   absl::StatusOr<std::unique_ptr<Daemon>> d = Daemon::Start(config, log.logger);
   ASSERT_FALSE(d.ok());
   const std::string msg(d.status().message());
@@ -209,14 +209,14 @@ TEST(MetricsAddressTest, BusyPortIsAnErrorInPlainWords) {
 TEST(MetricsAddressTest, UnknownHostAndForeignAddressAreErrorsInPlainWords) {
   CapturedLog log;
   DaemonConfig config = LoopbackConfig();
-  config.metrics_address = "no-such-host.invalid:5580";
+  config.metrics = "no-such-host.invalid:5580";
   absl::StatusOr<std::unique_ptr<Daemon>> d = Daemon::Start(config, log.logger);
   ASSERT_FALSE(d.ok());
   EXPECT_THAT(std::string(d.status().message()),
               HasSubstr("metrics: cannot listen on no-such-host.invalid:5580: "
                         "unknown host \"no-such-host.invalid\""));
   // An address this machine does not have (TEST-NET-1, RFC 5737).
-  config.metrics_address = "192.0.2.1:5580";
+  config.metrics = "192.0.2.1:5580";
   d = Daemon::Start(config, log.logger);
   ASSERT_FALSE(d.ok());
   EXPECT_THAT(std::string(d.status().message()),
@@ -228,7 +228,7 @@ TEST(MetricsAddressTest, UnknownHostAndForeignAddressAreErrorsInPlainWords) {
 TEST(MetricsAddressTest, HostnameIsResolved) {
   CapturedLog log;
   DaemonConfig config = LoopbackConfig();
-  config.metrics_address = "localhost:0";
+  config.metrics = "localhost:0";
   absl::StatusOr<std::unique_ptr<Daemon>> d = Daemon::Start(config, log.logger);
   ASSERT_TRUE(d.ok()) << d.status();
   EXPECT_EQ(HttpGet((*d)->metrics_port(), "/healthz").status, 200);
@@ -402,7 +402,7 @@ TEST(SighupTest, ReloadsLogLevelAndRunsReloadHandlers) {
 TEST(SighupTest, WithoutASourceIsLoggedAndIgnored) {
   CapturedLog log;
   DaemonConfig config = LoopbackConfig();
-  config.metrics_address.clear();
+  config.metrics.clear();
   absl::StatusOr<std::unique_ptr<Daemon>> d = Daemon::Start(config, log.logger);
   ASSERT_TRUE(d.ok()) << d.status();
   ASSERT_EQ(kill(getpid(), SIGHUP), 0);
@@ -427,7 +427,7 @@ TEST(IpcCleanupTest, BothBrokersRemoveTheirSocketFilesOnExit) {
   const std::string ccp = std::string(dir) + "/ccp.sock";
   CapturedLog log;
   DaemonConfig config = LoopbackConfig();
-  config.metrics_address.clear();
+  config.metrics.clear();
   config.majordomo.endpoints = {"ipc://" + mdp, "tcp://127.0.0.1:*"};
   config.consensus.endpoints = {"ipc://" + ccp};
   absl::StatusOr<std::unique_ptr<Daemon>> d = Daemon::Start(config, log.logger);
