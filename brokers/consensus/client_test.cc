@@ -19,6 +19,8 @@
 #include <thread>
 #include <vector>
 
+#include "test/testing/raw_router.h"
+#include "test/testing/wait.h"
 #include "zbrokers/consensus/blocking_client.h"
 #include "zbrokers/consensus/codec.h"
 #include "zbrokers/frames/frames.h"
@@ -31,6 +33,8 @@ namespace {
 using std::chrono::milliseconds;
 using ::testing::ElementsAre;
 using Clock = std::chrono::steady_clock;
+using test::RunFor;
+using test::RunUntil;
 using Result = ConsensusClient::Result;
 using Outcome = ConsensusClient::Outcome;
 using FailedBy = ConsensusClient::FailedBy;
@@ -47,18 +51,12 @@ struct Received {
 class FakeBroker {
  public:
   FakeBroker(zmq::context_t& ctx, Reactor& reactor, const std::string& bind)
-      : reactor_(reactor), router_(ctx, zmq::socket_type::router) {
-    router_.set(zmq::sockopt::linger, 0);
-    router_.bind(bind);
-    endpoint_ = router_.get(zmq::sockopt::last_endpoint);
-    EXPECT_TRUE(
-        reactor_
-            .add(router_, [this](std::span<zmq::message_t> f) { OnMessage(f); })
-            .ok());
+      : router_(ctx, bind) {
+    router_.Watch(reactor,
+                  [this](std::span<zmq::message_t> f) { OnMessage(f); });
   }
-  ~FakeBroker() { reactor_.remove(router_).IgnoreError(); }
 
-  const std::string& endpoint() const { return endpoint_; }
+  const std::string& endpoint() const { return router_.endpoint(); }
   std::vector<Received>& received() { return received_; }
   std::vector<Received> requests() const {
     std::vector<Received> out;
@@ -71,10 +69,7 @@ class FakeBroker {
   std::function<void(const Received&)> on_receive;
 
   void Send(const std::string& identity, Frames body) {
-    Frames head;
-    head.push_back(Frame(identity));
-    head.emplace_back();
-    ASSERT_TRUE(SendFrames(router_, head, body).ok());
+    router_.SendTo(identity, std::move(body));
   }
   // Answers `to` (a received REQUEST) with a reply of `type`.
   void Reply(const Received& to, ccp::MessageType type,
@@ -106,28 +101,9 @@ class FakeBroker {
     if (on_receive) on_receive(r);
   }
 
-  Reactor& reactor_;
-  zmq::socket_t router_;
-  std::string endpoint_;
+  test::RawRouter router_;
   std::vector<Received> received_;
 };
-
-bool RunUntil(Reactor& reactor, const std::function<bool()>& done,
-              milliseconds limit = milliseconds(5000)) {
-  const auto end = Clock::now() + limit;
-  while (!done()) {
-    if (Clock::now() >= end) return false;
-    EXPECT_TRUE(reactor.run_once(milliseconds(10)).ok());
-  }
-  return true;
-}
-
-void RunFor(Reactor& reactor, milliseconds d) {
-  const auto end = Clock::now() + d;
-  while (Clock::now() < end) {
-    EXPECT_TRUE(reactor.run_once(milliseconds(5)).ok());
-  }
-}
 
 // Collects results by request number and counts callback calls.
 struct Results {

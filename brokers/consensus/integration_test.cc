@@ -27,6 +27,7 @@
 #include <zmq.hpp>
 #include <zmq_addon.hpp>
 
+#include "test/testing/wait.h"
 #include "zbrokers/consensus/blocking_client.h"
 #include "zbrokers/consensus/broker.h"
 #include "zbrokers/consensus/client.h"
@@ -84,15 +85,8 @@ using FailedBy = ConsensusClient::FailedBy;
 
 constexpr milliseconds kWait{10000};  // generous bound for every wait
 
-// Polls `done` until it holds or `limit` passes.
-bool WaitFor(const std::function<bool()>& done, milliseconds limit = kWait) {
-  const auto end = Clock::now() + limit;
-  while (!done()) {
-    if (Clock::now() >= end) return false;
-    std::this_thread::sleep_for(milliseconds(2));
-  }
-  return true;
-}
+// WaitFor(done, limit = 10 s, kWait): polls `done` until it holds.
+using test::WaitFor;
 
 ConsensusBroker::Options BrokerOptions(
     milliseconds request_timeout = milliseconds(3000)) {

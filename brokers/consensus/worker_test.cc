@@ -18,6 +18,8 @@
 #include <thread>
 #include <vector>
 
+#include "test/testing/raw_router.h"
+#include "test/testing/wait.h"
 #include "zbrokers/consensus/codec.h"
 #include "zbrokers/frames/frames.h"
 #include "zbrokers/reactor/reactor.h"
@@ -28,6 +30,8 @@ namespace {
 using std::chrono::milliseconds;
 using ::testing::ElementsAre;
 using Clock = std::chrono::steady_clock;
+using test::RunFor;
+using test::RunUntil;
 
 // One message the fake broker received: who sent it and its parsed body.
 struct Received {
@@ -44,18 +48,12 @@ struct Received {
 class FakeBroker {
  public:
   FakeBroker(zmq::context_t& ctx, Reactor& reactor, const std::string& bind)
-      : reactor_(reactor), router_(ctx, zmq::socket_type::router) {
-    router_.set(zmq::sockopt::linger, 0);
-    router_.bind(bind);
-    endpoint_ = router_.get(zmq::sockopt::last_endpoint);
-    EXPECT_TRUE(
-        reactor_
-            .add(router_, [this](std::span<zmq::message_t> f) { OnMessage(f); })
-            .ok());
+      : router_(ctx, bind) {
+    router_.Watch(reactor,
+                  [this](std::span<zmq::message_t> f) { OnMessage(f); });
   }
-  ~FakeBroker() { reactor_.remove(router_).IgnoreError(); }
 
-  const std::string& endpoint() const { return endpoint_; }
+  const std::string& endpoint() const { return router_.endpoint(); }
   std::vector<Received>& received() { return received_; }
   int malformed() const { return malformed_; }
   std::function<void(const Received&)> on_receive;
@@ -70,10 +68,7 @@ class FakeBroker {
 
   // Sends [identity][""][frames...].
   void Send(const std::string& identity, Frames body) {
-    Frames head;
-    head.push_back(Frame(identity));
-    head.emplace_back();
-    ASSERT_TRUE(SendFrames(router_, head, body).ok());
+    router_.SendTo(identity, std::move(body));
   }
   void SendRequest(const std::string& identity, std::string_view service,
                    ccp::SequenceId seq, std::vector<std::string> payload) {
@@ -115,31 +110,10 @@ class FakeBroker {
     if (on_receive) on_receive(received_.back());
   }
 
-  Reactor& reactor_;
-  zmq::socket_t router_;
-  std::string endpoint_;
+  test::RawRouter router_;
   std::vector<Received> received_;
   int malformed_ = 0;
 };
-
-// Runs the reactor until `done` holds or `limit` passes; returns done().
-bool RunUntil(Reactor& reactor, const std::function<bool()>& done,
-              milliseconds limit = milliseconds(5000)) {
-  const auto end = Clock::now() + limit;
-  while (!done()) {
-    if (Clock::now() >= end) return false;
-    EXPECT_TRUE(reactor.run_once(milliseconds(10)).ok());
-  }
-  return true;
-}
-
-// Runs the reactor for `d` regardless.
-void RunFor(Reactor& reactor, milliseconds d) {
-  const auto end = Clock::now() + d;
-  while (Clock::now() < end) {
-    EXPECT_TRUE(reactor.run_once(milliseconds(5)).ok());
-  }
-}
 
 ConsensusWorker::Handler Echo() {
   return

@@ -16,6 +16,7 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "test/testing/raw_router.h"
 #include "zbrokers/reactor/reactor_thread.h"
 
 namespace zb {
@@ -24,32 +25,10 @@ namespace {
 using ::testing::ElementsAre;
 using namespace std::chrono_literals;
 
-class FakeBroker {
+// The raw ROUTER (Recv, Send) plus the answer to MdpAsyncClient's probe.
+class FakeBroker : public test::RawRouter {
  public:
-  explicit FakeBroker(zmq::context_t& ctx)
-      : router_(ctx, zmq::socket_type::router) {
-    router_.set(zmq::sockopt::linger, 0);
-    router_.bind("tcp://127.0.0.1:*");
-    endpoint_ = router_.get(zmq::sockopt::last_endpoint);
-  }
-  const std::string& endpoint() const { return endpoint_; }
-
-  std::vector<std::string> Recv(std::chrono::milliseconds limit = 5000ms) {
-    zmq_pollitem_t item{router_.handle(), 0, ZMQ_POLLIN, 0};
-    if (zmq::poll(&item, 1, limit) <= 0) return {};
-    Frames f;
-    (void)zmq::recv_multipart(router_, std::back_inserter(f));
-    return FramesToStrings(f);
-  }
-  void Send(std::initializer_list<std::string_view> parts) {
-    Frames f = MakeFrames(parts);
-    ASSERT_TRUE(SendFrames(router_, f).ok());
-  }
-  void Send(const std::vector<std::string>& parts) {
-    Frames f;
-    for (const std::string& p : parts) f.push_back(Frame(p));
-    ASSERT_TRUE(SendFrames(router_, f).ok());
-  }
+  using RawRouter::RawRouter;
 
   // The next message that is not MdpAsyncClient's "mmi.zb.tag" query; a
   // query is answered with probe_answer (none when empty) and counted.
@@ -69,10 +48,6 @@ class FakeBroker {
   }
   std::string probe_answer = "501";  // what an RFC 8 broker says
   int probes = 0;
-
- private:
-  zmq::socket_t router_;
-  std::string endpoint_;
 };
 
 MdpClient::Options Opts(int retries, std::chrono::milliseconds timeout) {

@@ -23,6 +23,7 @@
 #include "brokers/majordomo/test_util.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "test/testing/wait.h"
 #include "zbrokers/majordomo/broker.h"
 #include "zbrokers/majordomo/client.h"
 #include "zbrokers/majordomo/worker.h"
@@ -116,14 +117,10 @@ class Peer {
   std::string out_path_;
 };
 
+// Python peers start slowly: a longer default bound than test::WaitFor's.
 bool WaitFor(const std::function<bool()>& pred,
              std::chrono::milliseconds limit = 20s) {
-  const auto deadline = std::chrono::steady_clock::now() + limit;
-  while (std::chrono::steady_clock::now() < deadline) {
-    if (pred()) return true;
-    std::this_thread::sleep_for(5ms);
-  }
-  return pred();
+  return test::WaitFor(pred, limit);
 }
 
 class MdpInteropTest : public ::testing::Test {

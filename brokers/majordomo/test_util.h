@@ -24,6 +24,7 @@
 #include <zmq_addon.hpp>
 
 #include "gtest/gtest.h"
+#include "test/testing/wait.h"
 #include "zbrokers/majordomo/broker.h"
 #include "zbrokers/majordomo/client.h"
 #include "zbrokers/majordomo/worker.h"
@@ -35,15 +36,8 @@ using namespace std::chrono_literals;
 
 inline constexpr auto kWait = std::chrono::seconds(10);
 
-inline bool WaitFor(const std::function<bool()>& pred,
-                    std::chrono::milliseconds limit = kWait) {
-  const auto deadline = std::chrono::steady_clock::now() + limit;
-  while (std::chrono::steady_clock::now() < deadline) {
-    if (pred()) return true;
-    std::this_thread::sleep_for(2ms);
-  }
-  return pred();
-}
+// WaitFor(pred, limit = kWait): polls pred() until it holds.
+using test::WaitFor;
 
 inline MajordomoBroker::Options FastBroker() {
   MajordomoBroker::Options o;

@@ -17,6 +17,7 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "test/testing/raw_router.h"
 #include "zbrokers/reactor/reactor_thread.h"
 
 namespace zb {
@@ -33,11 +34,7 @@ const std::string kDisconnect(1, '\x05');
 
 class MdpWorkerTest : public ::testing::Test {
  protected:
-  MdpWorkerTest() : router_(ctx_, zmq::socket_type::router) {
-    router_.set(zmq::sockopt::linger, 0);
-    router_.bind("tcp://127.0.0.1:*");
-    endpoint_ = router_.get(zmq::sockopt::last_endpoint);
-  }
+  MdpWorkerTest() : router_(ctx_), endpoint_(router_.endpoint()) {}
 
   ~MdpWorkerTest() override {
     thread_.invoke([&](Reactor&) { worker_.reset(); });
@@ -69,19 +66,15 @@ class MdpWorkerTest : public ::testing::Test {
       const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
           deadline - std::chrono::steady_clock::now());
       if (left.count() <= 0) return {};
-      zmq_pollitem_t item{router_.handle(), 0, ZMQ_POLLIN, 0};
-      if (zmq::poll(&item, 1, left) <= 0) return {};
-      Frames f;
-      (void)zmq::recv_multipart(router_, std::back_inserter(f));
-      auto s = FramesToStrings(f);
+      std::vector<std::string> s = router_.Recv(left);
+      if (s.empty()) return {};
       if (!keep_heartbeats && s.size() == 4 && s[3] == kHeartbeat) continue;
       return s;
     }
   }
 
   void Send(std::initializer_list<std::string_view> parts) {
-    Frames f = MakeFrames(parts);
-    ASSERT_TRUE(SendFrames(router_, f).ok());
+    router_.Send(parts);
   }
 
   MdpWorker::Stats Stats() {
@@ -93,7 +86,7 @@ class MdpWorkerTest : public ::testing::Test {
   }
 
   zmq::context_t ctx_;
-  zmq::socket_t router_;
+  test::RawRouter router_;
   std::string endpoint_;
   ReactorThread thread_;
   std::unique_ptr<MdpWorker> worker_;
@@ -365,7 +358,7 @@ TEST_F(MdpWorkerTest, RequestOverMaxMessageSizeNeverReachesTheHandler) {
   const std::string id = Recv()[0];
   Frames big = MakeFrames({id, "", "MDPW01", kRequest, "c", ""});
   big.push_back(Frame(std::string((1 << 20) + 1, 'b')));
-  ASSERT_TRUE(SendFrames(router_, big).ok());
+  ASSERT_TRUE(SendFrames(router_.socket(), big).ok());
   // The worker starts over (its broker went silent or said DISCONNECT).
   auto m = Recv();
   for (int i = 0; i < 10 && !(m.size() == 5 && m[3] == kReady); ++i) {
@@ -376,7 +369,7 @@ TEST_F(MdpWorkerTest, RequestOverMaxMessageSizeNeverReachesTheHandler) {
   EXPECT_EQ(handled.load(), 0);
   Frames ok = MakeFrames({m[0], "", "MDPW01", kRequest, "c", ""});
   ok.push_back(Frame(std::string(1 << 20, 'b')));
-  ASSERT_TRUE(SendFrames(router_, ok).ok());
+  ASSERT_TRUE(SendFrames(router_.socket(), ok).ok());
   auto reply = Recv();
   ASSERT_EQ(reply.size(), 7u);
   EXPECT_EQ(reply[3], kReply);

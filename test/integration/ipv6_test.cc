@@ -11,11 +11,13 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <functional>
 #include <optional>
 #include <string>
 #include <zmq.hpp>
 
 #include "absl/cleanup/cleanup.h"
+#include "test/testing/wait.h"
 #include "zbrokers/consensus/broker.h"
 #include "zbrokers/consensus/client.h"
 #include "zbrokers/consensus/worker.h"
@@ -33,13 +35,8 @@ using ::testing::HasSubstr;
 using namespace std::chrono_literals;
 
 // Runs `reactor` until `done()` or ten seconds.
-template <typename Pred>
-bool RunUntil(Reactor& reactor, Pred done) {
-  const auto deadline = Reactor::Clock::now() + 10s;
-  while (!done() && Reactor::Clock::now() < deadline) {
-    if (!reactor.run_once(20ms).ok()) return false;
-  }
-  return done();
+bool RunUntil(Reactor& reactor, const std::function<bool()>& done) {
+  return test::RunUntil(reactor, done, 10s, 20ms);
 }
 
 TEST(Ipv6Test, ConsensusRoundTripOverIpv6Loopback) {

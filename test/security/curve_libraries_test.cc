@@ -24,6 +24,7 @@
 #include <thread>
 #include <vector>
 
+#include "test/testing/wait.h"
 #include "zbrokers/consensus/blocking_client.h"
 #include "zbrokers/consensus/broker.h"
 #include "zbrokers/consensus/client.h"
@@ -166,22 +167,16 @@ class CurveLibrariesTest : public ::testing::Test {
   }
   // Waits up to 3 s for `n` registered workers on both brokers.
   bool WorkersRegistered(std::size_t ccp, std::size_t mdp) {
-    for (int i = 0; i < 300; ++i) {
-      if (CcpWorkers() == ccp && MdpWorkers() == mdp) return true;
-      std::this_thread::sleep_for(milliseconds(10));
-    }
-    return false;
+    return test::WaitFor(
+        [&] { return CcpWorkers() == ccp && MdpWorkers() == mdp; },
+        milliseconds(3000));
   }
   int Failures(const std::string& key) {
     std::lock_guard<std::mutex> lock(mu_);
     return failures_[key];
   }
   bool SawFailure(const std::string& key) {
-    for (int i = 0; i < 300; ++i) {
-      if (Failures(key) > 0) return true;
-      std::this_thread::sleep_for(milliseconds(10));
-    }
-    return false;
+    return test::WaitFor([&] { return Failures(key) > 0; }, milliseconds(3000));
   }
 
   absl::StatusOr<Frames> MdpRequest(const std::string& endpoint,
@@ -260,9 +255,7 @@ TEST_F(CurveLibrariesTest, AllowedPeersWorkOnBothProtocols) {
                         milliseconds(3000))
                     .ok());
   });
-  for (int i = 0; i < 400 && !done; ++i) {
-    std::this_thread::sleep_for(milliseconds(10));
-  }
+  test::WaitFor([&] { return done.load(); }, milliseconds(4000));
   client_thread.invoke([&](Reactor&) { async.reset(); });
   ASSERT_TRUE(done);
   ASSERT_TRUE(async_reply.ok()) << async_reply.status();
