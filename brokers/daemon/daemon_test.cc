@@ -7,12 +7,8 @@
 
 #include "brokers/daemon/daemon.h"
 
-#include <arpa/inet.h>
-#include <netinet/in.h>
 #include <signal.h>
 #include <spdlog/sinks/ostream_sink.h>
-#include <sys/socket.h>
-#include <sys/time.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -28,6 +24,8 @@
 #include "brokers/daemon/logging.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "test/testing/loopback_http.h"
+#include "test/testing/socket_io.h"
 
 namespace zb {
 namespace {
@@ -68,45 +66,10 @@ DaemonConfig LoopbackConfig() {
   return c;
 }
 
-std::string HttpGet(int port) {
-  const int fd = socket(AF_INET, SOCK_STREAM, 0);
-  if (fd < 0) return "";
-  timeval tv{10, 0};
-  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_port = htons(static_cast<std::uint16_t>(port));
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  std::string response;
-  if (connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0) {
-    const std::string req =
-        "GET /metrics HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n";
-    if (write(fd, req.data(), req.size()) == static_cast<ssize_t>(req.size())) {
-      char buf[4096];
-      ssize_t n;
-      while ((n = read(fd, buf, sizeof(buf))) > 0) {
-        response.append(buf, static_cast<std::size_t>(n));
-      }
-    }
-  }
-  close(fd);
-  return response;
-}
+std::string HttpGet(int port) { return test::HttpGet(port, "/metrics"); }
 
-// Sends `frames` as one multipart message.
-void SendAll(zmq::socket_t& s, const std::vector<std::string>& frames) {
-  std::vector<zmq::const_buffer> parts;
-  for (const std::string& f : frames) parts.push_back(zmq::buffer(f));
-  ASSERT_TRUE(zmq::send_multipart(s, parts));
-}
-// The next message's frames; empty after the socket's ZMQ_RCVTIMEO.
-std::vector<std::string> RecvAll(zmq::socket_t& s) {
-  std::vector<zmq::message_t> frames;
-  if (!zmq::recv_multipart(s, std::back_inserter(frames))) return {};
-  std::vector<std::string> out;
-  for (const zmq::message_t& m : frames) out.push_back(m.to_string());
-  return out;
-}
+using test::RecvAll;
+using test::SendAll;
 
 // Sends `frames` on a fresh socket of `type` connected to `endpoint` and
 // returns the reply's frames (empty after a 5 s timeout).

@@ -2,12 +2,6 @@
 
 #include "brokers/daemon/http_server.h"
 
-#include <arpa/inet.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
-#include <sys/time.h>
-#include <unistd.h>
-
 #include <atomic>
 #include <stdexcept>
 #include <string>
@@ -15,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "test/testing/loopback_http.h"
 
 namespace zb {
 namespace {
@@ -23,35 +18,13 @@ using ::testing::HasSubstr;
 using ::testing::Not;
 using ::testing::StartsWith;
 
-// Sends `request` to 127.0.0.1:port and returns the whole response.
-std::string Exchange(int port, const std::string& request) {
-  const int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (fd < 0) return "";
-  timeval tv{10, 0};
-  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_port = htons(static_cast<std::uint16_t>(port));
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  std::string response;
-  if (connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0 &&
-      write(fd, request.data(), request.size()) ==
-          static_cast<ssize_t>(request.size())) {
-    char buf[4096];
-    ssize_t n;
-    while ((n = read(fd, buf, sizeof(buf))) > 0) {
-      response.append(buf, static_cast<std::size_t>(n));
-    }
-  }
-  close(fd);
-  return response;
-}
+using test::HttpExchange;
 
 std::string Get(int port, const std::string& path,
                 const std::string& method = "GET") {
-  return Exchange(port,
-                  method + " " + path +
-                      " HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+  return HttpExchange(port,
+                      method + " " + path +
+                          " HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
 }
 
 HttpServer::Routes TestRoutes(std::atomic<int>* calls) {

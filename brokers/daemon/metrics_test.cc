@@ -2,18 +2,13 @@
 
 #include "brokers/daemon/metrics.h"
 
-#include <arpa/inet.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
-#include <sys/time.h>
-#include <unistd.h>
-
 #include <string>
 #include <thread>
 
 #include "brokers/daemon/http_server.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "test/testing/loopback_http.h"
 
 namespace zb {
 namespace {
@@ -21,34 +16,8 @@ namespace {
 using ::testing::HasSubstr;
 using ::testing::Not;
 
-// An HTTP GET of http://127.0.0.1:port/path over a plain socket; returns the
-// whole response (headers and body), or "" on failure.
-std::string HttpGet(int port, const std::string& path) {
-  const int fd = socket(AF_INET, SOCK_STREAM, 0);
-  if (fd < 0) return "";
-  timeval tv{10, 0};  // generous bound; a scrape takes milliseconds
-  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_port = htons(static_cast<std::uint16_t>(port));
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  std::string response;
-  if (connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0) {
-    const std::string request = "GET " + path +
-                                " HTTP/1.1\r\nHost: 127.0.0.1\r\n"
-                                "Connection: close\r\n\r\n";
-    if (write(fd, request.data(), request.size()) ==
-        static_cast<ssize_t>(request.size())) {
-      char buf[4096];
-      ssize_t n;
-      while ((n = read(fd, buf, sizeof(buf))) > 0) {
-        response.append(buf, static_cast<std::size_t>(n));
-      }
-    }
-  }
-  close(fd);
-  return response;
-}
+// The whole response (headers and body) of GET http://127.0.0.1:port/path.
+using test::HttpGet;
 
 BrokerSnapshot Snapshot(std::uint64_t requests) {
   BrokerSnapshot s;

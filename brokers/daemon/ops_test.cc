@@ -36,6 +36,8 @@
 #include "brokers/daemon/logging.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "test/testing/loopback_http.h"
+#include "test/testing/socket_io.h"
 
 #ifndef ZB_VERSION
 #define ZB_VERSION "dev"
@@ -100,26 +102,7 @@ struct HttpResponse {
 
 HttpResponse HttpGet(int port, const std::string& path) {
   HttpResponse r;
-  const int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (fd < 0) return r;
-  timeval tv{10, 0};
-  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_port = htons(static_cast<std::uint16_t>(port));
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  if (connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0) {
-    const std::string req =
-        "GET " + path + " HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n";
-    if (write(fd, req.data(), req.size()) == static_cast<ssize_t>(req.size())) {
-      char buf[4096];
-      ssize_t n;
-      while ((n = read(fd, buf, sizeof(buf))) > 0) {
-        r.raw.append(buf, static_cast<std::size_t>(n));
-      }
-    }
-  }
-  close(fd);
+  r.raw = test::HttpGet(port, path);
   if (r.raw.rfind("HTTP/1.", 0) == 0 && r.raw.size() > 12) {
     r.status = std::atoi(r.raw.c_str() + 9);
   }
@@ -152,19 +135,8 @@ absl::Status WaitBounded(Daemon& d, std::chrono::seconds bound) {
   return result.get();
 }
 
-void SendAll(zmq::socket_t& s, const std::vector<std::string>& frames) {
-  std::vector<zmq::const_buffer> parts;
-  for (const std::string& f : frames) parts.push_back(zmq::buffer(f));
-  ASSERT_TRUE(zmq::send_multipart(s, parts));
-}
-
-std::vector<std::string> RecvAll(zmq::socket_t& s) {
-  std::vector<zmq::message_t> frames;
-  if (!zmq::recv_multipart(s, std::back_inserter(frames))) return {};
-  std::vector<std::string> out;
-  for (const zmq::message_t& m : frames) out.push_back(m.to_string());
-  return out;
-}
+using test::RecvAll;
+using test::SendAll;
 
 // A TCP port on 127.0.0.1 held (listening) for the object's lifetime.
 class BusyPort {
