@@ -38,7 +38,7 @@ std::vector<std::string> FramesToStrings(
   return out;
 }
 
-absl::Status SendFrames(zmq::socket_t& socket,
+absl::Status SendFrames(zmq::socket_ref socket,
                         std::span<zmq::message_t> frames) {
   // The common case (every echo and forward) gets its own tight loop.
   const std::size_t n = frames.size();
@@ -55,7 +55,7 @@ absl::Status SendFrames(zmq::socket_t& socket,
   return absl::OkStatus();
 }
 
-absl::Status SendFrames(zmq::socket_t& socket, std::span<zmq::message_t> head,
+absl::Status SendFrames(zmq::socket_ref socket, std::span<zmq::message_t> head,
                         std::span<zmq::message_t> body) {
   const std::size_t total = head.size() + body.size();
   if (total == 0) return absl::InvalidArgumentError("SendFrames: no frames");
@@ -76,7 +76,7 @@ absl::Status SendFrames(zmq::socket_t& socket, std::span<zmq::message_t> head,
   return absl::OkStatus();
 }
 
-absl::Status SendRouted(zmq::socket_t& socket, zmq::message_t& identity,
+absl::Status SendRouted(zmq::socket_ref socket, zmq::message_t& identity,
                         std::span<zmq::message_t> body, bool move_body) {
   void* s = socket.handle();
   zmq_msg_t m;

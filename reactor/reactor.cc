@@ -21,7 +21,8 @@ namespace zb {
 
 // One registered socket or file descriptor.
 struct Reactor::Watch {
-  zmq::socket_t* socket = nullptr;  // null for a raw fd
+  void* socket = nullptr;  // the socket's handle; null for a raw fd
+  std::uint64_t id = 0;    // what a SocketWatch names it by
   int fd = -1;  // the raw fd, or the socket's ZMQ_FD (its mailbox signal)
   MessageHandler on_message;
   ReadyHandler on_readable;  // raw fd only
@@ -116,13 +117,14 @@ void Reactor::report(std::exception_ptr e, std::string_view where) {
 
 // --- Sockets ---------------------------------------------------------------
 
-absl::Status Reactor::add(zmq::socket_t& socket, MessageHandler on_message,
-                          ReadyHandler on_writable) {
+absl::StatusOr<std::uint64_t> Reactor::AddSocketWatch(
+    zmq::socket_ref socket, MessageHandler on_message,
+    ReadyHandler on_writable) {
   check_thread("add");
   if (!socket) return absl::InvalidArgumentError("add: socket is closed");
   if (!on_message) return absl::InvalidArgumentError("add: no message handler");
   for (const auto& w : watches_) {
-    if (!w->removed && w->socket == &socket) {
+    if (!w->removed && w->socket == socket.handle()) {
       return absl::AlreadyExistsError("add: socket is already registered");
     }
   }
@@ -136,17 +138,20 @@ absl::Status Reactor::add(zmq::socket_t& socket, MessageHandler on_message,
         "add: the socket has no ZMQ_FD (%s)", zmq_strerror(errno)));
   }
   auto w = std::make_unique<Watch>();
-  w->socket = &socket;
+  w->socket = socket.handle();
+  w->id = next_watch_id_++;
   w->fd = zmq_fd;
   w->on_message = std::move(on_message);
   w->on_writable = std::move(on_writable);
+  const std::uint64_t id = w->id;
   watches_.push_back(std::move(w));
   poll_items_dirty_ = true;
-  return absl::OkStatus();
+  return id;
 }
 
-absl::Status Reactor::add_fd(int fd, ReadyHandler on_readable,
-                             ReadyHandler on_writable) {
+absl::StatusOr<std::uint64_t> Reactor::AddFdWatch(int fd,
+                                                  ReadyHandler on_readable,
+                                                  ReadyHandler on_writable) {
   check_thread("add_fd");
   if (fd < 0) return absl::InvalidArgumentError("add_fd: negative fd");
   if (!on_readable && !on_writable) {
@@ -160,17 +165,76 @@ absl::Status Reactor::add_fd(int fd, ReadyHandler on_readable,
   }
   auto w = std::make_unique<Watch>();
   w->fd = fd;
+  w->id = next_watch_id_++;
   w->on_readable = std::move(on_readable);
   w->on_writable = std::move(on_writable);
+  const std::uint64_t id = w->id;
   watches_.push_back(std::move(w));
   poll_items_dirty_ = true;
-  return absl::OkStatus();
+  return id;
 }
 
-absl::Status Reactor::remove(zmq::socket_t& socket) {
+absl::Status Reactor::add(zmq::socket_ref socket, MessageHandler on_message,
+                          ReadyHandler on_writable) {
+  return AddSocketWatch(socket, std::move(on_message), std::move(on_writable))
+      .status();
+}
+
+absl::Status Reactor::add_fd(int fd, ReadyHandler on_readable,
+                             ReadyHandler on_writable) {
+  return AddFdWatch(fd, std::move(on_readable), std::move(on_writable))
+      .status();
+}
+
+absl::StatusOr<Reactor::SocketWatch> Reactor::Add(zmq::socket_ref socket,
+                                                  MessageHandler on_message,
+                                                  ReadyHandler on_writable) {
+  absl::StatusOr<std::uint64_t> id =
+      AddSocketWatch(socket, std::move(on_message), std::move(on_writable));
+  if (!id.ok()) return id.status();
+  return SocketWatch(this, *id);
+}
+
+absl::StatusOr<Reactor::SocketWatch> Reactor::AddFd(int fd,
+                                                    ReadyHandler on_readable,
+                                                    ReadyHandler on_writable) {
+  absl::StatusOr<std::uint64_t> id =
+      AddFdWatch(fd, std::move(on_readable), std::move(on_writable));
+  if (!id.ok()) return id.status();
+  return SocketWatch(this, *id);
+}
+
+void Reactor::RemoveWatch(std::uint64_t id) {
+  check_thread("SocketWatch::Reset");
+  for (auto& w : watches_) {
+    if (!w->removed && w->id == id) {
+      w->removed = true;
+      poll_items_dirty_ = true;
+      return;
+    }
+  }
+  // Already removed through remove()/remove_fd(): nothing to do.
+}
+
+Reactor::SocketWatch& Reactor::SocketWatch::operator=(
+    SocketWatch&& other) noexcept {
+  if (this != &other) {
+    Reset();
+    reactor_ = std::exchange(other.reactor_, nullptr);
+    id_ = std::exchange(other.id_, 0);
+  }
+  return *this;
+}
+
+void Reactor::SocketWatch::Reset() {
+  if (reactor_ == nullptr) return;
+  std::exchange(reactor_, nullptr)->RemoveWatch(std::exchange(id_, 0));
+}
+
+absl::Status Reactor::remove(zmq::socket_ref socket) {
   check_thread("remove");
   for (auto& w : watches_) {
-    if (!w->removed && w->socket == &socket) {
+    if (!w->removed && w->socket == socket.handle()) {
       w->removed = true;
       poll_items_dirty_ = true;
       return absl::OkStatus();
@@ -236,7 +300,8 @@ int Reactor::dispatch_socket(Watch& w) {
   std::size_t last = 0;  // frames of the last message handed out
   while (handled < options_.batch_cap && !w.removed) {
     // One multipart message into the reused frame buffer.
-    const int n = ReceiveMessage(*w.socket, frames_, ZMQ_DONTWAIT);
+    const int n = ReceiveMessage(zmq::socket_ref(zmq::from_handle, w.socket),
+                                 frames_, ZMQ_DONTWAIT);
     if (n < 0) {
       release_large_frames(last);
       if (errno == EAGAIN) return handled;
@@ -296,6 +361,47 @@ absl::StatusOr<TimerId> Reactor::at(Clock::time_point deadline, Callback cb) {
 bool Reactor::cancel(TimerId id) {
   check_thread("cancel");
   return timers_.cancel(id);
+}
+
+absl::StatusOr<Reactor::Timer> Reactor::After(Clock::duration delay,
+                                              Callback cb) {
+  absl::StatusOr<TimerId> id = after(delay, std::move(cb));
+  if (!id.ok()) return id.status();
+  return Timer(this, *id);
+}
+
+absl::StatusOr<Reactor::Timer> Reactor::Every(Clock::duration period,
+                                              Callback cb) {
+  absl::StatusOr<TimerId> id = every(period, std::move(cb));
+  if (!id.ok()) return id.status();
+  return Timer(this, *id);
+}
+
+absl::StatusOr<Reactor::Timer> Reactor::At(Clock::time_point deadline,
+                                           Callback cb) {
+  absl::StatusOr<TimerId> id = at(deadline, std::move(cb));
+  if (!id.ok()) return id.status();
+  return Timer(this, *id);
+}
+
+Reactor::Timer& Reactor::Timer::operator=(Timer&& other) noexcept {
+  if (this != &other) {
+    Reset();
+    reactor_ = std::exchange(other.reactor_, nullptr);
+    id_ = std::exchange(other.id_, 0);
+  }
+  return *this;
+}
+
+void Reactor::Timer::Reset() {
+  if (reactor_ == nullptr) return;
+  // A fired one-shot timer's id is simply unknown by now: cancel says so.
+  std::exchange(reactor_, nullptr)->cancel(std::exchange(id_, 0));
+}
+
+TimerId Reactor::Timer::Release() {
+  reactor_ = nullptr;
+  return std::exchange(id_, 0);
 }
 
 int Reactor::fire_due_timers() {
@@ -446,8 +552,7 @@ absl::StatusOr<int> Reactor::iterate(Clock::duration max_wait) {
       ready_[i] = 0;
       continue;
     }
-    const int ev =
-        SocketEvents(w.socket->handle(), static_cast<bool>(w.on_writable));
+    const int ev = SocketEvents(w.socket, static_cast<bool>(w.on_writable));
     if (ev < 0) {
       return absl::InternalError(
           absl::StrFormat("polling a socket failed: %s", zmq_strerror(errno)));
@@ -513,7 +618,7 @@ absl::StatusOr<int> Reactor::iterate(Clock::duration max_wait) {
       int revents = ready_[i];
       if (fired != 0 && revents == 0) {
         if (w.on_writable) {
-          revents = SocketEvents(w.socket->handle(), true);
+          revents = SocketEvents(w.socket, true);
           if (revents < 0) revents = ZMQ_POLLIN;  // the receive reports it
         } else {
           revents = ZMQ_POLLIN;
@@ -607,8 +712,7 @@ Reactor::Clock::duration Reactor::next_wait() {
   for (const auto& w : watches_) {
     if (w->removed || w->socket == nullptr) continue;
     // Non-zero, or a failed socket (which run_once() reports): work now.
-    if (SocketEvents(w->socket->handle(), static_cast<bool>(w->on_writable)) !=
-        0) {
+    if (SocketEvents(w->socket, static_cast<bool>(w->on_writable)) != 0) {
       return Clock::duration::zero();
     }
   }

@@ -806,6 +806,147 @@ TEST_F(ReactorTest, NullCallbacksAreRefused) {
   EXPECT_EQ(*reactor_.run_once(Clock::duration::zero()), 0);
 }
 
+// --- Registrations that clean up after themselves ----------------------------
+
+TEST_F(ReactorTest, SocketWatchRemovesTheWatchWhenDestroyed) {
+  SocketPair p(ctx_, "watch-handle");
+  int calls = 0;
+  {
+    absl::StatusOr<Reactor::SocketWatch> w =
+        reactor_.Add(p.a, [&](std::span<zmq::message_t>) { ++calls; });
+    ASSERT_TRUE(w.ok()) << w.status();
+    EXPECT_TRUE(static_cast<bool>(*w));
+    Send(p.b, {"one"});
+    ASSERT_TRUE(RunUntil(reactor_, [&] { return calls == 1; }));
+    // The registration is live: a second add of the same socket is refused.
+    EXPECT_TRUE(absl::IsAlreadyExists(
+        reactor_.add(p.a, [](std::span<zmq::message_t>) {})));
+  }
+  // Gone with the handle: nothing more is delivered, and the socket can be
+  // registered again.
+  Send(p.b, {"two"});
+  for (int i = 0; i < 5; ++i)
+    ASSERT_TRUE(reactor_.run_once(milliseconds(5)).ok());
+  EXPECT_EQ(calls, 1);
+  EXPECT_TRUE(absl::IsNotFound(reactor_.remove(p.a)));
+  int later = 0;
+  absl::StatusOr<Reactor::SocketWatch> again =
+      reactor_.Add(p.a, [&](std::span<zmq::message_t>) { ++later; });
+  ASSERT_TRUE(again.ok());
+  ASSERT_TRUE(RunUntil(reactor_, [&] { return later == 1; }));
+}
+
+TEST_F(ReactorTest, SocketWatchMovesAndResetsInsideItsOwnHandler) {
+  SocketPair p(ctx_, "watch-move");
+  int calls = 0;
+  Reactor::SocketWatch owner;
+  EXPECT_FALSE(static_cast<bool>(owner));
+  {
+    absl::StatusOr<Reactor::SocketWatch> w =
+        reactor_.Add(p.a, [&](std::span<zmq::message_t>) {
+          ++calls;
+          owner.Reset();  // the watched socket's own handler drops it
+        });
+    ASSERT_TRUE(w.ok());
+    owner = std::move(*w);
+    EXPECT_FALSE(static_cast<bool>(*w));  // the moved-from handle owns nothing
+  }  // destroying the moved-from handle removed nothing
+  for (int i = 0; i < 3; ++i) Send(p.b, {"m"});
+  ASSERT_TRUE(RunUntil(reactor_, [&] { return calls == 1; }));
+  for (int i = 0; i < 5; ++i)
+    ASSERT_TRUE(reactor_.run_once(milliseconds(5)).ok());
+  EXPECT_EQ(calls, 1);  // the batch stopped with the reset
+  EXPECT_FALSE(static_cast<bool>(owner));
+}
+
+TEST_F(ReactorTest, SocketWatchOutlivingAnExplicitRemoveIsHarmless) {
+  SocketPair p(ctx_, "watch-removed");
+  absl::StatusOr<Reactor::SocketWatch> w =
+      reactor_.Add(p.a, [](std::span<zmq::message_t>) {});
+  ASSERT_TRUE(w.ok());
+  ASSERT_TRUE(reactor_.remove(p.a).ok());
+  ASSERT_TRUE(reactor_.run_once(milliseconds(0)).ok());  // frees the watch
+  // A new registration of the same socket is not the old handle's.
+  int calls = 0;
+  ASSERT_TRUE(
+      reactor_.add(p.a, [&](std::span<zmq::message_t>) { ++calls; }).ok());
+  w->Reset();
+  Send(p.b, {"still watched"});
+  ASSERT_TRUE(RunUntil(reactor_, [&] { return calls == 1; }));
+}
+
+TEST_F(ReactorTest, FdWatchRemovesTheFdWhenDestroyed) {
+  int fds[2];
+  ASSERT_EQ(::pipe(fds), 0);
+  int reads = 0;
+  {
+    absl::StatusOr<Reactor::SocketWatch> w = reactor_.AddFd(fds[0], [&] {
+      char c;
+      if (::read(fds[0], &c, 1) == 1) ++reads;
+    });
+    ASSERT_TRUE(w.ok()) << w.status();
+    ASSERT_EQ(::write(fds[1], "x", 1), 1);
+    ASSERT_TRUE(RunUntil(reactor_, [&] { return reads == 1; }));
+  }
+  ASSERT_EQ(::write(fds[1], "y", 1), 1);
+  for (int i = 0; i < 5; ++i)
+    ASSERT_TRUE(reactor_.run_once(milliseconds(5)).ok());
+  EXPECT_EQ(reads, 1);
+  EXPECT_TRUE(absl::IsNotFound(reactor_.remove_fd(fds[0])));
+  ::close(fds[0]);
+  ::close(fds[1]);
+}
+
+TEST_F(ReactorTest, TimerHandleCancelsWhenDestroyedAndReleaseKeepsIt) {
+  int cancelled = 0, released = 0, periodic = 0;
+  {
+    absl::StatusOr<Reactor::Timer> t =
+        reactor_.After(milliseconds(1), [&] { ++cancelled; });
+    ASSERT_TRUE(t.ok());
+    EXPECT_TRUE(static_cast<bool>(*t));
+  }
+  absl::StatusOr<Reactor::Timer> kept =
+      reactor_.After(milliseconds(1), [&] { ++released; });
+  ASSERT_TRUE(kept.ok());
+  const TimerId id = kept->Release();
+  EXPECT_NE(id, 0u);
+  EXPECT_FALSE(static_cast<bool>(*kept));
+  kept->Reset();  // owns nothing any more: the timer lives on
+  Reactor::Timer every = *reactor_.Every(milliseconds(1), [&] {
+    if (++periodic == 3) every.Reset();  // a timer may drop its own handle
+  });
+  ASSERT_TRUE(
+      RunUntil(reactor_, [&] { return released == 1 && periodic == 3; }));
+  for (int i = 0; i < 5; ++i)
+    ASSERT_TRUE(reactor_.run_once(milliseconds(3)).ok());
+  EXPECT_EQ(cancelled, 0);
+  EXPECT_EQ(periodic, 3);
+  EXPECT_EQ(reactor_.timer_count(), 0u);
+  // The handle of a one-shot timer that already fired cancels nothing else.
+  int fired = 0, other = 0;
+  absl::StatusOr<Reactor::Timer> once =
+      reactor_.At(Clock::now(), [&] { ++fired; });
+  ASSERT_TRUE(once.ok());
+  ASSERT_TRUE(RunUntil(reactor_, [&] { return fired == 1; }));
+  TimerId other_id = *reactor_.after(milliseconds(1), [&] { ++other; });
+  once->Reset();
+  ASSERT_TRUE(RunUntil(reactor_, [&] { return other == 1; }));
+  EXPECT_NE(other_id, 0u);
+}
+
+TEST_F(ReactorTest, HandleFactoriesRefuseNullCallbacks) {
+  SocketPair p(ctx_, "null-handles");
+  EXPECT_TRUE(absl::IsInvalidArgument(reactor_.Add(p.a, nullptr).status()));
+  EXPECT_TRUE(
+      absl::IsInvalidArgument(reactor_.AddFd(0, nullptr, nullptr).status()));
+  EXPECT_TRUE(
+      absl::IsInvalidArgument(reactor_.After(milliseconds(1), {}).status()));
+  EXPECT_TRUE(
+      absl::IsInvalidArgument(reactor_.Every(milliseconds(1), {}).status()));
+  EXPECT_TRUE(absl::IsInvalidArgument(reactor_.At(Clock::now(), {}).status()));
+  EXPECT_EQ(reactor_.timer_count(), 0u);
+}
+
 TEST(ReactorDeathTest, CallFromAnotherThreadAbortsNamingTheMethod) {
 #ifdef NDEBUG
   GTEST_SKIP() << "the owner-thread check is compiled out with NDEBUG";

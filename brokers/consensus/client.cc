@@ -58,12 +58,13 @@ absl::Status ConsensusClient::open_socket() {
     return absl::InvalidArgumentError(absl::StrFormat(
         "ConsensusClient: cannot connect to \"%s\": %s", endpoint_, e.what()));
   }
-  if (absl::Status s = reactor_.add(
-          *socket_, [this](std::span<zmq::message_t> f) { on_message(f); });
-      !s.ok()) {
+  absl::StatusOr<Reactor::SocketWatch> watch = reactor_.Add(
+      *socket_, [this](std::span<zmq::message_t> f) { on_message(f); });
+  if (!watch.ok()) {
     socket_.reset();
-    return s;
+    return watch.status();
   }
+  socket_watch_ = *std::move(watch);
   ++socket_epoch_;
   return absl::OkStatus();
 }
@@ -72,7 +73,7 @@ void ConsensusClient::close_socket() {
   if (!socket_) return;
   // Safe inside this socket's own handler: the reactor never calls a removed
   // socket's handler again.
-  reactor_.remove(*socket_).IgnoreError();
+  socket_watch_.Reset();
   socket_.reset();
 }
 
@@ -186,20 +187,20 @@ void ConsensusClient::wait_once() {
   // Every open request has a deadline, and timer_ is armed at or before the
   // earliest one.
   const Clock::time_point now = Clock::now();
-  if (timer_ != 0 && timer_at_ <= now) {
+  if (timer_ && timer_at_ <= now) {
     // Due: do what the reactor's timer would have done.
-    reactor_.cancel(timer_);
+    timer_.Reset();
     on_timer();
     return;
   }
   if (!socket_) {
     // Reopening failed: nothing can arrive; sleep in the reactor until the
     // deadline ends the request.
-    idle(timer_ != 0 ? timer_at_ - now : std::chrono::seconds(1));
+    idle(timer_ ? timer_at_ - now : std::chrono::seconds(1));
     return;
   }
   int timeout_ms = -1;
-  if (timer_ != 0) {
+  if (timer_) {
     // Rounded up, so that the receive never ends before the deadline.
     const auto wait =
         std::chrono::ceil<std::chrono::milliseconds>(timer_at_ - now);
@@ -332,9 +333,9 @@ void ConsensusClient::post_failure(Callback done, std::string_view reason) {
   // Not reactor_.post(): a posted task outlives the client, and the
   // callback may capture what the client's owner frees with it.  The
   // client's own timer is cancelled by close(), which delivers the rest.
-  if (immediate_timer_ == 0 && !closed_) {
-    immediate_timer_ = *reactor_.after(Clock::duration::zero(), [this] {
-      immediate_timer_ = 0;
+  if (!immediate_timer_ && !closed_) {
+    immediate_timer_ = *reactor_.After(Clock::duration::zero(), [this] {
+      immediate_timer_.Release();  // fired: nothing left to cancel
       deliver_immediate();
     });
   }
@@ -343,9 +344,9 @@ void ConsensusClient::post_failure(Callback done, std::string_view reason) {
 void ConsensusClient::post_ping_failure(PingCallback done,
                                         absl::Status status) {
   immediate_.push_back(Immediate{nullptr, std::move(done), {}, status});
-  if (immediate_timer_ == 0 && !closed_) {
-    immediate_timer_ = *reactor_.after(Clock::duration::zero(), [this] {
-      immediate_timer_ = 0;
+  if (!immediate_timer_ && !closed_) {
+    immediate_timer_ = *reactor_.After(Clock::duration::zero(), [this] {
+      immediate_timer_.Release();  // fired: nothing left to cancel
       deliver_immediate();
     });
   }
@@ -465,10 +466,10 @@ bool ConsensusClient::schedule_no_workers_resend(std::uint32_t index) {
 // -----------------------------------------------------------------
 
 void ConsensusClient::arm_timer(Clock::time_point deadline) {
-  if (timer_ != 0 && timer_at_ <= deadline) return;
-  if (timer_ != 0) reactor_.cancel(timer_);
+  if (timer_ && timer_at_ <= deadline) return;
   timer_at_ = deadline;
-  timer_ = *reactor_.at(deadline, [this] { on_timer(); });
+  // Replacing the handle cancels the later timer it held.
+  timer_ = *reactor_.At(deadline, [this] { on_timer(); });
 }
 
 void ConsensusClient::note_timeout(std::uint64_t socket_epoch) {
@@ -500,7 +501,7 @@ void ConsensusClient::expire(std::uint32_t index, Clock::time_point /*now*/) {
 }
 
 void ConsensusClient::on_timer() {
-  timer_ = 0;
+  timer_.Release();  // fired (or already reset by wait_once())
   const Clock::time_point now = Clock::now();
   // Callbacks run from here may add requests (slots_ may grow: index, never
   // hold references across a call).
@@ -569,10 +570,7 @@ void ConsensusClient::ping(std::chrono::milliseconds timeout,
 void ConsensusClient::close() {
   if (closed_) return;
   closed_ = true;
-  if (timer_ != 0) {
-    reactor_.cancel(timer_);
-    timer_ = 0;
-  }
+  timer_.Reset();
   close_socket();
   for (std::uint32_t i = 0; i < slots_.size(); ++i) {
     if (slots_[i].open) {
@@ -587,10 +585,7 @@ void ConsensusClient::close() {
   }
   // Immediate failures not delivered yet end here, inside the destructor:
   // after it nothing of this client may run.
-  if (immediate_timer_ != 0) {
-    reactor_.cancel(immediate_timer_);
-    immediate_timer_ = 0;
-  }
+  immediate_timer_.Reset();
   while (!immediate_.empty()) deliver_immediate();
 }
 

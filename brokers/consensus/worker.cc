@@ -155,7 +155,7 @@ void ConsensusWorker::arm_tick(Clock::time_point deadline) {
   // Capturing only `this` keeps the callback in AnyInvocable's inline
   // storage: re-arming allocates nothing.
   // A non-empty callback: at() cannot refuse it.
-  tick_timer_ = *reactor_.at(deadline, [this] {
+  tick_timer_ = *reactor_.At(deadline, [this] {
     // The next tick stays on the grid; ticks the loop was too late for are
     // skipped, not fired in a burst.
     Clock::time_point next = tick_deadline_ + tick_period_;
@@ -195,12 +195,13 @@ absl::Status ConsensusWorker::open_socket() {
     return absl::InvalidArgumentError(absl::StrFormat(
         "ConsensusWorker: cannot connect to \"%s\": %s", endpoint_, e.what()));
   }
-  if (absl::Status s = reactor_.add(
-          *socket_, [this](std::span<zmq::message_t> f) { on_message(f); });
-      !s.ok()) {
+  absl::StatusOr<Reactor::SocketWatch> watch = reactor_.Add(
+      *socket_, [this](std::span<zmq::message_t> f) { on_message(f); });
+  if (!watch.ok()) {
     socket_.reset();
-    return s;
+    return watch.status();
   }
+  socket_watch_ = *std::move(watch);
   ++connection_;
   last_heard_ = Clock::now();
   heard_since_tick_ = false;
@@ -223,7 +224,7 @@ void ConsensusWorker::close_socket(std::chrono::milliseconds linger) {
   if (!socket_) return;
   // Safe inside this socket's own handler: the reactor never calls a removed
   // socket's handler again.
-  reactor_.remove(*socket_).IgnoreError();
+  socket_watch_.Reset();
   socket_->set(zmq::sockopt::linger, static_cast<int>(linger.count()));
   socket_.reset();
 }
@@ -235,14 +236,8 @@ void ConsensusWorker::reconnect() {
 }
 
 void ConsensusWorker::shutdown() {
-  if (tick_timer_ != 0) {
-    reactor_.cancel(tick_timer_);
-    tick_timer_ = 0;
-  }
-  if (ready_timer_ != 0) {
-    reactor_.cancel(ready_timer_);
-    ready_timer_ = 0;
-  }
+  tick_timer_.Reset();
+  ready_timer_.Reset();
   if (!socket_) return;
   out_.clear();
   out_.emplace_back();
@@ -364,9 +359,9 @@ void ConsensusWorker::on_message(std::span<zmq::message_t> frames) {
         if (next_refusal_backoff_ == Clock::duration::zero()) {
           next_refusal_backoff_ = options_.refusal_backoff;
         }
-        if (ready_timer_ == 0) {
-          ready_timer_ = *reactor_.after(next_refusal_backoff_, [this] {
-            ready_timer_ = 0;
+        if (!ready_timer_) {
+          ready_timer_ = *reactor_.After(next_refusal_backoff_, [this] {
+            ready_timer_.Release();  // fired: nothing left to cancel
             if (socket_) send_ready();
           });
         }

@@ -174,7 +174,7 @@ MdpAsyncClient::MdpAsyncClient(Reactor& reactor, zmq::context_t& context,
 
 MdpAsyncClient::~MdpAsyncClient() {
   if (socket_) {
-    reactor_.remove(socket_).IgnoreError();
+    socket_watch_.Reset();
     socket_.close();
   }
   // Complete everything still open, oldest first.
@@ -188,7 +188,7 @@ MdpAsyncClient::~MdpAsyncClient() {
     if (it == pending_.end()) continue;
     Pending p = std::move(it->second);
     pending_.erase(it);
-    reactor_.cancel(p.timer);
+    p.timer.Reset();
     if (p.done) {
       p.done(absl::CancelledError("MdpAsyncClient destroyed"));
     }
@@ -223,9 +223,10 @@ absl::Status MdpAsyncClient::Open() {
     return absl::InvalidArgumentError(
         absl::StrFormat("MdpAsyncClient: connect %s: %s", endpoint_, e.what()));
   }
-  absl::Status s = reactor_.add(
+  absl::StatusOr<Reactor::SocketWatch> watch = reactor_.Add(
       socket_, [this](std::span<zmq::message_t> f) { OnMessage(f); });
-  if (!s.ok()) return s;
+  if (!watch.ok()) return watch.status();
+  socket_watch_ = *std::move(watch);
   tagged_ = false;
   replies_ = 0;
   if (options_.request_tags) {
@@ -260,7 +261,7 @@ absl::Status MdpAsyncClient::Request(
   p.done = std::move(done);
   p.timeout = timeout.value_or(options_.timeout);
   p.retries_left = std::max(0, options_.retries);
-  p.timer = *reactor_.after(p.timeout, [this, id] { OnTimeout(id); });
+  p.timer = *reactor_.After(p.timeout, [this, id] { OnTimeout(id); });
   p.reconnects_at_arm = reconnects_;
   Dispatch(id, p);
   return absl::OkStatus();
@@ -394,7 +395,7 @@ void MdpAsyncClient::OnTimeout(std::uint64_t id) {
   auto it = pending_.find(id);
   if (it == pending_.end()) return;
   Pending& p = it->second;
-  p.timer = 0;
+  p.timer.Release();  // fired: nothing left to cancel
   // A plain request on the wire must not leave a late reply behind on this
   // socket (it would complete the next request of its service), and a
   // tagged one that heard nothing since it was sent suggests the broker is
@@ -413,7 +414,7 @@ void MdpAsyncClient::OnTimeout(std::uint64_t id) {
        (p.state == State::kTagged && replies_ == p.replies_at_send));
   if (p.retries_left > 0) {
     --p.retries_left;
-    p.timer = *reactor_.after(p.timeout, [this, id] { OnTimeout(id); });
+    p.timer = *reactor_.After(p.timeout, [this, id] { OnTimeout(id); });
     if (resent_by_reopen) {
       // Already sent again on the current connection: wait for it.
     } else if (reset) {
@@ -449,7 +450,7 @@ void MdpAsyncClient::OnTimeout(std::uint64_t id) {
 
 void MdpAsyncClient::Reset() {
   ++reconnects_;
-  reactor_.remove(socket_).IgnoreError();
+  socket_watch_.Reset();
   socket_.close();
   lines_.clear();
   absl::Status opened = Open();
@@ -486,8 +487,7 @@ MdpAsyncClient::Pending MdpAsyncClient::Remove(std::uint64_t id, bool pump) {
       if (pump) Pump(p.service, line->second);
     }
   }
-  if (p.timer != 0) reactor_.cancel(p.timer);
-  p.timer = 0;
+  p.timer.Reset();
   return p;
 }
 

@@ -44,16 +44,15 @@ class MdpWorker::Core : public std::enable_shared_from_this<Core> {
     absl::Status s = Connect();
     if (!s.ok()) return s;
     tick_timer_ =
-        *reactor_.every(options_.heartbeat_interval, [this] { Tick(); });
+        *reactor_.Every(options_.heartbeat_interval, [this] { Tick(); });
     return absl::OkStatus();
   }
 
   void Stop() {
     if (stopped_) return;
     stopped_ = true;
-    if (tick_timer_ != 0) reactor_.cancel(tick_timer_);
-    if (reconnect_timer_ != 0) reactor_.cancel(reconnect_timer_);
-    tick_timer_ = reconnect_timer_ = 0;
+    tick_timer_.Reset();
+    reconnect_timer_.Reset();
     if (socket_) {
       Frames f;
       mdp::AppendDisconnect(&f);
@@ -138,9 +137,10 @@ class MdpWorker::Core : public std::enable_shared_from_this<Core> {
           absl::StrFormat("MdpWorker: connect %s: %s", endpoint_, e.what()));
     }
     ++epoch_;
-    absl::Status s = reactor_.add(
+    absl::StatusOr<Reactor::SocketWatch> watch = reactor_.Add(
         socket_, [this](std::span<zmq::message_t> f) { OnMessage(f); });
-    if (!s.ok()) return s;
+    if (!watch.ok()) return watch.status();
+    socket_watch_ = *std::move(watch);
     missed_ticks_ = 0;
     heard_since_tick_ = false;
     out_.clear();
@@ -151,7 +151,7 @@ class MdpWorker::Core : public std::enable_shared_from_this<Core> {
   }
 
   void Close() {
-    reactor_.remove(socket_).IgnoreError();
+    socket_watch_.Reset();
     socket_.close();
     inflight_.clear();
   }
@@ -183,9 +183,9 @@ class MdpWorker::Core : public std::enable_shared_from_this<Core> {
   void Reconnect() {
     if (socket_) Close();
     ++epoch_;  // replies in flight belong to the old connection
-    if (reconnect_timer_ != 0) return;
-    reconnect_timer_ = *reactor_.after(options_.reconnect_delay, [this] {
-      reconnect_timer_ = 0;
+    if (reconnect_timer_) return;
+    reconnect_timer_ = *reactor_.After(options_.reconnect_delay, [this] {
+      reconnect_timer_.Release();  // fired: nothing left to cancel
       if (stopped_) return;
       ++stats_.reconnects;
       if (!Connect().ok()) Reconnect();
@@ -255,12 +255,14 @@ class MdpWorker::Core : public std::enable_shared_from_this<Core> {
   Options options_;
 
   zmq::socket_t socket_;
+  // The socket's registration; declared after it, so it goes first.
+  Reactor::SocketWatch socket_watch_;
   std::uint64_t epoch_ = 0;
   std::vector<InFlight> inflight_;  // current connection, arrival order
   std::uint64_t next_seq_ = 0;
   Frames out_;
-  TimerId tick_timer_ = 0;
-  TimerId reconnect_timer_ = 0;
+  Reactor::Timer tick_timer_;
+  Reactor::Timer reconnect_timer_;
   int missed_ticks_ = 0;
   bool heard_since_tick_ = false;
   bool sent_since_tick_ = false;

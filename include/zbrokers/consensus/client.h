@@ -355,6 +355,8 @@ class ConsensusClient {
   bool closed_ = false;
 
   std::optional<zmq::socket_t> socket_;
+  // The socket's registration; declared after it, so it goes first.
+  Reactor::SocketWatch socket_watch_;
   std::uint64_t socket_epoch_ = 0;
   std::uint32_t client_id_ = 0;
   std::uint64_t next_sequence_ = 1;
@@ -379,12 +381,12 @@ class ConsensusClient {
     absl::Status status;      // for `ping_done`
   };
   std::vector<Immediate> immediate_;
-  TimerId immediate_timer_ = 0;
+  Reactor::Timer immediate_timer_;
 
   // The one timer for every deadline.  It is armed at or before the earliest
   // deadline: a request that ends does not move it; when it fires it ends
   // what is due and re-arms for the earliest deadline left.
-  TimerId timer_ = 0;
+  Reactor::Timer timer_;
   Clock::time_point timer_at_;
 
   Frames out_;     // header frames of the message being sent; reused

@@ -243,9 +243,11 @@ class ConsensusWorker {
   std::shared_ptr<internal::ConsensusWorkerLink> link_;
 
   std::optional<zmq::socket_t> socket_;
+  // The socket's registration; declared after it, so it goes first.
+  Reactor::SocketWatch socket_watch_;
   // Counts sockets; a Responder remembers the one its request came on.
   std::uint64_t connection_ = 0;
-  TimerId tick_timer_ = 0;
+  Reactor::Timer tick_timer_;
   Clock::duration tick_period_{};
   Clock::time_point tick_deadline_;  // of the armed tick
   bool sent_since_tick_ = false;
@@ -255,7 +257,7 @@ class ConsensusWorker {
   // (then a DISCONNECT is not a refusal of that READY).
   bool heard_since_ready_ = false;
   Clock::duration next_refusal_backoff_{};
-  TimerId ready_timer_ = 0;  // READY again after a refusal
+  Reactor::Timer ready_timer_;  // READY again after a refusal
   Clock::time_point last_heard_;
   Frames out_;  // header frames of the message being sent; reused
   // While the handler runs: the request's received [""][tag][type][service]

@@ -52,12 +52,12 @@ std::vector<std::string> FramesToStrings(
 //     -- nothing was sent;
 //   - Internal for any other ZeroMQ error (the message names it).
 // An empty span is InvalidArgument.
-absl::Status SendFrames(zmq::socket_t& socket,
+absl::Status SendFrames(zmq::socket_ref socket,
                         std::span<zmq::message_t> frames);
 
 // The same, for a message made of a prefix (e.g. identity and envelope) and a
 // body, sent back to back as one multipart message.
-absl::Status SendFrames(zmq::socket_t& socket, std::span<zmq::message_t> head,
+absl::Status SendFrames(zmq::socket_ref socket, std::span<zmq::message_t> head,
                         std::span<zmq::message_t> body);
 
 // Receives one whole multipart message into `buffer`, reusing its elements
@@ -69,7 +69,7 @@ absl::Status SendFrames(zmq::socket_t& socket, std::span<zmq::message_t> head,
 // already there, since ZeroMQ delivers messages whole.  Elements past the
 // returned count keep whatever they held.  Inline: the reactor calls it for
 // every message it delivers.
-inline int ReceiveMessage(zmq::socket_t& socket, Frames& buffer, int flags) {
+inline int ReceiveMessage(zmq::socket_ref socket, Frames& buffer, int flags) {
   void* s = socket.handle();
   std::size_t n = 0;
   for (;;) {
@@ -91,7 +91,7 @@ inline int ReceiveMessage(zmq::socket_t& socket, Frames& buffer, int flags) {
 // -- a fan-out -- copies no payload bytes.  Returns what SendFrames returns.
 // A ROUTER refuses a message only at its identity frame (unknown peer, or
 // high-water mark), and then nothing was sent and the body is as it was.
-absl::Status SendRouted(zmq::socket_t& socket, zmq::message_t& identity,
+absl::Status SendRouted(zmq::socket_ref socket, zmq::message_t& identity,
                         std::span<zmq::message_t> body, bool move_body);
 
 }  // namespace zb

@@ -199,7 +199,7 @@ class MdpAsyncClient {
     std::string service;
     Frames body;  // copies (shared buffers), kept for resends
     Callback done;
-    TimerId timer = 0;
+    Reactor::Timer timer;  // its timeout; cancelled with the entry
     std::chrono::milliseconds timeout{0};
     int retries_left = 0;
     State state = State::kWaiting;
@@ -243,6 +243,8 @@ class MdpAsyncClient {
   const std::string endpoint_;
   const Options options_;
   zmq::socket_t socket_;
+  // The socket's registration; declared after it, so it goes first.
+  Reactor::SocketWatch socket_watch_;
   bool started_ = false;
   bool tagged_ = false;  // the broker on socket_ said "200" to mmi.zb.tag
   std::uint64_t next_id_ = 1;

@@ -7,11 +7,13 @@
 //   zb::Reactor reactor;
 //   zmq::socket_t router(ctx, zmq::socket_type::router);
 //   router.bind("tcp://127.0.0.1:5556");
-//   reactor.add(router, [&](std::span<zmq::message_t> frames) {
-//     // frames[0] is the peer identity; move frames out to forward them
-//     // without copying.
-//   });
-//   reactor.every(std::chrono::seconds(1), [] { /* heartbeat sweep */ });
+//   zb::Reactor::SocketWatch watch =
+//       *reactor.Add(router, [&](std::span<zmq::message_t> frames) {
+//         // frames[0] is the peer identity; move frames out to forward them
+//         // without copying.
+//       });
+//   zb::Reactor::Timer sweep =
+//       *reactor.Every(std::chrono::seconds(1), [] { /* heartbeat sweep */ });
 //   reactor.run();  // until reactor.stop() (from any thread)
 //
 // Threading.  A Reactor belongs to the thread that constructed it, its
@@ -22,8 +24,16 @@
 // (reactor_thread.h), which constructs the reactor on that thread.
 //
 // Ownership.  The reactor does not own the sockets or file descriptors it
-// watches; the caller keeps them alive until remove() (or until the reactor is
-// destroyed).  The reactor owns the callbacks.
+// watches; the caller keeps them alive while they are registered.  The
+// reactor owns the callbacks.  Registrations clean up after themselves:
+// Add()/AddFd() return a move-only Reactor::SocketWatch that removes the
+// watch when destroyed, and After()/Every()/At() a move-only Reactor::Timer
+// that cancels the timer when destroyed, so an owner that holds them as
+// members pairs nothing by hand.  A handle must be destroyed (or released)
+// on the owner thread and before the reactor.  The lower-case add()/
+// after()/... with remove()/cancel() are the same registrations without a
+// handle, for callers that truly want a plain id (a timer that fires once
+// and forgets itself, the C binding's ids).
 //
 // Sockets.  A readable socket is drained in batches: on each wake-up its
 // handler is called once per multipart message, until the socket has nothing
@@ -76,6 +86,7 @@
 #include <span>
 #include <string_view>
 #include <thread>
+#include <utility>
 #include <vector>
 #include <zmq.hpp>
 
@@ -120,6 +131,74 @@ class Reactor {
   Reactor(const Reactor&) = delete;
   Reactor& operator=(const Reactor&) = delete;
 
+  // A socket or fd registration that removes itself when destroyed.
+  // Move-only; a default-constructed or moved-from handle owns nothing.
+  // Destroying it (or assigning over it) is exactly remove(): safe inside
+  // any handler, including the watched socket's own.
+  class SocketWatch {
+   public:
+    SocketWatch() = default;
+    SocketWatch(SocketWatch&& other) noexcept { *this = std::move(other); }
+    SocketWatch& operator=(SocketWatch&& other) noexcept;
+    ~SocketWatch() { Reset(); }
+    SocketWatch(const SocketWatch&) = delete;
+    SocketWatch& operator=(const SocketWatch&) = delete;
+
+    // True while this handle owns a registration.
+    explicit operator bool() const { return reactor_ != nullptr; }
+    // Removes the watch now (no-op when it owns nothing).
+    void Reset();
+
+   private:
+    friend class Reactor;
+    SocketWatch(Reactor* reactor, std::uint64_t id)
+        : reactor_(reactor), id_(id) {}
+    Reactor* reactor_ = nullptr;
+    std::uint64_t id_ = 0;
+  };
+
+  // A timer that is cancelled when its handle is destroyed.  Move-only; a
+  // default-constructed or moved-from handle owns nothing.  Destroying the
+  // handle of a one-shot timer that already fired does nothing.
+  class Timer {
+   public:
+    Timer() = default;
+    Timer(Timer&& other) noexcept { *this = std::move(other); }
+    Timer& operator=(Timer&& other) noexcept;
+    ~Timer() { Reset(); }
+    Timer(const Timer&) = delete;
+    Timer& operator=(const Timer&) = delete;
+
+    explicit operator bool() const { return reactor_ != nullptr; }
+    // Cancels the timer now (no-op when it owns nothing).
+    void Reset();
+    // Gives the timer up without cancelling it and returns its plain id
+    // (0 when the handle owned nothing): it then lives on like one from
+    // after()/every()/at().
+    TimerId Release();
+
+   private:
+    friend class Reactor;
+    Timer(Reactor* reactor, TimerId id) : reactor_(reactor), id_(id) {}
+    Reactor* reactor_ = nullptr;
+    TimerId id_ = 0;
+  };
+
+  // --- Registrations that clean up after themselves (owner thread only) ----
+  //
+  // The same rules and errors as add()/add_fd()/after()/every()/at() below;
+  // the socket is passed as a non-owning zmq::socket_ref (a zmq::socket_t
+  // converts to one), and the caller keeps it open while the handle lives.
+
+  absl::StatusOr<SocketWatch> Add(zmq::socket_ref socket,
+                                  MessageHandler on_message,
+                                  ReadyHandler on_writable = nullptr);
+  absl::StatusOr<SocketWatch> AddFd(int fd, ReadyHandler on_readable,
+                                    ReadyHandler on_writable = nullptr);
+  absl::StatusOr<Timer> After(Clock::duration delay, Callback cb);
+  absl::StatusOr<Timer> Every(Clock::duration period, Callback cb);
+  absl::StatusOr<Timer> At(Clock::time_point deadline, Callback cb);
+
   // --- Sockets and file descriptors (owner thread only) --------------------
 
   // Watches `socket`.  `on_message` is called for every multipart message;
@@ -127,7 +206,7 @@ class Reactor {
   // Fails with AlreadyExists when the socket is already registered, and with
   // InvalidArgument for thread-safe socket types (ZMQ_CLIENT, ZMQ_SERVER,
   // ...), which have no ZMQ_FD to poll.
-  absl::Status add(zmq::socket_t& socket, MessageHandler on_message,
+  absl::Status add(zmq::socket_ref socket, MessageHandler on_message,
                    ReadyHandler on_writable = nullptr);
   // Watches a raw file descriptor (level-triggered).  At least one handler.
   // A hang-up or error on the fd (POLLHUP/POLLERR) is delivered to
@@ -139,7 +218,7 @@ class Reactor {
   // Stops watching.  Safe inside any handler, including the socket's own: a
   // removed socket's handlers are never called again, even later in the
   // same round.  Fails with NotFound when it is not registered.
-  absl::Status remove(zmq::socket_t& socket);
+  absl::Status remove(zmq::socket_ref socket);
   absl::Status remove_fd(int fd);
 
   // --- Timers (owner thread only) -------------------------------------------
@@ -234,6 +313,13 @@ class Reactor {
   struct Watch;
 
   void check_thread(const char* method) const;
+  // add()/add_fd() returning the new watch's id (0 on error).
+  absl::StatusOr<std::uint64_t> AddSocketWatch(zmq::socket_ref socket,
+                                               MessageHandler on_message,
+                                               ReadyHandler on_writable);
+  absl::StatusOr<std::uint64_t> AddFdWatch(int fd, ReadyHandler on_readable,
+                                           ReadyHandler on_writable);
+  void RemoveWatch(std::uint64_t id);  // a SocketWatch's destructor
   absl::StatusOr<int> iterate(Clock::duration max_wait);  // run_once, unchecked
   int fire_due_timers();
   int run_posted();
@@ -251,6 +337,7 @@ class Reactor {
   // Registered sockets/fds.  unique_ptr keeps each Watch at a stable address
   // while handlers run and may add or remove others.
   std::vector<std::unique_ptr<Watch>> watches_;
+  std::uint64_t next_watch_id_ = 1;  // SocketWatch identities; 0 is none
   std::vector<pollfd> pollfds_;      // [0] is the wake-up eventfd
   std::vector<Watch*> poll_owners_;  // parallel to pollfds_[1..]
   std::vector<short> ready_;  // per poll_owners_: ZMQ_EVENTS before polling
