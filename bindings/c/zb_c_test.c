@@ -939,6 +939,146 @@ static void test_majordomo_discard_gives_back(void) {
   CHECK_OK(zb_reactor_destroy(r));
 }
 
+/* ---- Destroying a handle from inside its own callback -----------------------
+ * The destroy is deferred until nothing of the handle is on the stack: the
+ * handle is closed to callers at once (another call on it is ZB_ERR_STATE)
+ * and freed, its user released, on a later iteration or with its reactor.
+ * Run under ASan, this is where a use-after-free would show. */
+
+typedef struct {
+  zb_consensus_worker_t* cw;
+  zb_mdp_worker_t* mw;
+  zb_mdp_client_t* mc;
+  int calls;
+  int freed;    /* the worker's user, or the request's */
+  int again_rc; /* a second destroy from the same callback */
+} inside_state;
+
+static void free_inside(void* user) { ((inside_state*)user)->freed++; }
+
+static void consensus_worker_destroys_itself(void* user,
+                                             zb_responder_t* responder,
+                                             size_t count,
+                                             const void* const* data,
+                                             const size_t* sizes) {
+  inside_state* st = (inside_state*)user;
+  st->calls++;
+  CHECK_OK(zb_responder_succeed(responder, count, data, sizes));
+  CHECK_OK(zb_consensus_worker_destroy(st->cw));
+  st->again_rc = zb_consensus_worker_destroy(st->cw);
+  CHECK(st->freed == 0); /* not while its handler runs */
+}
+
+static void mdp_worker_destroys_itself(void* user, zb_mdp_replier_t* replier,
+                                       size_t count, const void* const* data,
+                                       const size_t* sizes) {
+  inside_state* st = (inside_state*)user;
+  st->calls++;
+  CHECK_OK(zb_mdp_reply(replier, count, data, sizes));
+  CHECK_OK(zb_mdp_worker_destroy(st->mw));
+  st->again_rc = zb_mdp_worker_destroy(st->mw);
+  CHECK(st->freed == 0);
+}
+
+static void mdp_client_destroys_itself(void* user, int code,
+                                       const char* message, size_t count,
+                                       const void* const* data,
+                                       const size_t* sizes) {
+  (void)code, (void)message, (void)count, (void)data, (void)sizes;
+  inside_state* st = (inside_state*)user;
+  st->calls++;
+  CHECK_OK(zb_mdp_client_destroy(st->mc));
+  st->again_rc = zb_mdp_client_destroy(st->mc);
+  size_t n = 0;
+  CHECK(zb_mdp_client_outstanding(st->mc, &n) == ZB_ERR_STATE);
+  CHECK(st->freed == 0); /* the request's user goes after its callback */
+}
+
+static void wait_for_worker(zb_reactor_t* r, zb_consensus_broker_t* b,
+                            const char* service) {
+  const int64_t deadline = zb_now_us() + 10 * 1000 * 1000;
+  while (worker_count(b, service) == 0 && zb_now_us() < deadline) {
+    CHECK_OK(zb_reactor_run_once(r, 10 * 1000, NULL));
+  }
+  CHECK(worker_count(b, service) == 1);
+}
+
+static void test_destroy_inside_callbacks(void) {
+  const void* d[1] = {"x"};
+  const size_t z[1] = {1};
+
+  /* Consensus: a worker destroys itself in its handler, after answering;
+   * then a client destroys itself in its reply callback and the reactor is
+   * destroyed before the deferred destroy ran (posts run before sockets, so
+   * it is still pending when run_until returns). */
+  {
+    zb_reactor_t* r;
+    CHECK_OK(zb_reactor_new(&r));
+    zb_consensus_broker_t* b;
+    CHECK_OK(zb_consensus_broker_new(r, 0, &b));
+    char ep[256];
+    CHECK_OK(zb_consensus_broker_bind(b, "tcp://127.0.0.1:*", ep, sizeof ep));
+    inside_state st = {0};
+    CHECK_OK(zb_consensus_worker_new(r, ep, "self", 4, 0, 0,
+                                     consensus_worker_destroys_itself, &st,
+                                     free_inside, &st.cw));
+    wait_for_worker(r, b, "self");
+    zb_consensus_client_t* c;
+    CHECK_OK(zb_consensus_client_new(r, ep, &c));
+    reply_state rs;
+    CHECK(request(r, c, "self", "x", 5 * 1000 * 1000, 0, &rs));
+    CHECK(st.calls == 1 && st.again_rc == ZB_ERR_STATE);
+    CHECK(run_until(r, &st.freed, 5.0));
+    CHECK(st.freed == 1 && st.calls == 1);
+    CHECK_OK(zb_consensus_client_destroy(c));
+
+    destroy_inside_state ds = {0};
+    CHECK_OK(zb_consensus_client_new(r, ep, &ds.client));
+    CHECK_OK(zb_consensus_client_request(ds.client, "nobody", 6, 1, d, z,
+                                         5 * 1000 * 1000, 0, destroy_in_reply,
+                                         &ds, NULL));
+    CHECK(run_until(r, &ds.calls, 10.0));
+    CHECK(zb_consensus_client_destroy(ds.client) == ZB_ERR_STATE);
+    CHECK_OK(zb_reactor_destroy(r)); /* frees the client, drops the post */
+    CHECK(ds.calls == 1);
+  }
+
+  /* Majordomo: a worker destroys itself in its handler, after replying;
+   * then a client destroys itself in the callback of a request that times
+   * out, and the reactor is destroyed while that destroy is pending. */
+  {
+    zb_reactor_t* r;
+    CHECK_OK(zb_reactor_new(&r));
+    zb_mdp_broker_t* b;
+    CHECK_OK(zb_mdp_broker_new(r, 200 * 1000, 3, &b));
+    char ep[256];
+    CHECK_OK(zb_mdp_broker_bind(b, "tcp://127.0.0.1:*", ep, sizeof ep));
+
+    inside_state ws = {0};
+    CHECK_OK(zb_mdp_worker_new(r, ep, "self", 4, 200 * 1000, 3, 0,
+                               mdp_worker_destroys_itself, &ws, free_inside,
+                               &ws.mw));
+    zb_mdp_client_t* c;
+    CHECK_OK(zb_mdp_client_new(r, ep, 0, 0, &c));
+    mdp_reply_state rs;
+    CHECK(mdp_request(r, c, "self", "x", 2 * 1000 * 1000, &rs));
+    CHECK(ws.calls == 1 && ws.again_rc == ZB_ERR_STATE);
+    CHECK(run_until(r, &ws.freed, 5.0));
+    CHECK(ws.freed == 1 && ws.calls == 1);
+    CHECK_OK(zb_mdp_client_destroy(c));
+
+    inside_state cs = {0};
+    CHECK_OK(zb_mdp_client_new(r, ep, 0, 0, &cs.mc));
+    CHECK_OK(zb_mdp_client_request(cs.mc, "nobody", 6, 1, d, z, 50 * 1000,
+                                   mdp_client_destroys_itself, &cs,
+                                   free_inside));
+    CHECK(run_until(r, &cs.calls, 10.0));
+    CHECK(cs.calls == 1 && cs.again_rc == ZB_ERR_STATE && cs.freed == 1);
+    CHECK_OK(zb_reactor_destroy(r)); /* frees the client, drops the post */
+    CHECK(cs.calls == 1 && cs.freed == 1);
+  }
+}
+
 /* ---- CURVE ------------------------------------------------------------------
  */
 
@@ -1147,6 +1287,7 @@ int main(void) {
   test_consensus();
   test_majordomo();
   test_majordomo_discard_gives_back();
+  test_destroy_inside_callbacks();
   test_curve();
   test_external_loop();
   printf("zb_c_test: %d checks passed\n", atomic_load(&g_checks));
