@@ -577,7 +577,9 @@ int zb_consensus_broker_new(zb_reactor_t* reactor, int64_t request_timeout_us,
                             zb_consensus_broker_t** out);
 
 /* Answers open requests with "zb:shutdown", sends DISCONNECT to the
- * workers and destroys the broker.  NULL is a no-op. */
+ * workers and destroys the broker.  Called from inside the broker's own log
+ * callback, the destruction is finished on the reactor's next iteration.
+ * NULL is a no-op. */
 int zb_consensus_broker_destroy(zb_consensus_broker_t* broker);
 
 /* Binds the broker's ROUTER socket (may be called several times).  When
@@ -722,7 +724,8 @@ int zb_mdp_broker_new(zb_reactor_t* reactor, int64_t heartbeat_interval_us,
                       int heartbeat_liveness, zb_mdp_broker_t** out);
 
 /* Destroys the broker (it sends nothing; requests in flight are lost).
- * NULL is a no-op. */
+ * Called from inside the broker's own log callback, the destruction is
+ * finished on the reactor's next iteration.  NULL is a no-op. */
 int zb_mdp_broker_destroy(zb_mdp_broker_t* broker);
 
 /* Binds like zb_consensus_broker_bind(). */

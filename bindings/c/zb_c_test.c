@@ -1003,6 +1003,32 @@ static void wait_for_worker(zb_reactor_t* r, zb_consensus_broker_t* b,
   CHECK(worker_count(b, service) == 1);
 }
 
+typedef struct {
+  zb_consensus_broker_t* cb;
+  zb_mdp_broker_t* mb;
+  int lines;
+  int destroy_rc;
+  int again_rc; /* a second destroy from the same callback */
+  int freed;    /* the log sink's user */
+} broker_log_state;
+
+static void free_broker_log(void* user) { ((broker_log_state*)user)->freed++; }
+
+/* Destroys its broker at the first line (a worker joining). */
+static void broker_log_destroys(void* user, int level, const char* line) {
+  (void)level, (void)line;
+  broker_log_state* st = (broker_log_state*)user;
+  if (st->lines++ > 0) return;
+  if (st->cb != NULL) {
+    st->destroy_rc = zb_consensus_broker_destroy(st->cb);
+    st->again_rc = zb_consensus_broker_destroy(st->cb);
+  } else {
+    st->destroy_rc = zb_mdp_broker_destroy(st->mb);
+    st->again_rc = zb_mdp_broker_destroy(st->mb);
+  }
+  CHECK(st->freed == 0); /* not while its own callback runs */
+}
+
 static void test_destroy_inside_callbacks(void) {
   const void* d[1] = {"x"};
   const size_t z[1] = {1};
@@ -1076,6 +1102,39 @@ static void test_destroy_inside_callbacks(void) {
     CHECK(cs.calls == 1 && cs.again_rc == ZB_ERR_STATE && cs.freed == 1);
     CHECK_OK(zb_reactor_destroy(r)); /* frees the client, drops the post */
     CHECK(cs.calls == 1 && cs.freed == 1);
+  }
+
+  /* A broker destroyed from inside its own log callback (here at the line
+   * for a worker joining), while the broker's code that logged is still on
+   * the stack.  It was freed at once: heap-use-after-free under ASan when
+   * that code went on. */
+  for (int mdp = 0; mdp <= 1; ++mdp) {
+    zb_reactor_t* r;
+    CHECK_OK(zb_reactor_new(&r));
+    broker_log_state st = {0};
+    char ep[256];
+    if (mdp) {
+      CHECK_OK(zb_mdp_broker_new(r, 200 * 1000, 3, &st.mb));
+      CHECK_OK(zb_mdp_broker_bind(st.mb, "tcp://127.0.0.1:*", ep, sizeof ep));
+      CHECK_OK(zb_mdp_broker_set_log(st.mb, broker_log_destroys, &st,
+                                     free_broker_log));
+      zb_mdp_worker_t* w;
+      CHECK_OK(zb_mdp_worker_new(r, ep, "svc", 3, 200 * 1000, 3, 0, mdp_echo,
+                                 &st.lines, NULL, &w));
+    } else {
+      CHECK_OK(zb_consensus_broker_new(r, 0, &st.cb));
+      CHECK_OK(
+          zb_consensus_broker_bind(st.cb, "tcp://127.0.0.1:*", ep, sizeof ep));
+      CHECK_OK(zb_consensus_broker_set_log(st.cb, broker_log_destroys, &st,
+                                           free_broker_log));
+      zb_consensus_worker_t* w;
+      CHECK_OK(zb_consensus_worker_new(r, ep, "svc", 3, 0, 0, handle_now, NULL,
+                                       NULL, &w));
+    }
+    CHECK(run_until(r, &st.freed, 10.0));
+    CHECK(st.destroy_rc == ZB_OK && st.again_rc == ZB_ERR_STATE);
+    CHECK(st.freed == 1);
+    CHECK_OK(zb_reactor_destroy(r)); /* and the worker */
   }
 }
 

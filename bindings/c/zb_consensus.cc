@@ -350,7 +350,7 @@ extern "C" int zb_consensus_broker_new(zb_reactor_t* r,
         case Severity::kError:
           break;
       }
-      bp->log.Write(level, line);
+      bp->Log(level, line);
     };
     b->broker = std::make_unique<zb::ConsensusBroker>(*r->loop, *r->context,
                                                       std::move(options));

@@ -225,9 +225,10 @@ class Handle {
   // What Destroy does when called from inside one of the handle's callbacks.
   enum class Deferral {
     // The C++ object is on the stack below the callback (a client completing
-    // a request, a worker delivering one): the handle is closed to callers
-    // at once, and shut down and freed on the loop's next iteration.  The
-    // reactor owns it until then, so destroying the reactor first is fine.
+    // a request, a worker delivering one, a broker logging): the handle is
+    // closed to callers at once, and shut down and freed on the loop's next
+    // iteration.  The reactor owns it until then, so destroying the reactor
+    // first is fine.
     kNextIteration,
     // Only the reactor is below the callback (a socket's readable callback):
     // the handle is shut down at once and freed when the callback returns.
@@ -356,7 +357,7 @@ int DestroyCall(Handle* h, absl::string_view noun, absl::string_view where);
 // ---- Clients, workers and brokers -------------------------------------------
 //
 // The consensus and Majordomo handles have the same shapes over different
-// C++ classes.  Clients and workers call back from inside the C++ object, so
+// C++ classes.  All of them call back from inside the C++ object, so
 // a destroy from one of their callbacks waits for the next loop iteration
 // (Deferral::kNextIteration).
 
@@ -426,14 +427,19 @@ class BrokerLog {
   UserRef user_;
 };
 
-// A broker calls back only with log lines, and those are not run through
-// RunCallback (as before the split): its Destroy is always immediate.
+// A broker calls back only with log lines, from inside its C++ code, so a
+// destroy from its log callback waits for the next loop iteration too.
 template <typename Broker>
 class BrokerHandle : public Handle {
  public:
   // `name` is the protocol's, for log lines on stderr.
   BrokerHandle(zb_reactor_t* r, absl::string_view name)
       : Handle(r, Kind::kBroker, Deferral::kNextIteration), log(name) {}
+
+  // The C++ broker's log hook.
+  void Log(int level, std::string_view line) {
+    RunCallback([&] { log.Write(level, line); });
+  }
 
   std::unique_ptr<Broker> broker;
   BrokerLog log;

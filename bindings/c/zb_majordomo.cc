@@ -266,10 +266,10 @@ extern "C" int zb_mdp_broker_new(zb_reactor_t* r, int64_t heartbeat_interval_us,
     b->broker->set_log_hook(
         [bp](zb::MajordomoBroker::LogLevel level, std::string_view line) {
           using Level = zb::MajordomoBroker::LogLevel;
-          bp->log.Write(level == Level::kDebug  ? ZB_LOG_DEBUG
-                        : level == Level::kInfo ? ZB_LOG_INFO
-                                                : ZB_LOG_WARNING,
-                        line);
+          bp->Log(level == Level::kDebug  ? ZB_LOG_DEBUG
+                  : level == Level::kInfo ? ZB_LOG_INFO
+                                          : ZB_LOG_WARNING,
+                  line);
         });
     // Worker joins and leaves arrive as INFO lines of the log hook,
     // rate-limited by the broker.
