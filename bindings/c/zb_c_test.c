@@ -537,6 +537,19 @@ static void destroy_in_reply(void* user, int result, int failed_by,
   CHECK_OK(zb_consensus_client_destroy(st->client));
 }
 
+/* Makes a client on `endpoint` whose reply callback (for a service nobody
+ * serves) destroys it, and runs `r` until that callback ran. */
+static void run_self_destroying_client(zb_reactor_t* r, const char* endpoint,
+                                       destroy_inside_state* ds) {
+  const void* d[1] = {"x"};
+  const size_t z[1] = {1};
+  CHECK_OK(zb_consensus_client_new(r, endpoint, &ds->client));
+  CHECK_OK(zb_consensus_client_request(ds->client, "nobody", 6, 1, d, z,
+                                       5 * 1000 * 1000, 0, destroy_in_reply, ds,
+                                       NULL));
+  CHECK(run_until(r, &ds->calls, 10.0));
+}
+
 static int request(zb_reactor_t* r, zb_consensus_client_t* c,
                    const char* service, const char* payload, int64_t timeout_us,
                    int retries, reply_state* st) {
@@ -709,11 +722,7 @@ static void test_consensus(void) {
 
   /* A client destroyed from inside its own callback. */
   destroy_inside_state ds = {0};
-  CHECK_OK(zb_consensus_client_new(r, endpoint, &ds.client));
-  CHECK_OK(zb_consensus_client_request(ds.client, "nobody", 6, 1, d, z,
-                                       5 * 1000 * 1000, 0, destroy_in_reply,
-                                       &ds, NULL));
-  CHECK(run_until(r, &ds.calls, 10.0));
+  run_self_destroying_client(r, endpoint, &ds);
   CHECK_OK(zb_reactor_run_once(r, 10 * 1000, NULL)); /* finishes it */
 
   /* Tokens kept past their requests are safe to answer late. */
@@ -1059,11 +1068,7 @@ static void test_destroy_inside_callbacks(void) {
     CHECK_OK(zb_consensus_client_destroy(c));
 
     destroy_inside_state ds = {0};
-    CHECK_OK(zb_consensus_client_new(r, ep, &ds.client));
-    CHECK_OK(zb_consensus_client_request(ds.client, "nobody", 6, 1, d, z,
-                                         5 * 1000 * 1000, 0, destroy_in_reply,
-                                         &ds, NULL));
-    CHECK(run_until(r, &ds.calls, 10.0));
+    run_self_destroying_client(r, ep, &ds);
     CHECK(zb_consensus_client_destroy(ds.client) == ZB_ERR_STATE);
     CHECK_OK(zb_reactor_destroy(r)); /* frees the client, drops the post */
     CHECK(ds.calls == 1);
