@@ -19,11 +19,10 @@
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_format.h"
 #include "brokers/daemon/auth.h"
+#include "brokers/daemon/broker_runtime.h"
 #include "brokers/daemon/http_server.h"
 #include "brokers/daemon/logging.h"
 #include "brokers/daemon/metrics.h"
-#include "zbrokers/consensus/broker.h"
-#include "zbrokers/majordomo/broker.h"
 #include "zbrokers/reactor/reactor_thread.h"
 
 #ifndef ZB_VERSION
@@ -83,88 +82,7 @@ std::size_t TrimFreeMemory() {
   return info.fordblks;
 }
 
-BrokerSnapshot SnapshotOf(const MajordomoBroker& broker) {
-  const MajordomoBroker::Stats s = broker.stats();
-  BrokerSnapshot out;
-  out.requests = s.requests;
-  out.replies = s.replies;
-  out.failures = s.failures;
-  out.timeouts = s.expired;
-  out.malformed = s.malformed;
-  out.events = {
-      {"mmi_requests", s.mmi_requests},
-      {"tagged_requests", s.tagged_requests},
-      {"redispatched", s.redispatched},
-      {"expired", s.expired},
-      {"dropped_queue_full", s.dropped_queue_full},
-      {"dropped_max_services", s.dropped_max_services},
-      {"dropped_max_requests_per_client", s.dropped_max_requests_per_client},
-      {"rejected_draining", s.rejected_draining},
-      {"unroutable", s.unroutable},
-      {"dropped_full_pipe", s.dropped_full_pipe},
-      {"reply_timeouts", s.reply_timeouts},
-      {"workers_joined", s.workers_joined},
-      {"workers_refused", s.workers_refused},
-      {"workers_left", s.workers_left},
-      {"workers_expired", s.workers_expired},
-      {"workers_disconnected", s.workers_disconnected},
-      {"disconnects_sent", s.disconnects_sent},
-  };
-  for (const auto& [name, svc] : s.services) {
-    out.services.push_back({name, svc.workers, svc.queued});
-  }
-  std::sort(out.services.begin(), out.services.end(),
-            [](const auto& a, const auto& b) { return a.name < b.name; });
-  out.open_requests = broker.open_requests();
-  out.draining = broker.draining();
-  return out;
-}
-
-BrokerSnapshot SnapshotOf(const ConsensusBroker& broker) {
-  const ConsensusBroker::Stats& s = broker.stats();
-  BrokerSnapshot out;
-  out.requests = s.requests;
-  out.replies = s.replies_success + s.replies_failure;
-  // zb_failures_total and zb_timeouts_total are disjoint: a failure reply
-  // caused by the deadline counts as a timeout only.
-  out.failures =
-      s.replies_failure > s.timeouts ? s.replies_failure - s.timeouts : 0;
-  out.timeouts = s.timeouts;
-  out.malformed = s.malformed;
-  out.events = {
-      {"replies_success", s.replies_success},
-      {"replies_failure", s.replies_failure},
-      {"worker_failures", s.worker_failures},
-      {"no_workers", s.no_workers},
-      {"refused_draining", s.refused_draining},
-      {"rejected_sequence", s.rejected_sequence},
-      {"unroutable", s.unroutable},
-      {"dropped_replies", s.dropped_replies},
-      {"late_replies", s.late_replies},
-      {"pings", s.pings},
-      {"workers_joined", s.workers_joined},
-      {"workers_left", s.workers_left},
-      {"workers_expired", s.workers_expired},
-      {"clients_expired", s.clients_expired},
-      {"clients_adopted", s.clients_adopted},
-      {"clients_evicted", s.clients_evicted},
-      {"client_busy", s.client_busy},
-      {"refused_clients", s.refused_clients},
-      {"worker_busy", s.worker_busy},
-      {"refused_heartbeat", s.refused_heartbeat},
-      {"refused_workers", s.refused_workers},
-      {"refused_services", s.refused_services},
-      {"malformed_requests", s.malformed_requests},
-  };
-  for (auto& [name, workers] : broker.workers_per_service()) {
-    out.services.push_back({std::move(name), workers, 0});
-  }
-  out.open_requests = broker.open_requests();
-  out.draining = broker.draining();
-  return out;
-}
-
-std::string StatsLine(const std::string& kind, const BrokerSnapshot& now,
+std::string StatsLine(std::string_view name, const BrokerSnapshot& now,
                       const BrokerSnapshot& before) {
   std::uint64_t workers = 0;
   std::uint64_t queued = 0;
@@ -179,7 +97,7 @@ std::string StatsLine(const std::string& kind, const BrokerSnapshot& now,
       "%s: stats requests=%d (+%d) replies=%d (+%d) failures=%d (+%d) "
       "timeouts=%d (+%d) malformed=%d (+%d) open=%d services=%d workers=%d "
       "queued=%d",
-      kind, now.requests, delta(now.requests, before.requests), now.replies,
+      name, now.requests, delta(now.requests, before.requests), now.replies,
       delta(now.replies, before.replies), now.failures,
       delta(now.failures, before.failures), now.timeouts,
       delta(now.timeouts, before.timeouts), now.malformed,
@@ -187,29 +105,23 @@ std::string StatsLine(const std::string& kind, const BrokerSnapshot& now,
       now.services.size(), workers, queued);
 }
 
-// "KIND: cannot bind EP: why", without repeating what the broker's own
+// "NAME: cannot bind EP: why", without repeating what the broker's own
 // message already says.
-std::string BindError(std::string_view kind, const std::string& ep,
+std::string BindError(std::string_view name, const std::string& ep,
                       const absl::Status& st) {
   const std::string_view msg(st.message().data(), st.message().size());
   if (msg.find(ep) != std::string_view::npos) {
-    return absl::StrFormat("%s: %s", kind, msg);
+    return absl::StrFormat("%s: %s", name, msg);
   }
-  return absl::StrFormat("%s: cannot bind %s: %s", kind, ep, msg);
+  return absl::StrFormat("%s: cannot bind %s: %s", name, ep, msg);
 }
 
 // The last line a broker logs: what it did over its whole life.
-std::string TotalsLine(const std::string& kind, const BrokerSnapshot& s) {
-  // A Majordomo reply is always a success (RFC 7 has no failure reply);
-  // the consensus broker counts its successes separately.
-  std::uint64_t success = s.replies;
-  for (const auto& [name, value] : s.events) {
-    if (name == "replies_success") success = value;
-  }
+std::string TotalsLine(std::string_view name, const BrokerSnapshot& s) {
   return absl::StrFormat(
       "%s: totals: %d request(s), %d success, %d failure(s), %d timeout(s), "
       "%d malformed",
-      kind, s.requests, success, s.failures, s.timeouts, s.malformed);
+      name, s.requests, s.successes, s.failures, s.timeouts, s.malformed);
 }
 
 }  // namespace
@@ -225,23 +137,40 @@ void BlockShutdownSignals() {
   signal(SIGPIPE, SIG_IGN);
 }
 
+// The endpoints one broker bound, as Daemon's accessors report them.
+struct Listening {
+  std::vector<std::string> plain;
+  std::vector<std::string> curve;
+};
+
+// One broker the configuration asks for.
+struct BrokerPlan {
+  std::string_view name;
+  const std::vector<std::string>* endpoints;  // plaintext, bound first
+  const std::vector<std::string>* curve_endpoints;
+  // Builds the broker on its reactor thread.
+  std::function<std::unique_ptr<BrokerRuntime>(const BrokerEnvironment&)>
+      create;
+  Listening* listening;  // filled once every broker is bound
+};
+
 // One broker and everything that runs next to it on its reactor thread.
-struct BrokerRuntime {
-  std::string kind;  // "majordomo" or "consensus"
+struct RunningBroker {
+  std::string name;  // BrokerRuntime::name(), known before it exists
+  std::size_t plain_endpoints = 0;  // how many of its endpoints are plaintext
+  Listening* listening = nullptr;
   std::unique_ptr<ReactorThread> thread;
   BrokerMetrics* metrics = nullptr;
   // Reactor-thread state.
+  std::unique_ptr<BrokerRuntime> runtime;
   BrokerSnapshot last_logged;
   // Every timer that calls into the broker; cancelled before the broker is
   // destroyed (the reactor keeps running until its thread is stopped).
   std::vector<TimerId> timers;
-  // Set once on the reactor thread, used there only.
-  std::function<BrokerSnapshot()> snapshot;
-  std::function<void()> destroy;
   // Set on the reactor thread just before the broker is destroyed.  Drain
-  // steps may still be queued on the reactor then (the consensus broker's
-  // destructor fails what is open, which completes the drain and posts its
-  // callback): they must find the broker gone and do nothing.
+  // steps may still be queued on the reactor then (a broker's destructor
+  // posts the `done` of an unfinished drain): they must find the broker
+  // gone and do nothing.
   bool broker_destroyed = false;
   // Refused handshakes of the broker's ROUTER (CURVE configured only).
   std::unique_ptr<HandshakeMonitor> monitor;
@@ -256,24 +185,26 @@ struct Daemon::Impl {
         applied(c) {}
   ~Impl() { Teardown(); }
 
-  absl::Status StartMajordomo();
-  absl::Status StartConsensus();
+  // The brokers the configuration asks for (those with an endpoint), in
+  // the order they start.
+  std::vector<BrokerPlan> Plans();
+  // Builds and binds one broker on a new reactor thread.
+  absl::Status StartBroker(const BrokerPlan& plan);
   // CURVE: the ZAP handler (before any broker binds), then per broker the
   // CURVE endpoints and the handshake monitor (on its reactor thread).
   absl::Status StartAuth();
-  template <typename Broker>
-  absl::Status BindCurve(BrokerRuntime& rt, Reactor& reactor, Broker& broker,
+  absl::Status BindCurve(RunningBroker& rb, Reactor& reactor,
                          const std::vector<std::string>& endpoints);
   absl::Status StartControl();
   absl::Status StartHttp();
-  void InstallTimers(BrokerRuntime& rt, Reactor& reactor);
+  void InstallTimers(RunningBroker& rb, Reactor& reactor);
 
   // Control-thread side of the drain.
   void OnSignal();
   // SIGHUP: reads the configuration again and applies what it can.
   void Reload();
   void BeginDrain(std::string_view why);
-  void OnBrokerDrained(const std::string& kind);
+  void OnBrokerDrained(const std::string& name);
   void Finish(std::string_view why);
 
   // Stops and joins `thread`; keeps the first error its reactor reported.
@@ -311,10 +242,10 @@ struct Daemon::Impl {
   std::optional<CurveKey> curve_secret_key;
   std::unique_ptr<DaemonAuth> auth;
 
-  // Brokers; each object lives on its runtime's thread.
-  std::unique_ptr<MajordomoBroker> majordomo;
-  std::unique_ptr<ConsensusBroker> consensus;
-  std::vector<std::unique_ptr<BrokerRuntime>> runtimes;
+  // Brokers; each runtime lives on its own thread.
+  std::vector<std::unique_ptr<RunningBroker>> runtimes;
+  Listening majordomo_listening;
+  Listening consensus_listening;
 
   // Control thread: signals and drain coordination.  The pointer itself is
   // guarded by control_mu so that posts from other threads (Shutdown(), a
@@ -334,157 +265,50 @@ struct Daemon::Impl {
   bool torn_down = false;
 };
 
-absl::Status Daemon::Impl::StartMajordomo() {
-  auto rt = std::make_unique<BrokerRuntime>();
-  rt->kind = "majordomo";
-  rt->metrics = &metrics.AddBroker(rt->kind, config.metrics_max_services);
-  rt->thread = std::make_unique<ReactorThread>();
-  BrokerRuntime* r = rt.get();
-  runtimes.push_back(std::move(rt));
-
-  MajordomoBroker::Options options;
-  const MajordomoSettings& s = config.majordomo;
-  if (s.heartbeat_interval) options.heartbeat_interval = *s.heartbeat_interval;
-  if (s.heartbeat_liveness) {
-    options.heartbeat_liveness = static_cast<int>(*s.heartbeat_liveness);
-  }
-  if (s.max_queue_per_service) {
-    options.max_queue_per_service =
-        static_cast<std::size_t>(*s.max_queue_per_service);
-  }
-  if (s.queue_expiry) options.queue_expiry = *s.queue_expiry;
-  if (s.max_redispatch) {
-    options.max_redispatch = static_cast<int>(*s.max_redispatch);
-  }
-  if (s.max_services) {
-    options.max_services = static_cast<std::size_t>(*s.max_services);
-  }
-  if (s.max_workers) {
-    options.max_workers = static_cast<std::size_t>(*s.max_workers);
-  }
-  if (s.reply_timeout) options.reply_timeout = *s.reply_timeout;
-  if (s.max_requests_per_client) {
-    options.max_requests_per_client =
-        static_cast<std::size_t>(*s.max_requests_per_client);
-  }
-  if (s.max_message_size) options.max_message_size = *s.max_message_size;
-  if (s.worker_prefetch) {
-    options.worker_prefetch = static_cast<int>(*s.worker_prefetch);
-  }
-
-  return r->thread->invoke([&](Reactor& reactor) -> absl::Status {
-    majordomo = std::make_unique<MajordomoBroker>(reactor, context, options);
-    // Set at once: a broker must be destroyed on its thread even when a
-    // Bind() below fails.
-    r->destroy = [this, r] {
-      r->monitor.reset();
-      majordomo.reset();
-    };
-    MajordomoBroker& b = *majordomo;
-    spdlog::logger* lg = log.get();
-    // Worker joins and leaves come through the log hook, rate-limited by the
-    // broker (a join flood must not flood the log).
-    BrokerMetrics* m = r->metrics;
-    b.set_latency_hook([m](std::string_view, std::chrono::nanoseconds d) {
-      m->ObserveLatency(d);
-    });
-    b.set_log_hook([lg](MajordomoBroker::LogLevel level, std::string_view s) {
-      switch (level) {
-        case MajordomoBroker::LogLevel::kDebug:
-          lg->debug("majordomo: {}", s);
-          break;
-        case MajordomoBroker::LogLevel::kInfo:
-          lg->info("majordomo: {}", s);
-          break;
-        case MajordomoBroker::LogLevel::kWarning:
-          lg->warn("majordomo: {}", s);
-          break;
-      }
-    });
-    for (const std::string& ep : config.majordomo.endpoints) {
-      if (absl::Status st = b.Bind(ep); !st.ok()) {
-        return absl::Status(st.code(), BindError("majordomo", ep, st));
-      }
-    }
-    if (absl::Status st =
-            BindCurve(*r, reactor, b, config.majordomo.curve_endpoints);
-        !st.ok()) {
-      return st;
-    }
-    r->snapshot = [this] { return SnapshotOf(*majordomo); };
-    InstallTimers(*r, reactor);
-    return absl::OkStatus();
+std::vector<BrokerPlan> Daemon::Impl::Plans() {
+  std::vector<BrokerPlan> all = {
+      {MajordomoRuntime::kName, &config.majordomo.endpoints,
+       &config.majordomo.curve_endpoints,
+       [this](const BrokerEnvironment& env) {
+         return MajordomoRuntime::Create(env, config.majordomo);
+       },
+       &majordomo_listening},
+      {ConsensusRuntime::kName, &config.consensus.endpoints,
+       &config.consensus.curve_endpoints,
+       [this](const BrokerEnvironment& env) {
+         return ConsensusRuntime::Create(env, config.consensus);
+       },
+       &consensus_listening},
+  };
+  std::erase_if(all, [](const BrokerPlan& p) {
+    return p.endpoints->empty() && p.curve_endpoints->empty();
   });
+  return all;
 }
 
-absl::Status Daemon::Impl::StartConsensus() {
-  auto rt = std::make_unique<BrokerRuntime>();
-  rt->kind = "consensus";
-  rt->metrics = &metrics.AddBroker(rt->kind, config.metrics_max_services);
-  rt->thread = std::make_unique<ReactorThread>();
-  BrokerRuntime* r = rt.get();
-  runtimes.push_back(std::move(rt));
-
-  ConsensusBroker::Options options;
-  const ConsensusSettings& s = config.consensus;
-  if (s.request_timeout) options.request_timeout = *s.request_timeout;
-  if (s.client_idle_timeout) {
-    options.client_idle_timeout = *s.client_idle_timeout;
-  }
-  if (s.max_heartbeat_interval) {
-    options.max_heartbeat_interval = *s.max_heartbeat_interval;
-  }
-  if (s.max_heartbeat_liveness) {
-    options.max_heartbeat_retries = static_cast<int>(*s.max_heartbeat_liveness);
-  }
-  auto size = [](std::int64_t n) { return static_cast<std::size_t>(n); };
-  if (s.max_workers) options.max_workers = size(*s.max_workers);
-  if (s.max_services) options.max_services = size(*s.max_services);
-  if (s.max_clients) options.max_clients = size(*s.max_clients);
-  if (s.max_requests_per_client) {
-    options.max_requests_per_client = size(*s.max_requests_per_client);
-  }
-  if (s.max_message_size) options.max_message_size = *s.max_message_size;
-  spdlog::logger* lg = log.get();
-  options.log = [lg](ConsensusBroker::Severity severity, std::string_view s) {
-    switch (severity) {
-      case ConsensusBroker::Severity::kDebug:
-        lg->debug("consensus: {}", s);
-        break;
-      case ConsensusBroker::Severity::kInfo:
-        lg->info("consensus: {}", s);
-        break;
-      case ConsensusBroker::Severity::kWarning:
-        lg->warn("consensus: {}", s);
-        break;
-      case ConsensusBroker::Severity::kError:
-        lg->error("consensus: {}", s);
-        break;
-    }
-  };
+absl::Status Daemon::Impl::StartBroker(const BrokerPlan& plan) {
+  auto rb = std::make_unique<RunningBroker>();
+  rb->name = std::string(plan.name);
+  rb->plain_endpoints = plan.endpoints->size();
+  rb->listening = plan.listening;
+  rb->metrics = &metrics.AddBroker(rb->name, config.metrics_max_services);
+  rb->thread = std::make_unique<ReactorThread>();
+  RunningBroker* r = rb.get();
+  runtimes.push_back(std::move(rb));
 
   return r->thread->invoke([&](Reactor& reactor) -> absl::Status {
-    consensus = std::make_unique<ConsensusBroker>(reactor, context, options);
-    r->destroy = [this, r] {
-      r->monitor.reset();
-      consensus.reset();
-    };
-    BrokerMetrics* m = r->metrics;
-    consensus->set_latency_hook(
-        [m](std::string_view, std::chrono::nanoseconds d) {
-          m->ObserveLatency(d);
-        });
-    for (const std::string& ep : config.consensus.endpoints) {
-      if (absl::Status st = consensus->Bind(ep); !st.ok()) {
-        return absl::Status(st.code(), BindError("consensus", ep, st));
+    // Kept at once: a broker must be destroyed on its thread (Teardown)
+    // even when a Bind() below fails.
+    r->runtime = plan.create({reactor, context, *log, *r->metrics});
+    for (const std::string& ep : *plan.endpoints) {
+      if (absl::Status st = r->runtime->Bind(ep, {}); !st.ok()) {
+        return absl::Status(st.code(), BindError(r->name, ep, st));
       }
     }
-    if (absl::Status st = BindCurve(*r, reactor, *consensus,
-                                    config.consensus.curve_endpoints);
+    if (absl::Status st = BindCurve(*r, reactor, *plan.curve_endpoints);
         !st.ok()) {
       return st;
     }
-    r->snapshot = [this] { return SnapshotOf(*consensus); };
     InstallTimers(*r, reactor);
     return absl::OkStatus();
   });
@@ -493,55 +317,57 @@ absl::Status Daemon::Impl::StartConsensus() {
 absl::Status Daemon::Impl::StartAuth() {
   absl::StatusOr<CurveFiles> files = LoadCurveFiles(config);
   if (!files.ok()) return files.status();
-  std::vector<std::string> brokers;
-  if (!config.majordomo.curve_endpoints.empty()) brokers.push_back("majordomo");
-  if (!config.consensus.curve_endpoints.empty()) brokers.push_back("consensus");
+  // The ZAP domains: every broker with CURVE endpoints.
+  std::vector<std::string> domains;
+  for (const BrokerPlan& plan : Plans()) {
+    if (!plan.curve_endpoints->empty()) domains.emplace_back(plan.name);
+  }
   absl::StatusOr<std::unique_ptr<DaemonAuth>> a =
-      DaemonAuth::Start(context, config, brokers, *files, log, metrics);
+      DaemonAuth::Start(context, config, domains, *files, log, metrics);
   if (!a.ok()) return a.status();
   auth = *std::move(a);
   curve_secret_key = files->secret_key;
   return absl::OkStatus();
 }
 
-template <typename Broker>
 absl::Status Daemon::Impl::BindCurve(
-    BrokerRuntime& rt, Reactor& reactor, Broker& broker,
+    RunningBroker& rb, Reactor& reactor,
     const std::vector<std::string>& endpoints) {
   if (endpoints.empty() || auth == nullptr) return absl::OkStatus();
   // Plaintext endpoints are bound first: a listener bound after a CURVE one
   // keeps its ZAP domain (zbrokers/security/curve.h) and would ask the ZAP
   // handler about every plaintext peer.
   const ListenerSecurity security{.curve_secret_key = curve_secret_key,
-                                  .zap_domain = rt.kind};
+                                  .zap_domain = rb.name};
   for (const std::string& ep : endpoints) {
-    if (absl::Status st = broker.Bind(ep, security); !st.ok()) {
-      return absl::Status(st.code(), BindError(rt.kind, ep, st));
+    if (absl::Status st = rb.runtime->Bind(ep, security); !st.ok()) {
+      return absl::Status(st.code(), BindError(rb.name, ep, st));
     }
   }
-  const std::string monitor_ep = DaemonAuth::MonitorEndpoint(rt.kind);
-  if (absl::Status st = broker.Monitor(monitor_ep, HandshakeMonitor::kEvents);
+  const std::string monitor_ep = DaemonAuth::MonitorEndpoint(rb.name);
+  if (absl::Status st =
+          rb.runtime->Monitor(monitor_ep, HandshakeMonitor::kEvents);
       !st.ok()) {
     return st;
   }
   DaemonAuth* a = auth.get();
-  rt.monitor = std::make_unique<HandshakeMonitor>(
+  rb.monitor = std::make_unique<HandshakeMonitor>(
       reactor, context, monitor_ep,
-      [a, kind = rt.kind](const HandshakeMonitor::Failure& f) {
-        a->OnHandshakeFailure(kind, f);
+      [a, name = rb.name](const HandshakeMonitor::Failure& f) {
+        a->OnHandshakeFailure(name, f);
       });
-  return rt.monitor->Start();
+  return rb.monitor->Start();
 }
 
-void Daemon::Impl::InstallTimers(BrokerRuntime& rt, Reactor& reactor) {
-  BrokerRuntime* r = &rt;
+void Daemon::Impl::InstallTimers(RunningBroker& rb, Reactor& reactor) {
+  RunningBroker* r = &rb;
   r->timers.push_back(*reactor.every(
-      kMetricsRefresh, [r] { r->metrics->Update(r->snapshot()); }));
+      kMetricsRefresh, [r] { r->metrics->Update(r->runtime->Snapshot()); }));
   if (config.stats_interval.count() > 0) {
     spdlog::logger* lg = log.get();
     r->timers.push_back(*reactor.every(config.stats_interval, [r, lg] {
-      BrokerSnapshot now = r->snapshot();
-      lg->info("{}", StatsLine(r->kind, now, r->last_logged));
+      BrokerSnapshot now = r->runtime->Snapshot();
+      lg->info("{}", StatsLine(r->name, now, r->last_logged));
       r->last_logged = std::move(now);
     }));
   }
@@ -636,42 +462,32 @@ void Daemon::Impl::BeginDrain(std::string_view why) {
       "may finish",
       why, FormatDuration(config.grace));
   drains_pending = static_cast<int>(runtimes.size());
-  for (const std::unique_ptr<BrokerRuntime>& rt : runtimes) {
-    BrokerRuntime* r = rt.get();
+  const milliseconds grace = config.grace;
+  for (const std::unique_ptr<RunningBroker>& rb : runtimes) {
+    RunningBroker* r = rb.get();
     // Runs on the broker's thread, possibly after a forced stop has already
     // taken the control thread down.
     auto drained = [this, r] {
-      PostToControl([this, r] { OnBrokerDrained(r->kind); });
+      PostToControl([this, r] { OnBrokerDrained(r->name); });
     };
-    const milliseconds grace = config.grace;
-    if (r->kind == "majordomo") {
-      r->thread->reactor().post([this, r, grace, drained] {
+    r->thread->reactor().post([r, grace, drained] {
+      if (r->broker_destroyed) return;
+      r->runtime->Drain(grace, [r, drained] {
+        // Posted by the broker's destructor too, after a second signal: the
+        // broker is gone then (issue 10, item 10: reading it, SIGSEGV).
         if (r->broker_destroyed) return;
-        majordomo->Drain(grace, drained);
+        r->metrics->Update(r->runtime->Snapshot());
+        drained();
       });
-    } else {
-      // The consensus broker refuses new requests at once (REPLY_FAILURE
-      // "zb:shutdown"), fails what is still open at the end of the grace
-      // period the same way, and then posts its callback.
-      r->thread->reactor().post([this, r, grace, drained] {
-        if (r->broker_destroyed) return;
-        consensus->Drain(grace, [r, drained] {
-          // Posted by the destructor too, after a second signal: the
-          // broker is gone then (issue 10, item 10: reading it, SIGSEGV).
-          if (r->broker_destroyed) return;
-          r->metrics->Update(r->snapshot());
-          drained();
-        });
-      });
-    }
+    });
   }
   *control_reactor->after(config.grace + kDrainSlack,
                           [this] { Finish("drain did not finish in time"); });
 }
 
-void Daemon::Impl::OnBrokerDrained(const std::string& kind) {
+void Daemon::Impl::OnBrokerDrained(const std::string& name) {
   if (state != State::kDraining) return;
-  log->info("{}: drained", kind);
+  log->info("{}: drained", name);
   if (--drains_pending == 0) Finish("drained");
 }
 
@@ -767,18 +583,19 @@ void Daemon::Impl::Teardown() {
     signal_fd = -1;
   }
   // Final counters, then the brokers themselves, each on its own thread.
-  for (const std::unique_ptr<BrokerRuntime>& rt : runtimes) {
-    BrokerRuntime* r = rt.get();
+  for (const std::unique_ptr<RunningBroker>& rb : runtimes) {
+    RunningBroker* r = rb.get();
     r->thread->invoke([this, r](Reactor& reactor) {
       for (TimerId id : r->timers) reactor.cancel(id);
       r->timers.clear();
-      if (r->snapshot && ready) {
-        const BrokerSnapshot last = r->snapshot();
+      if (r->runtime != nullptr && ready) {
+        const BrokerSnapshot last = r->runtime->Snapshot();
         r->metrics->Update(last);
-        log->info("{}", TotalsLine(r->kind, last));
+        log->info("{}", TotalsLine(r->name, last));
       }
       r->broker_destroyed = true;
-      if (r->destroy) r->destroy();
+      r->monitor.reset();
+      r->runtime.reset();
     });
     StopThread(*r->thread);
     r->thread.reset();
@@ -803,13 +620,8 @@ absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Start(
   if (HasCurveEndpoints(config)) {
     if (absl::Status s = impl->StartAuth(); !s.ok()) return s;
   }
-  if (!config.majordomo.endpoints.empty() ||
-      !config.majordomo.curve_endpoints.empty()) {
-    if (absl::Status s = impl->StartMajordomo(); !s.ok()) return s;
-  }
-  if (!config.consensus.endpoints.empty() ||
-      !config.consensus.curve_endpoints.empty()) {
-    if (absl::Status s = impl->StartConsensus(); !s.ok()) return s;
+  for (const BrokerPlan& plan : impl->Plans()) {
+    if (absl::Status s = impl->StartBroker(plan); !s.ok()) return s;
   }
   impl->curve_secret_key.reset();  // the listeners have their copies
   if (absl::Status s = impl->StartControl(); !s.ok()) return s;
@@ -828,30 +640,18 @@ absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Start(
     all.resize(plain);
     plain_out = std::move(all);
   };
-  for (const std::unique_ptr<BrokerRuntime>& rt : d.runtimes) {
-    if (rt->kind == "majordomo") {
-      split(rt->thread->invoke(
-                [&](Reactor&) { return d.majordomo->endpoints(); }),
-            config.majordomo.endpoints.size(), daemon->majordomo_endpoints_,
-            daemon->majordomo_curve_endpoints_);
-    } else {
-      split(rt->thread->invoke(
-                [&](Reactor&) { return d.consensus->endpoints(); }),
-            config.consensus.endpoints.size(), daemon->consensus_endpoints_,
-            daemon->consensus_curve_endpoints_);
+  for (const std::unique_ptr<RunningBroker>& rb : d.runtimes) {
+    split(
+        rb->thread->invoke([&](Reactor&) { return rb->runtime->endpoints(); }),
+        rb->plain_endpoints, rb->listening->plain, rb->listening->curve);
+  }
+  for (const std::unique_ptr<RunningBroker>& rb : d.runtimes) {
+    for (const std::string& ep : rb->listening->plain) {
+      log->info("{}: listening on {}", rb->name, ep);
     }
-  }
-  for (const std::string& ep : daemon->majordomo_endpoints_) {
-    log->info("majordomo: listening on {}", ep);
-  }
-  for (const std::string& ep : daemon->majordomo_curve_endpoints_) {
-    log->info("majordomo: listening on {} (CURVE)", ep);
-  }
-  for (const std::string& ep : daemon->consensus_endpoints_) {
-    log->info("consensus: listening on {}", ep);
-  }
-  for (const std::string& ep : daemon->consensus_curve_endpoints_) {
-    log->info("consensus: listening on {} (CURVE)", ep);
+    for (const std::string& ep : rb->listening->curve) {
+      log->info("{}: listening on {} (CURVE)", rb->name, ep);
+    }
   }
   if (d.auth == nullptr && (!config.curve_secret_key_file.empty() ||
                             !config.curve_allowlist.empty())) {
@@ -899,6 +699,19 @@ void Daemon::Shutdown() {
 void Daemon::AddReloadHandler(ReloadHandler handler) {
   std::lock_guard<std::mutex> lock(impl_->reload_mu);
   impl_->reload_handlers.push_back(std::move(handler));
+}
+
+const std::vector<std::string>& Daemon::majordomo_endpoints() const {
+  return impl_->majordomo_listening.plain;
+}
+const std::vector<std::string>& Daemon::majordomo_curve_endpoints() const {
+  return impl_->majordomo_listening.curve;
+}
+const std::vector<std::string>& Daemon::consensus_endpoints() const {
+  return impl_->consensus_listening.plain;
+}
+const std::vector<std::string>& Daemon::consensus_curve_endpoints() const {
+  return impl_->consensus_listening.curve;
 }
 
 int Daemon::metrics_port() const {

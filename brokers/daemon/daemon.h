@@ -16,19 +16,23 @@
 // thread (the "control" reactor) handles signals (through a signalfd),
 // coordinates the drain, and is where Shutdown() lands.  Broker objects are
 // created, used and destroyed only on their own reactor thread.  One
-// zmq::context_t serves all brokers.
+// zmq::context_t serves all brokers.  The daemon runs every broker through
+// one interface, zb::BrokerRuntime (broker_runtime.h: bind, drain, a typed
+// snapshot of the counters, endpoints), with one adapter per broker; it
+// never asks which protocol a broker speaks.
 //
 // Counters.  Every second each broker's reactor takes a snapshot of its
 // broker's counters and publishes it to the Prometheus registry
 // (metrics.h); every stats_interval it also logs one "stats" line.  Nothing
 // reads broker state from another thread.
 //
-// Drain.  On the first SIGTERM/SIGINT (or Shutdown()) both brokers stop
-// taking new requests (Majordomo drops them, RFC 7 has no error reply; the
-// consensus broker answers REPLY_FAILURE "zb:shutdown") and let queued and
-// in-flight ones finish.  When none is left, or after at most `grace`, every
-// worker is sent DISCONNECT, requests still open are failed the same way,
-// and Wait() returns OK.  A second signal during the drain stops at once.
+// Drain.  On the first SIGTERM/SIGINT (or Shutdown()) every broker's
+// Drain(grace, done) runs: no new requests (Majordomo drops them, RFC 7 has
+// no error reply; the consensus broker answers REPLY_FAILURE "zb:shutdown"),
+// queued and in-flight ones may finish.  When none is left, or after at most
+// `grace`, requests still open are failed the same way, and once every
+// broker has posted its `done`, Wait() returns OK (Majordomo disconnects
+// its workers then; the consensus broker when it is destroyed).  A second signal during the drain stops at once.
 //
 // Reload.  SIGHUP reads the configuration again through the ConfigSource
 // given to Start() (zb-broker's runs BuildConfig() on its command line, so
@@ -112,18 +116,10 @@ class Daemon {
 
   // The resolved endpoints (ZMQ_LAST_ENDPOINT: "tcp://127.0.0.1:*" becomes
   // the real port), plaintext and CURVE.
-  const std::vector<std::string>& majordomo_endpoints() const {
-    return majordomo_endpoints_;
-  }
-  const std::vector<std::string>& consensus_endpoints() const {
-    return consensus_endpoints_;
-  }
-  const std::vector<std::string>& majordomo_curve_endpoints() const {
-    return majordomo_curve_endpoints_;
-  }
-  const std::vector<std::string>& consensus_curve_endpoints() const {
-    return consensus_curve_endpoints_;
-  }
+  const std::vector<std::string>& majordomo_endpoints() const;
+  const std::vector<std::string>& consensus_endpoints() const;
+  const std::vector<std::string>& majordomo_curve_endpoints() const;
+  const std::vector<std::string>& consensus_curve_endpoints() const;
   // The metrics port, 0 when there is no endpoint.
   int metrics_port() const;
 
@@ -132,10 +128,6 @@ class Daemon {
   explicit Daemon(std::unique_ptr<Impl> impl);
 
   std::unique_ptr<Impl> impl_;
-  std::vector<std::string> majordomo_endpoints_;
-  std::vector<std::string> consensus_endpoints_;
-  std::vector<std::string> majordomo_curve_endpoints_;
-  std::vector<std::string> consensus_curve_endpoints_;
 };
 
 }  // namespace zb

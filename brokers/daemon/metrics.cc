@@ -147,20 +147,20 @@ std::string ServiceLabel(std::string_view raw) {
   return out;
 }
 
-BrokerMetrics::BrokerMetrics(std::string kind, std::size_t max_services,
+BrokerMetrics::BrokerMetrics(std::string name, std::size_t max_services,
                              MetricFamilies& f)
-    : kind_(std::move(kind)),
+    : name_(std::move(name)),
       max_services_(max_services),
       families_(f),
-      requests_(f.requests.Add({{"broker", kind_}})),
-      replies_(f.replies.Add({{"broker", kind_}})),
-      failures_(f.failures.Add({{"broker", kind_}})),
-      timeouts_(f.timeouts.Add({{"broker", kind_}})),
-      malformed_(f.malformed.Add({{"broker", kind_}})),
-      open_requests_(f.open_requests.Add({{"broker", kind_}})),
-      draining_(f.draining.Add({{"broker", kind_}})),
-      folded_services_(f.folded_services.Add({{"broker", kind_}})),
-      latency_(f.latency.Add({{"broker", kind_}}, LatencyBoundaries())) {}
+      requests_(f.requests.Add({{"broker", name_}})),
+      replies_(f.replies.Add({{"broker", name_}})),
+      failures_(f.failures.Add({{"broker", name_}})),
+      timeouts_(f.timeouts.Add({{"broker", name_}})),
+      malformed_(f.malformed.Add({{"broker", name_}})),
+      open_requests_(f.open_requests.Add({{"broker", name_}})),
+      draining_(f.draining.Add({{"broker", name_}})),
+      folded_services_(f.folded_services.Add({{"broker", name_}})),
+      latency_(f.latency.Add({{"broker", name_}}, LatencyBoundaries())) {}
 
 BrokerMetrics::~BrokerMetrics() = default;
 
@@ -188,16 +188,15 @@ void BrokerMetrics::Update(const BrokerSnapshot& s) {
   Advance(timeouts_, last_.timeouts, s.timeouts);
   Advance(malformed_, last_.malformed, s.malformed);
 
-  for (const auto& [name, value] : s.events) {
-    auto [it, inserted] = events_.try_emplace(name, nullptr);
-    if (inserted) {
-      it->second = &families_.events.Add({{"broker", kind_}, {"event", name}});
+  // Paired with the previous snapshot's events by position (metrics.h).
+  if (events_.size() < s.events.size()) events_.resize(s.events.size());
+  for (std::size_t i = 0; i < s.events.size(); ++i) {
+    const auto& [event, value] = s.events[i];
+    const bool seen = i < last_.events.size() && last_.events[i].first == event;
+    if (events_[i] == nullptr || !seen) {
+      events_[i] = &families_.events.Add({{"broker", name_}, {"event", event}});
     }
-    std::uint64_t before = 0;
-    for (const auto& [old_name, old_value] : last_.events) {
-      if (old_name == name) before = old_value;
-    }
-    Advance(*it->second, before, value);
+    Advance(*events_[i], seen ? last_.events[i].second : 0, value);
   }
 
   UpdateServices(s.services);
@@ -267,7 +266,7 @@ void BrokerMetrics::UpdateServices(
     fresh.resize(free);
   }
   for (const auto* entry : fresh) {
-    const prometheus::Labels labels = {{"broker", kind_},
+    const prometheus::Labels labels = {{"broker", name_},
                                        {"service", entry->first}};
     services_.emplace(entry->first,
                       ServiceGauges{&families_.workers.Add(labels),
@@ -290,7 +289,7 @@ void BrokerMetrics::UpdateServices(
   if (other.names > 0) {
     if (other_.workers == nullptr) {
       const prometheus::Labels labels = {
-          {"broker", kind_}, {"service", std::string(kOtherService)}};
+          {"broker", name_}, {"service", std::string(kOtherService)}};
       other_.workers = &families_.workers.Add(labels);
       other_.queued = &families_.queue_depth.Add(labels);
     }
@@ -321,10 +320,10 @@ void Metrics::SetBuildInfo(
       .Set(1);
 }
 
-BrokerMetrics& Metrics::AddBroker(const std::string& kind,
+BrokerMetrics& Metrics::AddBroker(const std::string& name,
                                   std::size_t max_services) {
   brokers_.push_back(std::unique_ptr<BrokerMetrics>(
-      new BrokerMetrics(kind, max_services, *families_)));
+      new BrokerMetrics(name, max_services, *families_)));
   return *brokers_.back();
 }
 

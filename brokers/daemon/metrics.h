@@ -79,15 +79,21 @@ namespace zb {
 // The metric families shared by all brokers (defined in metrics.cc).
 struct MetricFamilies;
 
-// A broker-neutral view of one broker's counters at one moment.  Counters
-// only grow; gauges are current values.
+// A broker-neutral view of one broker's counters at one moment (each
+// broker's adapter, broker_runtime.h, fills it from the broker's Stats).
+// Counters only grow; gauges are current values.
 struct BrokerSnapshot {
   std::uint64_t requests = 0;
   std::uint64_t replies = 0;
+  // Of the replies, those that report success (the totals log line; not a
+  // metric of its own).
+  std::uint64_t successes = 0;
   std::uint64_t failures = 0;
   std::uint64_t timeouts = 0;
   std::uint64_t malformed = 0;
-  // Broker-specific counters (zb_events_total{event=name}).
+  // Broker-specific counters (zb_events_total{event=name}).  One broker
+  // lists the same events in the same order in every snapshot, so that
+  // Update() pairs them with the previous snapshot's by position.
   std::vector<std::pair<std::string, std::uint64_t>> events;
   struct Service {
     std::string name;
@@ -130,18 +136,18 @@ class BrokerMetrics {
   // The last snapshot published (for the periodic log line).
   const BrokerSnapshot& last() const { return last_; }
 
-  const std::string& kind() const { return kind_; }
+  const std::string& name() const { return name_; }
 
  private:
   friend class Metrics;
-  BrokerMetrics(std::string kind, std::size_t max_services,
+  BrokerMetrics(std::string name, std::size_t max_services,
                 MetricFamilies& families);
   void UpdateServices(const std::vector<BrokerSnapshot::Service>& services);
 
   static void Advance(prometheus::Counter& counter, std::uint64_t before,
                       std::uint64_t now);
 
-  const std::string kind_;
+  const std::string name_;
   const std::size_t max_services_;
   MetricFamilies& families_;
   prometheus::Counter& requests_;
@@ -153,7 +159,8 @@ class BrokerMetrics {
   prometheus::Gauge& draining_;
   prometheus::Gauge& folded_services_;
   prometheus::Histogram& latency_;
-  absl::flat_hash_map<std::string, prometheus::Counter*> events_;
+  // zb_events_total's series, in the order of the snapshot's events.
+  std::vector<prometheus::Counter*> events_;
   struct ServiceGauges {
     prometheus::Gauge* workers;
     prometheus::Gauge* queued;
@@ -182,11 +189,11 @@ class Metrics {
   void SetBuildInfo(
       const std::vector<std::pair<std::string, std::string>>& labels);
 
-  // Metrics for one broker, labelled broker=`kind`, with at most
+  // Metrics for one broker, labelled broker=`name`, with at most
   // `max_services` per-service series per gauge (see "Service labels").
   // Owned by this object.
   BrokerMetrics& AddBroker(
-      const std::string& kind,
+      const std::string& name,
       std::size_t max_services = BrokerMetrics::kDefaultMaxServices);
 
   // The registry in Prometheus text format (what a scrape returns).
