@@ -22,6 +22,7 @@
 #include <zmq_addon.hpp>
 
 #include "brokers/daemon/logging.h"
+#include "brokers/daemon/test_util.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "test/testing/loopback_http.h"
@@ -84,17 +85,7 @@ std::vector<std::string> RoundTrip(zmq::context_t& ctx, zmq::socket_type type,
   return RecvAll(s);
 }
 
-// Waits (bounded) until Wait() returns; returns its status, or
-// DeadlineExceeded when the daemon did not stop in time.
-absl::Status WaitBounded(Daemon& d, std::chrono::seconds bound) {
-  auto result = std::async(std::launch::async, [&d] { return d.Wait(); });
-  if (result.wait_for(bound) != std::future_status::ready) {
-    ADD_FAILURE() << "daemon did not stop within " << bound.count() << "s";
-    // Let it finish eventually so the test does not crash on exit.
-    return absl::DeadlineExceededError("daemon did not stop");
-  }
-  return result.get();
-}
+using daemon_test::WaitBounded;
 
 // The value of the first sample line that starts with `series`, or -1.
 double Sample(const std::string& text, const std::string& series) {

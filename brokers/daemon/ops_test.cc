@@ -34,6 +34,7 @@
 #include "brokers/daemon/config.h"
 #include "brokers/daemon/daemon.h"
 #include "brokers/daemon/logging.h"
+#include "brokers/daemon/test_util.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "test/testing/loopback_http.h"
@@ -126,14 +127,7 @@ HttpResponse GetUntil(int port, const std::string& path,
   return r;
 }
 
-absl::Status WaitBounded(Daemon& d, std::chrono::seconds bound) {
-  auto result = std::async(std::launch::async, [&d] { return d.Wait(); });
-  if (result.wait_for(bound) != std::future_status::ready) {
-    ADD_FAILURE() << "daemon did not stop within " << bound.count() << "s";
-    return absl::DeadlineExceededError("daemon did not stop");
-  }
-  return result.get();
-}
+using daemon_test::WaitBounded;
 
 using test::RecvAll;
 using test::SendAll;
