@@ -17,10 +17,6 @@ RawRouter::RawRouter(zmq::context_t& ctx, const std::string& endpoint)
   endpoint_ = router_.get(zmq::sockopt::last_endpoint);
 }
 
-RawRouter::~RawRouter() {
-  if (reactor_ != nullptr) reactor_->remove(router_).IgnoreError();
-}
-
 std::vector<std::string> RawRouter::Recv(std::chrono::milliseconds limit) {
   zmq_pollitem_t item{router_.handle(), 0, ZMQ_POLLIN, 0};
   if (zmq::poll(&item, 1, limit) <= 0) return {};
@@ -48,8 +44,10 @@ void RawRouter::SendTo(const std::string& identity, Frames body) {
 }
 
 void RawRouter::Watch(Reactor& reactor, Reactor::MessageHandler on_message) {
-  reactor_ = &reactor;
-  EXPECT_TRUE(reactor.add(router_, std::move(on_message)).ok());
+  absl::StatusOr<Reactor::SocketWatch> watch =
+      reactor.Add(router_, std::move(on_message));
+  EXPECT_TRUE(watch.ok()) << watch.status();
+  if (watch.ok()) watch_ = std::move(*watch);
 }
 
 }  // namespace zb::test

@@ -35,7 +35,6 @@ class RawRouter {
   // Binds `endpoint` (by default a free loopback TCP port); linger 0.
   explicit RawRouter(zmq::context_t& ctx,
                      const std::string& endpoint = "tcp://127.0.0.1:*");
-  ~RawRouter();
   RawRouter(const RawRouter&) = delete;
   RawRouter& operator=(const RawRouter&) = delete;
 
@@ -61,7 +60,7 @@ class RawRouter {
  private:
   zmq::socket_t router_;
   std::string endpoint_;
-  Reactor* reactor_ = nullptr;  // set by Watch()
+  Reactor::SocketWatch watch_;  // set by Watch(); destroyed before router_
 };
 
 }  // namespace zb::test
