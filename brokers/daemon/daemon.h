@@ -32,7 +32,8 @@
 // queued and in-flight ones may finish.  When none is left, or after at most
 // `grace`, requests still open are failed the same way, and once every
 // broker has posted its `done`, Wait() returns OK (Majordomo disconnects
-// its workers then; the consensus broker when it is destroyed).  A second signal during the drain stops at once.
+// its workers then; the consensus broker when it is destroyed).  A second
+// signal during the drain stops at once.
 //
 // Reload.  SIGHUP reads the configuration again through the ConfigSource
 // given to Start() (zb-broker's runs BuildConfig() on its command line, so
