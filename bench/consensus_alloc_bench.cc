@@ -214,7 +214,7 @@ Result Run(int workers, std::size_t payload_size, int round_trips) {
   zmq::context_t ctx;
   zb::ReactorThread thread;
   std::unique_ptr<zb::ConsensusBroker> broker;
-  const std::string endpoint = thread.invoke([&](zb::Reactor& r) {
+  const std::string endpoint = thread.Invoke([&](zb::Reactor& r) {
     zb::ConsensusBroker::Options options;
     options.log = [](zb::ConsensusBroker::Severity, std::string_view) {};
     broker = std::make_unique<zb::ConsensusBroker>(r, ctx, std::move(options));
@@ -231,7 +231,7 @@ Result Run(int workers, std::size_t payload_size, int round_trips) {
     zb::ccp::AppendReady(ready, "bench", 60000, 5);
     SendBody(ws.back(), ready);
   }
-  while (thread.invoke([&](zb::Reactor&) {
+  while (thread.Invoke([&](zb::Reactor&) {
     return broker->worker_count("bench");
   }) != static_cast<std::size_t>(workers)) {
   }
@@ -265,17 +265,17 @@ Result Run(int workers, std::size_t payload_size, int round_trips) {
   };
 
   for (int i = 0; i < 2000; ++i) round_trip();  // warm-up: pools grow here
-  thread.invoke([](zb::Reactor&) { tl_counting = true; });
+  thread.Invoke([](zb::Reactor&) { tl_counting = true; });
   const std::uint64_t new0 = g_new_calls.load();
   const std::uint64_t malloc0 = g_malloc_calls.load();
   for (int i = 0; i < round_trips; ++i) round_trip();
-  thread.invoke([](zb::Reactor&) { tl_counting = false; });
+  thread.Invoke([](zb::Reactor&) { tl_counting = false; });
   const std::uint64_t news = g_new_calls.load() - new0;
   const std::uint64_t mallocs = g_malloc_calls.load() - malloc0;
 
   // Self-check: one known allocation on the broker thread must be seen.
   const std::uint64_t probe0 = g_new_calls.load();
-  thread.invoke([](zb::Reactor&) {
+  thread.Invoke([](zb::Reactor&) {
     tl_counting = true;
     auto probe = std::make_unique<std::vector<int>>(100);
     tl_counting = false;
@@ -287,7 +287,7 @@ Result Run(int workers, std::size_t payload_size, int round_trips) {
     std::exit(1);
   }
 
-  thread.invoke([&](zb::Reactor&) { broker.reset(); });
+  thread.Invoke([&](zb::Reactor&) { broker.reset(); });
   return {static_cast<double>(news) / round_trips,
           static_cast<double>(mallocs) / round_trips};
 }

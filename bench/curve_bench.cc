@@ -122,12 +122,12 @@ struct Rig {
     absl::StatusOr<CurveAllowlist> allow = CurveAllowlist::Parse(
         Z85(client.public_key) + "\n" + Z85(worker.public_key) + "\n", "rig");
     if (!allow.ok()) Die("allowlist", allow.status());
-    auth_thread.invoke([&](Reactor& r) {
+    auth_thread.Invoke([&](Reactor& r) {
       zap = std::make_unique<ZapHandler>(r, ctx);
       zap->set_allowlist(std::make_shared<const CurveAllowlist>(*allow));
       if (absl::Status s = zap->Start(); !s.ok()) Die("zap", s);
     });
-    broker_thread.invoke([&](Reactor& r) {
+    broker_thread.Invoke([&](Reactor& r) {
       mdp =
           std::make_unique<MajordomoBroker>(r, ctx, MajordomoBroker::Options{});
       ConsensusBroker::Options co;
@@ -155,7 +155,7 @@ struct Rig {
         MakeCurveClientKeys(server.public_key, worker.secret_key);
     if (!ck.ok() || !wk.ok()) Die("keys", ck.status());
     client_keys = *ck;
-    worker_thread.invoke([&](Reactor& r) {
+    worker_thread.Invoke([&](Reactor& r) {
       for (bool curve : {false, true}) {
         ConsensusWorker::Options co;
         if (curve) co.curve = *wk;
@@ -181,7 +181,7 @@ struct Rig {
     });
     // Every worker registered before measuring.
     for (int i = 0; i < 1000; ++i) {
-      const bool ready = broker_thread.invoke([&](Reactor&) {
+      const bool ready = broker_thread.Invoke([&](Reactor&) {
         const MajordomoBroker::Stats s = mdp->stats();
         auto has = [&](const char* svc) {
           auto it = s.services.find(svc);
@@ -198,15 +198,15 @@ struct Rig {
   }
 
   ~Rig() {
-    worker_thread.invoke([&](Reactor&) {
+    worker_thread.Invoke([&](Reactor&) {
       ccp_workers.clear();
       mdp_workers.clear();
     });
-    broker_thread.invoke([&](Reactor&) {
+    broker_thread.Invoke([&](Reactor&) {
       mdp.reset();
       ccp.reset();
     });
-    auth_thread.invoke([&](Reactor&) { zap.reset(); });
+    auth_thread.Invoke([&](Reactor&) { zap.reset(); });
   }
 
   std::optional<CurveClientKeys> Keys(bool curve) const {
@@ -278,14 +278,14 @@ double CcpThroughput(Rig& rig, bool curve, int total, int window, int size) {
                      ++done;
                      if (!r.ok()) ++failed;
                      if (sent < total) send_one();
-                     if (done == total) reactor.stop();
+                     if (done == total) reactor.Stop();
                    });
   };
   // Warm-up: one round trip, so that the handshake is not timed.
   client.call(service, std::span<zmq::message_t>(), {}, [](auto&&) {});
   const Clock::time_point t0 = Clock::now();
   for (int i = 0; i < window && sent < total; ++i) send_one();
-  if (absl::Status s = reactor.run(); !s.ok()) Die("reactor", s);
+  if (absl::Status s = reactor.Run(); !s.ok()) Die("reactor", s);
   const double seconds =
       std::chrono::duration<double>(Clock::now() - t0).count();
   if (failed > 0) Die("ccp throughput", absl::InternalError("failures"));
@@ -308,12 +308,12 @@ double MdpThroughput(Rig& rig, bool curve, int total, int window, int size) {
            .Request(service, MakeFrames({"warm-up"}),
                     [&](absl::StatusOr<Frames>) {
                       warm = true;
-                      reactor.stop();
+                      reactor.Stop();
                     })
            .ok()) {
     Die("mdp warm-up", absl::InternalError("refused"));
   }
-  if (absl::Status s = reactor.run(); !s.ok() || !warm) Die("reactor", s);
+  if (absl::Status s = reactor.Run(); !s.ok() || !warm) Die("reactor", s);
   std::function<void()> send_one = [&] {
     ++sent;
     absl::Status s = client.Request(service, MakeFrames({body}),
@@ -321,13 +321,13 @@ double MdpThroughput(Rig& rig, bool curve, int total, int window, int size) {
                                       ++done;
                                       if (!r.ok()) ++failed;
                                       if (sent < total) send_one();
-                                      if (done == total) reactor.stop();
+                                      if (done == total) reactor.Stop();
                                     });
     if (!s.ok()) Die("mdp request", s);
   };
   const Clock::time_point t0 = Clock::now();
   for (int i = 0; i < window && sent < total; ++i) send_one();
-  if (absl::Status s = reactor.run(); !s.ok()) Die("reactor", s);
+  if (absl::Status s = reactor.Run(); !s.ok()) Die("reactor", s);
   const double seconds =
       std::chrono::duration<double>(Clock::now() - t0).count();
   if (failed > 0) Die("mdp throughput", absl::InternalError("failures"));
@@ -351,7 +351,7 @@ double Handshake(Rig& rig, bool curve, int n) {
       done = true;
     });
     while (!done) {
-      if (!reactor.run_once(milliseconds(100)).ok()) break;
+      if (!reactor.RunOnce(milliseconds(100)).ok()) break;
     }
     if (!result.ok()) Die("handshake", result);
     us.push_back(Micros(Clock::now() - t0));

@@ -285,7 +285,7 @@ Result Measure(Middle middle, Mode mode, int n) {
   std::string client_ep, worker_ep;
   if (middle == Middle::kBroker) {
     broker_thread = std::make_unique<ReactorThread>();
-    broker_thread->invoke([&](Reactor& r) {
+    broker_thread->Invoke([&](Reactor& r) {
       MajordomoBroker::Options options;
       options.worker_prefetch = g_prefetch;
       broker = std::make_unique<MajordomoBroker>(r, middle_ctx, options);
@@ -326,7 +326,7 @@ Result Measure(Middle middle, Mode mode, int n) {
   std::vector<double> latencies;
   latencies.reserve(n);
   if (broker_thread) {
-    broker_thread->invoke([](Reactor&) { tl_counting = true; });
+    broker_thread->Invoke([](Reactor&) { tl_counting = true; });
   }
   const std::uint64_t allocations_before = g_allocations.load();
   const auto t0 = Clock::now();
@@ -348,14 +348,14 @@ Result Measure(Middle middle, Mode mode, int n) {
     result.value = clients * n / secs;
   }
   if (broker_thread) {
-    broker_thread->invoke([](Reactor&) { tl_counting = false; });
+    broker_thread->Invoke([](Reactor&) { tl_counting = false; });
     result.allocations_per_request =
         static_cast<double>(g_allocations.load() - allocations_before) /
         (static_cast<double>(n) * clients);
   }
   stop = true;
   for (auto& t : worker_threads) t.join();
-  if (broker_thread) broker_thread->invoke([&](Reactor&) { broker.reset(); });
+  if (broker_thread) broker_thread->Invoke([&](Reactor&) { broker.reset(); });
   broker_thread.reset();
   proxy.reset();
   if (g_transport == "ipc") {

@@ -16,7 +16,7 @@
 //                      the ROUTER) that drains the ROUTER into reused
 //                      messages until EAGAIN and sends each one back.
 //   PingPongSameThread/*  the same echo with both sockets on this thread:
-//                      send, one poll iteration (Reactor::run_once(0) or
+//                      send, one poll iteration (Reactor::RunOnce(0) or
 //                      zmq_poll(..., 0) plus draining), receive.  Without
 //                      cross-thread wake-ups the loop's own overhead shows.
 //
@@ -83,7 +83,7 @@ void BM_Post(benchmark::State& state) {
   std::atomic<std::int64_t> ran{0};
   std::int64_t posted = 0;
   for (auto _ : state) {
-    thread.reactor().post([&ran] {
+    thread.reactor().Post([&ran] {
       ran.store(ran.load(std::memory_order_relaxed) + 1,
                 std::memory_order_release);
     });
@@ -116,7 +116,7 @@ void BM_Wakeup_Reactor(benchmark::State& state) {
     std::this_thread::sleep_for(kIdleGap);
     ran_at.store(0, std::memory_order_relaxed);
     const auto t0 = Clock::now();
-    thread.reactor().post([&ran_at] {
+    thread.reactor().Post([&ran_at] {
       ran_at.store(Clock::now().time_since_epoch().count(),
                    std::memory_order_release);
     });
@@ -270,7 +270,7 @@ void BM_PingPong_Reactor(benchmark::State& state) {
   ReactorThread thread;
   std::int64_t send_errors = 0;
   std::string endpoint;
-  auto router = thread.invoke([&](Reactor& r) {
+  auto router = thread.Invoke([&](Reactor& r) {
     auto s = std::make_unique<zmq::socket_t>(
         BindRouter(BindAddress(transport, NextInstance()), &endpoint));
     zmq::socket_t* raw = s.get();
@@ -282,9 +282,9 @@ void BM_PingPong_Reactor(benchmark::State& state) {
     return s;
   });
   PingPong(state, endpoint,
-           thread.invoke([](Reactor&) { return MyCpuClock(); }));
-  thread.invoke([&](Reactor& r) {
-    (void)r.remove(*router);
+           thread.Invoke([](Reactor&) { return MyCpuClock(); }));
+  thread.Invoke([&](Reactor& r) {
+    (void)r.Remove(*router);
     router.reset();
   });
   if (send_errors) state.SkipWithError("echo send failed");
@@ -362,14 +362,13 @@ void BM_PingPongSameThread_Reactor(benchmark::State& state) {
   zmq::message_t reply;
   for (auto _ : state) {
     p.dealer.send(zmq::str_buffer("ping"), zmq::send_flags::none);
-    benchmark::DoNotOptimize(
-        reactor.run_once(Reactor::Clock::duration::zero()));
+    benchmark::DoNotOptimize(reactor.RunOnce(Reactor::Clock::duration::zero()));
     if (!p.dealer.recv(reply, zmq::recv_flags::dontwait)) {
       state.SkipWithError("no echo");
       break;
     }
   }
-  (void)reactor.remove(router);
+  (void)reactor.Remove(router);
   if (send_errors) state.SkipWithError("echo send failed");
 }
 

@@ -67,12 +67,12 @@ const std::vector<std::int64_t>& Offsets() {
 // -----------------------------------------------------------
 
 // A min-heap on (deadline, seq) with the same slot/generation ids as
-// zb::TimerQueue.  cancel() only marks the slot; the stale entry is skipped
+// zb::TimerQueue.  Cancel() only marks the slot; the stale entry is skipped
 // when it reaches the top, and all stale entries are purged at once when
 // they outnumber the live ones.
 class HeapTimers {
  public:
-  TimerId add(std::int64_t deadline_ns, Callback cb) {
+  TimerId Add(std::int64_t deadline_ns, Callback cb) {
     std::uint32_t slot;
     if (!free_slots_.empty()) {
       slot = free_slots_.back();
@@ -90,19 +90,19 @@ class HeapTimers {
     return (static_cast<std::uint64_t>(s.generation) << 32) | slot;
   }
 
-  bool cancel(TimerId id) {
+  bool Cancel(TimerId id) {
     const auto slot = static_cast<std::uint32_t>(id & 0xffffffffu);
     const auto generation = static_cast<std::uint32_t>(id >> 32);
     if (slot >= slots_.size()) return false;
     Slot& s = slots_[slot];
     if (!s.live || s.generation != generation) return false;
-    release(slot);
+    Release(slot);
     --live_;
     if (++dead_ > live_ && dead_ > 16) purge();
     return true;
   }
 
-  int fire_due(std::int64_t now_ns) {
+  int FireDue(std::int64_t now_ns) {
     int fired = 0;
     while (!heap_.empty() && heap_.front().deadline_ns <= now_ns) {
       std::pop_heap(heap_.begin(), heap_.end(), Later{});
@@ -114,7 +114,7 @@ class HeapTimers {
         continue;
       }
       Callback cb = std::move(s.cb);
-      release(e.slot);
+      Release(e.slot);
       --live_;
       cb();
       ++fired;
@@ -154,7 +154,7 @@ class HeapTimers {
     }
   };
 
-  void release(std::uint32_t slot) {
+  void Release(std::uint32_t slot) {
     Slot& s = slots_[slot];
     s.live = false;
     s.cb = nullptr;
@@ -183,14 +183,14 @@ class HeapTimers {
 
 struct SortedVector {
   TimerQueue q;
-  TimerId add(std::int64_t deadline_ns, Callback cb) {
-    return q.add(Clock::time_point(std::chrono::nanoseconds(deadline_ns)),
+  TimerId Add(std::int64_t deadline_ns, Callback cb) {
+    return q.Add(Clock::time_point(std::chrono::nanoseconds(deadline_ns)),
                  Clock::duration::zero(), std::move(cb));
   }
-  bool cancel(TimerId id) { return q.cancel(id); }
-  int fire_due(std::int64_t now_ns) {
-    return q.fire_due(Clock::time_point(std::chrono::nanoseconds(now_ns)),
-                      [](std::exception_ptr) {});
+  bool Cancel(TimerId id) { return q.Cancel(id); }
+  int FireDue(std::int64_t now_ns) {
+    return q.FireDue(Clock::time_point(std::chrono::nanoseconds(now_ns)),
+                     [](std::exception_ptr) {});
   }
   std::int64_t next_deadline_ns() {
     return std::chrono::duration_cast<std::chrono::nanoseconds>(
@@ -202,11 +202,11 @@ struct SortedVector {
 
 struct BinaryHeap {
   HeapTimers q;
-  TimerId add(std::int64_t deadline_ns, Callback cb) {
-    return q.add(deadline_ns, std::move(cb));
+  TimerId Add(std::int64_t deadline_ns, Callback cb) {
+    return q.Add(deadline_ns, std::move(cb));
   }
-  bool cancel(TimerId id) { return q.cancel(id); }
-  int fire_due(std::int64_t now_ns) { return q.fire_due(now_ns); }
+  bool Cancel(TimerId id) { return q.Cancel(id); }
+  int FireDue(std::int64_t now_ns) { return q.FireDue(now_ns); }
   std::int64_t next_deadline_ns() { return q.next_deadline_ns(); }
   std::size_t size() const { return q.size(); }
 };
@@ -218,7 +218,7 @@ template <typename Impl>
 void Fill(Impl& impl, int n, std::int64_t base, std::int64_t* counter) {
   const auto& off = Offsets();
   for (int i = 0; i < n; ++i) {
-    impl.add(base + off[i % off.size()] + i, [counter] { ++*counter; });
+    impl.Add(base + off[i % off.size()] + i, [counter] { ++*counter; });
   }
 }
 
@@ -235,8 +235,8 @@ void BM_AddFireSoonest(benchmark::State& state) {
   Fill(impl, n, kNow + kRangeNs, &live_fired);
   std::int64_t* counter = &fired;
   for (auto _ : state) {
-    impl.add(kNow, [counter] { ++*counter; });
-    benchmark::DoNotOptimize(impl.fire_due(kNow));
+    impl.Add(kNow, [counter] { ++*counter; });
+    benchmark::DoNotOptimize(impl.FireDue(kNow));
   }
   if (fired != static_cast<std::int64_t>(state.iterations()) || live_fired) {
     state.SkipWithError("wrong timers fired");
@@ -254,9 +254,9 @@ void BM_AddFireRandom(benchmark::State& state) {
   Fill(impl, n, now, &fired);
   std::size_t i = 0;
   for (auto _ : state) {
-    impl.add(now + off[i++ & (off.size() - 1)], [&fired] { ++fired; });
+    impl.Add(now + off[i++ & (off.size() - 1)], [&fired] { ++fired; });
     now = impl.next_deadline_ns();
-    benchmark::DoNotOptimize(impl.fire_due(now));
+    benchmark::DoNotOptimize(impl.FireDue(now));
   }
   if (fired < static_cast<std::int64_t>(state.iterations())) {
     state.SkipWithError("timers did not fire");
@@ -278,8 +278,8 @@ void BM_AddCancelRandom(benchmark::State& state) {
   bool all_cancelled = true;
   for (auto _ : state) {
     const TimerId id =
-        impl.add(kNow + off[i++ & (off.size() - 1)], [&fired] { ++fired; });
-    all_cancelled &= impl.cancel(id);
+        impl.Add(kNow + off[i++ & (off.size() - 1)], [&fired] { ++fired; });
+    all_cancelled &= impl.Cancel(id);
   }
   if (!all_cancelled) state.SkipWithError("cancel failed");
   CheckLive(state, impl, static_cast<std::size_t>(n));
@@ -294,8 +294,8 @@ void BM_AddCancelLatest(benchmark::State& state) {
   std::int64_t deadline = kNow + 2 * kRangeNs;
   bool all_cancelled = true;
   for (auto _ : state) {
-    const TimerId id = impl.add(++deadline, [&fired] { ++fired; });
-    all_cancelled &= impl.cancel(id);
+    const TimerId id = impl.Add(++deadline, [&fired] { ++fired; });
+    all_cancelled &= impl.Cancel(id);
   }
   if (!all_cancelled) state.SkipWithError("cancel failed");
   CheckLive(state, impl, static_cast<std::size_t>(n));
@@ -312,17 +312,17 @@ class ZmqTimers {
   ZmqTimers(const ZmqTimers&) = delete;
   ZmqTimers& operator=(const ZmqTimers&) = delete;
 
-  int add(std::size_t interval_ms, zmq_timer_fn* fn, void* arg) {
+  int Add(std::size_t interval_ms, zmq_timer_fn* fn, void* arg) {
     return zmq_timers_add(timers_, interval_ms, fn, arg);
   }
-  bool cancel(int id) { return zmq_timers_cancel(timers_, id) == 0; }
+  bool Cancel(int id) { return zmq_timers_cancel(timers_, id) == 0; }
   int execute() { return zmq_timers_execute(timers_); }
 
   // N live timers due in one hour and more (they never fire here).
   void Fill(int n) {
     const auto& off = Offsets();
     for (int i = 0; i < n; ++i) {
-      add(kHourMs + static_cast<std::size_t>(off[i % off.size()] / 1'000'000),
+      Add(kHourMs + static_cast<std::size_t>(off[i % off.size()] / 1'000'000),
           &Never, nullptr);
     }
   }
@@ -343,7 +343,7 @@ struct SoonestState {
 void FireOnceAndCancel(int id, void* arg) {
   auto* s = static_cast<SoonestState*>(arg);
   ++s->fired;
-  s->timers->cancel(id);
+  s->timers->Cancel(id);
 }
 
 void BM_AddFireSoonest_ZmqTimers(benchmark::State& state) {
@@ -352,7 +352,7 @@ void BM_AddFireSoonest_ZmqTimers(benchmark::State& state) {
   timers.Fill(n);
   SoonestState s{&timers};
   for (auto _ : state) {
-    timers.add(0, &FireOnceAndCancel, &s);
+    timers.Add(0, &FireOnceAndCancel, &s);
     benchmark::DoNotOptimize(timers.execute());
   }
   if (s.fired != static_cast<std::int64_t>(state.iterations())) {
@@ -372,8 +372,8 @@ void ZmqAddCancel(benchmark::State& state, IntervalFn interval_ms) {
   std::size_t i = 0;
   bool all_cancelled = true;
   for (auto _ : state) {
-    const int id = timers->add(interval_ms(i++), &ZmqTimers::Never, nullptr);
-    all_cancelled &= timers->cancel(id);
+    const int id = timers->Add(interval_ms(i++), &ZmqTimers::Never, nullptr);
+    all_cancelled &= timers->Cancel(id);
     if (++dead == rebuild_every) {
       state.PauseTiming();
       timers = std::make_unique<ZmqTimers>();

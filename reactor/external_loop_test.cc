@@ -1,7 +1,7 @@
 // Copyright 2026 The zbrokers Authors.
 //
-// Driving a Reactor from another event loop: poll_fds(), poll_generation()
-// and next_wait(), used the way the C ABI's zb_reactor_fd() and an asyncio
+// Driving a Reactor from another event loop: PollFds(), poll_generation()
+// and NextWait(), used the way the C ABI's zb_reactor_fd() and an asyncio
 // host use them.
 
 #include <poll.h>
@@ -38,24 +38,24 @@ struct Pair {
 
 int ZmqFd(zmq::socket_t& s) { return s.get(zmq::sockopt::fd); }
 
-// One step of a host loop: wait on poll_fds() for at most next_wait() (or
-// `cap`), then run_once(0).  Returns whether a descriptor woke it.
+// One step of a host loop: wait on PollFds() for at most NextWait() (or
+// `cap`), then RunOnce(0).  Returns whether a descriptor woke it.
 bool HostStep(Reactor& r, std::chrono::milliseconds cap) {
-  std::vector<pollfd> fds = r.poll_fds();
-  const Reactor::Clock::duration wait = r.next_wait();
+  std::vector<pollfd> fds = r.PollFds();
+  const Reactor::Clock::duration wait = r.NextWait();
   const auto ms =
       wait == Reactor::Clock::duration::max()
           ? cap
           : std::min(cap, std::chrono::ceil<std::chrono::milliseconds>(wait));
   const int n = ::poll(fds.data(), fds.size(), static_cast<int>(ms.count()));
-  EXPECT_TRUE(r.run_once(Reactor::Clock::duration::zero()).ok());
+  EXPECT_TRUE(r.RunOnce(Reactor::Clock::duration::zero()).ok());
   return n > 0;
 }
 
 TEST(ExternalLoopTest, PollFdsListsWhatRunOnceWaitsOn) {
   Pair p;
   Reactor r;
-  std::vector<pollfd> fds = r.poll_fds();
+  std::vector<pollfd> fds = r.PollFds();
   ASSERT_EQ(fds.size(), 1u);  // the wake-up eventfd
   EXPECT_EQ(fds[0].events, POLLIN);
   const std::uint64_t g0 = r.poll_generation();
@@ -64,37 +64,37 @@ TEST(ExternalLoopTest, PollFdsListsWhatRunOnceWaitsOn) {
   const int efd = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
   ASSERT_GE(efd, 0);
   ASSERT_TRUE(r.add_fd(efd, nullptr, [] {}).ok());
-  fds = r.poll_fds();
+  fds = r.PollFds();
   ASSERT_EQ(fds.size(), 3u);
   EXPECT_THAT(fds, Contains(AllOf(Field(&pollfd::fd, ZmqFd(p.b)),
                                   Field(&pollfd::events, POLLIN))));
   EXPECT_THAT(fds, Contains(AllOf(Field(&pollfd::fd, efd),
                                   Field(&pollfd::events, POLLOUT))));
-  // The registrations changed: run_once() must rebuild before the host
-  // waits, so next_wait() says "now"; afterwards the generation moved.
-  EXPECT_EQ(r.next_wait(), Reactor::Clock::duration::zero());
-  ASSERT_TRUE(r.remove_fd(efd).ok());
-  ASSERT_TRUE(r.run_once(Reactor::Clock::duration::zero()).ok());
+  // The registrations changed: RunOnce() must rebuild before the host
+  // waits, so NextWait() says "now"; afterwards the generation moved.
+  EXPECT_EQ(r.NextWait(), Reactor::Clock::duration::zero());
+  ASSERT_TRUE(r.RemoveFd(efd).ok());
+  ASSERT_TRUE(r.RunOnce(Reactor::Clock::duration::zero()).ok());
   EXPECT_NE(r.poll_generation(), g0);
-  EXPECT_EQ(r.poll_fds().size(), 2u);
+  EXPECT_EQ(r.PollFds().size(), 2u);
   ::close(efd);
 }
 
 TEST(ExternalLoopTest, NextWaitIsTheTimeToTheNextTimerOrForever) {
   Reactor r;
-  ASSERT_TRUE(r.run_once(Reactor::Clock::duration::zero()).ok());
-  EXPECT_EQ(r.next_wait(), Reactor::Clock::duration::max());
+  ASSERT_TRUE(r.RunOnce(Reactor::Clock::duration::zero()).ok());
+  EXPECT_EQ(r.NextWait(), Reactor::Clock::duration::max());
   ASSERT_TRUE(r.after(10s, [] {}).ok());
-  const Reactor::Clock::duration wait = r.next_wait();
+  const Reactor::Clock::duration wait = r.NextWait();
   EXPECT_GT(wait, 9s);
   EXPECT_LE(wait, 10s);
-  r.post([] {});
-  EXPECT_EQ(r.next_wait(), Reactor::Clock::duration::zero());
-  ASSERT_TRUE(r.run_once(Reactor::Clock::duration::zero()).ok());
-  EXPECT_GT(r.next_wait(), 9s);
+  r.Post([] {});
+  EXPECT_EQ(r.NextWait(), Reactor::Clock::duration::zero());
+  ASSERT_TRUE(r.RunOnce(Reactor::Clock::duration::zero()).ok());
+  EXPECT_GT(r.NextWait(), 9s);
 }
 
-// The reason next_wait() reads ZMQ_EVENTS: after a send on the socket
+// The reason NextWait() reads ZMQ_EVENTS: after a send on the socket
 // (which processes its pending commands), a message already queued no
 // longer wakes its ZMQ_FD.  A host that only waited on the descriptor
 // would sleep with the message unread.
@@ -105,8 +105,8 @@ TEST(ExternalLoopTest, QueuedMessageWhoseSignalASendConsumedIsStillSeen) {
   ASSERT_TRUE(r.add(p.b, [&](std::span<zmq::message_t> frames) {
                  got.push_back(frames[0].to_string());
                }).ok());
-  ASSERT_TRUE(r.run_once(Reactor::Clock::duration::zero()).ok());
-  ASSERT_EQ(r.next_wait(), Reactor::Clock::duration::max());
+  ASSERT_TRUE(r.RunOnce(Reactor::Clock::duration::zero()).ok());
+  ASSERT_EQ(r.NextWait(), Reactor::Clock::duration::max());
 
   ASSERT_TRUE(p.a.send(zmq::str_buffer("queued"), zmq::send_flags::none));
   // Wait for the arrival on the ZMQ_FD, then let a send eat the signal.
@@ -116,9 +116,9 @@ TEST(ExternalLoopTest, QueuedMessageWhoseSignalASendConsumedIsStillSeen) {
   fd.revents = 0;
   EXPECT_EQ(::poll(&fd, 1, 100), 0) << "the ZMQ_FD still signals";
   EXPECT_TRUE(got.empty());
-  // next_wait() knows better.
-  EXPECT_EQ(r.next_wait(), Reactor::Clock::duration::zero());
-  ASSERT_TRUE(r.run_once(Reactor::Clock::duration::zero()).ok());
+  // NextWait() knows better.
+  EXPECT_EQ(r.NextWait(), Reactor::Clock::duration::zero());
+  ASSERT_TRUE(r.RunOnce(Reactor::Clock::duration::zero()).ok());
   EXPECT_EQ(got, std::vector<std::string>{"queued"});
 }
 
@@ -152,7 +152,7 @@ TEST(ExternalLoopTest, HostLoopDeliversWithoutSpinning) {
   EXPECT_EQ(messages, 3);
   EXPECT_LE(steps, 4);
   // Nothing left: the next wait is unbounded.
-  EXPECT_EQ(r.next_wait(), Reactor::Clock::duration::max());
+  EXPECT_EQ(r.NextWait(), Reactor::Clock::duration::max());
 }
 
 }  // namespace

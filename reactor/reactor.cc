@@ -68,7 +68,7 @@ Reactor::Reactor(Options options)
       error_handler_(DefaultErrorHandler) {
   wake_fd_ = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
   if (wake_fd_ < 0) {
-    // Without a wake-up descriptor post() could not work at all; there is no
+    // Without a wake-up descriptor Post() could not work at all; there is no
     // sensible way to carry on.
     std::fprintf(stderr, "zb::Reactor: eventfd failed: %s\n",
                  std::strerror(errno));
@@ -85,13 +85,13 @@ Reactor::~Reactor() { ::close(wake_fd_); }
     const char* method) {
   std::fprintf(stderr,
                "zb::Reactor::%s called from a thread that does not own the "
-               "reactor; only post() and stop() may be called from other "
+               "reactor; only Post() and Stop() may be called from other "
                "threads\n",
                method);
   std::abort();
 }
 
-inline void Reactor::check_thread(const char* method) const {
+inline void Reactor::CheckThread(const char* method) const {
 #ifndef NDEBUG
   if (!on_owner_thread()) [[unlikely]] {
     WrongThread(method);
@@ -101,12 +101,12 @@ inline void Reactor::check_thread(const char* method) const {
 #endif
 }
 
-void Reactor::set_error_handler(ErrorHandler handler) {
-  check_thread("set_error_handler");
+void Reactor::SetErrorHandler(ErrorHandler handler) {
+  CheckThread("SetErrorHandler");
   error_handler_ = handler ? std::move(handler) : DefaultErrorHandler;
 }
 
-void Reactor::report(std::exception_ptr e, std::string_view where) {
+void Reactor::Report(std::exception_ptr e, std::string_view where) {
   try {
     error_handler_(std::move(e), where);
   } catch (...) {
@@ -120,7 +120,7 @@ void Reactor::report(std::exception_ptr e, std::string_view where) {
 absl::StatusOr<std::uint64_t> Reactor::AddSocketWatch(
     zmq::socket_ref socket, MessageHandler on_message,
     ReadyHandler on_writable) {
-  check_thread("add");
+  CheckThread("add");
   if (!socket) return absl::InvalidArgumentError("add: socket is closed");
   if (!on_message) return absl::InvalidArgumentError("add: no message handler");
   for (const auto& w : watches_) {
@@ -152,7 +152,7 @@ absl::StatusOr<std::uint64_t> Reactor::AddSocketWatch(
 absl::StatusOr<std::uint64_t> Reactor::AddFdWatch(int fd,
                                                   ReadyHandler on_readable,
                                                   ReadyHandler on_writable) {
-  check_thread("add_fd");
+  CheckThread("add_fd");
   if (fd < 0) return absl::InvalidArgumentError("add_fd: negative fd");
   if (!on_readable && !on_writable) {
     return absl::InvalidArgumentError("add_fd: no handler");
@@ -205,7 +205,7 @@ absl::StatusOr<Reactor::SocketWatch> Reactor::AddFd(int fd,
 }
 
 void Reactor::RemoveWatch(std::uint64_t id) {
-  check_thread("SocketWatch::Reset");
+  CheckThread("SocketWatch::Reset");
   for (auto& w : watches_) {
     if (!w->removed && w->id == id) {
       w->removed = true;
@@ -213,7 +213,7 @@ void Reactor::RemoveWatch(std::uint64_t id) {
       return;
     }
   }
-  // Already removed through remove()/remove_fd(): nothing to do.
+  // Already removed through Remove()/RemoveFd(): nothing to do.
 }
 
 Reactor::SocketWatch& Reactor::SocketWatch::operator=(
@@ -231,8 +231,8 @@ void Reactor::SocketWatch::Reset() {
   std::exchange(reactor_, nullptr)->RemoveWatch(std::exchange(id_, 0));
 }
 
-absl::Status Reactor::remove(zmq::socket_ref socket) {
-  check_thread("remove");
+absl::Status Reactor::Remove(zmq::socket_ref socket) {
+  CheckThread("remove");
   for (auto& w : watches_) {
     if (!w->removed && w->socket == socket.handle()) {
       w->removed = true;
@@ -243,8 +243,8 @@ absl::Status Reactor::remove(zmq::socket_ref socket) {
   return absl::NotFoundError("remove: socket is not registered");
 }
 
-absl::Status Reactor::remove_fd(int fd) {
-  check_thread("remove_fd");
+absl::Status Reactor::RemoveFd(int fd) {
+  CheckThread("remove_fd");
   for (auto& w : watches_) {
     if (!w->removed && w->socket == nullptr && w->fd == fd) {
       w->removed = true;
@@ -256,7 +256,7 @@ absl::Status Reactor::remove_fd(int fd) {
       absl::StrFormat("remove_fd: fd %d is not registered", fd));
 }
 
-void Reactor::rebuild_poll_items() {
+void Reactor::RebuildPollItems() {
   // Removed watches are only destroyed here, between rounds, so a handler
   // that removes its own socket is never destroyed while it runs.
   std::erase_if(watches_, [](const auto& w) { return w->removed; });
@@ -283,7 +283,7 @@ void Reactor::rebuild_poll_items() {
   ++poll_generation_;
 }
 
-void Reactor::release_large_frames(std::size_t n) {
+void Reactor::ReleaseLargeFrames(std::size_t n) {
   // Frames a handler left in the buffer are only released when the next
   // message is received into their slot.  On an idle reactor that may be
   // never: one large message dropped as malformed would stay allocated.
@@ -295,7 +295,7 @@ void Reactor::release_large_frames(std::size_t n) {
   }
 }
 
-int Reactor::dispatch_socket(Watch& w) {
+int Reactor::DispatchSocket(Watch& w) {
   int handled = 0;
   std::size_t last = 0;  // frames of the last message handed out
   while (handled < options_.batch_cap && !w.removed) {
@@ -303,11 +303,11 @@ int Reactor::dispatch_socket(Watch& w) {
     const int n = ReceiveMessage(zmq::socket_ref(zmq::from_handle, w.socket),
                                  frames_, ZMQ_DONTWAIT);
     if (n < 0) {
-      release_large_frames(last);
+      ReleaseLargeFrames(last);
       if (errno == EAGAIN) return handled;
       // Anything else is a real failure of the socket (e.g. ETERM).  Report
       // it and move on.
-      report(std::make_exception_ptr(zmq::error_t()), "socket receive");
+      Report(std::make_exception_ptr(zmq::error_t()), "socket receive");
       return handled;
     }
     last = static_cast<std::size_t>(n);
@@ -315,10 +315,10 @@ int Reactor::dispatch_socket(Watch& w) {
     try {
       w.on_message(std::span<zmq::message_t>(frames_.data(), n));
     } catch (...) {
-      report(std::current_exception(), "socket");
+      Report(std::current_exception(), "socket");
     }
   }
-  release_large_frames(last);
+  ReleaseLargeFrames(last);
   return handled;
 }
 
@@ -332,35 +332,35 @@ int Reactor::dispatch_socket(Watch& w) {
 }
 
 absl::StatusOr<TimerId> Reactor::after(Clock::duration delay, Callback cb) {
-  check_thread("after");
+  CheckThread("after");
   if (!cb) [[unlikely]] {
     return NullTimerCallback("after");
   }
-  return timers_.add(DeadlineAfter(delay), Clock::duration::zero(),
+  return timers_.Add(DeadlineAfter(delay), Clock::duration::zero(),
                      std::move(cb));
 }
 
 absl::StatusOr<TimerId> Reactor::every(Clock::duration period, Callback cb) {
-  check_thread("every");
+  CheckThread("every");
   if (!cb) [[unlikely]] {
     return NullTimerCallback("every");
   }
   // A period below 1 ns would make a timer that never advances.
   if (period <= Clock::duration::zero()) period = Clock::duration(1);
-  return timers_.add(DeadlineAfter(period), period, std::move(cb));
+  return timers_.Add(DeadlineAfter(period), period, std::move(cb));
 }
 
 absl::StatusOr<TimerId> Reactor::at(Clock::time_point deadline, Callback cb) {
-  check_thread("at");
+  CheckThread("at");
   if (!cb) [[unlikely]] {
     return NullTimerCallback("at");
   }
-  return timers_.add(deadline, Clock::duration::zero(), std::move(cb));
+  return timers_.Add(deadline, Clock::duration::zero(), std::move(cb));
 }
 
-bool Reactor::cancel(TimerId id) {
-  check_thread("cancel");
-  return timers_.cancel(id);
+bool Reactor::Cancel(TimerId id) {
+  CheckThread("cancel");
+  return timers_.Cancel(id);
 }
 
 absl::StatusOr<Reactor::Timer> Reactor::After(Clock::duration delay,
@@ -396,7 +396,7 @@ Reactor::Timer& Reactor::Timer::operator=(Timer&& other) noexcept {
 void Reactor::Timer::Reset() {
   if (reactor_ == nullptr) return;
   // A fired one-shot timer's id is simply unknown by now: cancel says so.
-  std::exchange(reactor_, nullptr)->cancel(std::exchange(id_, 0));
+  std::exchange(reactor_, nullptr)->Cancel(std::exchange(id_, 0));
 }
 
 TimerId Reactor::Timer::Release() {
@@ -404,23 +404,23 @@ TimerId Reactor::Timer::Release() {
   return std::exchange(id_, 0);
 }
 
-int Reactor::fire_due_timers() {
+int Reactor::FireDueTimers() {
   if (timers_.empty()) return 0;
-  return timers_.fire_due(Clock::now(), [this](std::exception_ptr e) {
-    report(std::move(e), "timer");
+  return timers_.FireDue(Clock::now(), [this](std::exception_ptr e) {
+    Report(std::move(e), "timer");
   });
 }
 
 // --- Cross-thread ------------------------------------------------------------
 
-bool Reactor::post(Task task) {
+bool Reactor::Post(Task task) {
   if (!task) return false;
   bool was_empty;
   {
     std::lock_guard<std::mutex> lock(post_mu_);
     if (posts_closed_) [[unlikely]] {
       // Destroyed below, outside the lock: its destructor may do anything,
-      // even post() again.
+      // even Post() again.
       was_empty = false;
     } else {
       was_empty = posted_.empty();
@@ -442,8 +442,8 @@ bool Reactor::post(Task task) {
   return true;
 }
 
-void Reactor::close_post_queue() {
-  check_thread("close_post_queue");
+void Reactor::ClosePostQueue() {
+  CheckThread("close_post_queue");
   std::vector<Task> dropped;
   {
     std::lock_guard<std::mutex> lock(post_mu_);
@@ -454,15 +454,15 @@ void Reactor::close_post_queue() {
   dropped.clear();
 }
 
-void Reactor::stop() {
+void Reactor::Stop() {
   stop_requested_.store(true, std::memory_order_release);
   wake_pending_.store(true, std::memory_order_release);
   const std::uint64_t one = 1;
   [[maybe_unused]] ssize_t n = ::write(wake_fd_, &one, sizeof one);
 }
 
-int Reactor::run_posted() {
-  // Consume the wake-up first, then take the queue: a post() racing with us
+int Reactor::RunPosted() {
+  // Consume the wake-up first, then take the queue: a Post() racing with us
   // either lands in this batch or writes a fresh wake-up.
   wake_pending_.store(false, std::memory_order_relaxed);
   std::uint64_t count;
@@ -476,7 +476,7 @@ int Reactor::run_posted() {
     try {
       std::move(task)();
     } catch (...) {
-      report(std::current_exception(), "post");
+      Report(std::current_exception(), "post");
     }
     ++ran;
   }
@@ -508,8 +508,8 @@ class RunningScope {
 };
 }  // namespace
 
-absl::StatusOr<int> Reactor::run_once(Clock::duration max_wait) {
-  check_thread("run_once");
+absl::StatusOr<int> Reactor::RunOnce(Clock::duration max_wait) {
+  CheckThread("run_once");
   if (running_) [[unlikely]] {
     return Reentered("run_once");
   }
@@ -528,7 +528,7 @@ static int SocketEvents(void* handle, bool wants_out) {
 }
 
 absl::StatusOr<int> Reactor::iterate(Clock::duration max_wait) {
-  if (poll_items_dirty_) rebuild_poll_items();
+  if (poll_items_dirty_) RebuildPollItems();
 
   // The reactor polls the sockets' ZMQ_FDs itself instead of calling
   // zmq_poll(), which on every call reads each socket's ZMQ_FD again, makes
@@ -607,7 +607,7 @@ absl::StatusOr<int> Reactor::iterate(Clock::duration max_wait) {
   }
 
   int handled = 0;
-  if (woken) handled += run_posted();
+  if (woken) handled += RunPosted();
   // Handlers may add or remove watches; poll_owners_ is only rebuilt at the
   // start of the next round, and `removed` guards every call.
   for (std::size_t i = 0; i < n; ++i) {
@@ -624,13 +624,13 @@ absl::StatusOr<int> Reactor::iterate(Clock::duration max_wait) {
           revents = ZMQ_POLLIN;
         }
       }
-      if (revents & ZMQ_POLLIN) handled += dispatch_socket(w);
+      if (revents & ZMQ_POLLIN) handled += DispatchSocket(w);
       if ((revents & ZMQ_POLLOUT) && !w.removed && w.on_writable) {
         ++handled;
         try {
           w.on_writable();
         } catch (...) {
-          report(std::current_exception(), "socket");
+          Report(std::current_exception(), "socket");
         }
       }
       continue;
@@ -648,7 +648,7 @@ absl::StatusOr<int> Reactor::iterate(Clock::duration max_wait) {
         try {
           w.on_readable();
         } catch (...) {
-          report(std::current_exception(), "fd");
+          Report(std::current_exception(), "fd");
         }
       }
     }
@@ -659,16 +659,16 @@ absl::StatusOr<int> Reactor::iterate(Clock::duration max_wait) {
       try {
         w.on_writable();
       } catch (...) {
-        report(std::current_exception(), "fd");
+        Report(std::current_exception(), "fd");
       }
     }
   }
-  handled += fire_due_timers();
+  handled += FireDueTimers();
   return handled;
 }
 
-absl::Status Reactor::run() {
-  check_thread("run");
+absl::Status Reactor::Run() {
+  CheckThread("run");
   if (running_) [[unlikely]] {
     return Reentered("run");
   }
@@ -687,8 +687,8 @@ absl::Status Reactor::run() {
 
 // --- Driving it from another event loop ------------------------------------
 
-std::vector<pollfd> Reactor::poll_fds() const {
-  check_thread("poll_fds");
+std::vector<pollfd> Reactor::PollFds() const {
+  CheckThread("poll_fds");
   std::vector<pollfd> out;
   out.reserve(watches_.size() + 1);
   out.push_back(pollfd{wake_fd_, POLLIN, 0});
@@ -704,14 +704,14 @@ std::vector<pollfd> Reactor::poll_fds() const {
   return out;
 }
 
-Reactor::Clock::duration Reactor::next_wait() {
-  check_thread("next_wait");
+Reactor::Clock::duration Reactor::NextWait() {
+  CheckThread("next_wait");
   if (poll_items_dirty_ || wake_pending_.load(std::memory_order_acquire)) {
     return Clock::duration::zero();
   }
   for (const auto& w : watches_) {
     if (w->removed || w->socket == nullptr) continue;
-    // Non-zero, or a failed socket (which run_once() reports): work now.
+    // Non-zero, or a failed socket (which RunOnce() reports): work now.
     if (SocketEvents(w->socket, static_cast<bool>(w->on_writable)) != 0) {
       return Clock::duration::zero();
     }

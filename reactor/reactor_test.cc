@@ -40,7 +40,7 @@ constexpr auto kPatience = seconds(10);
 bool RunUntil(Reactor& reactor, const std::function<bool()>& done) {
   const auto give_up = Clock::now() + kPatience;
   while (!done() && Clock::now() < give_up) {
-    EXPECT_TRUE(reactor.run_once(milliseconds(10)).ok());
+    EXPECT_TRUE(reactor.RunOnce(milliseconds(10)).ok());
   }
   return done();
 }
@@ -99,7 +99,7 @@ TEST_F(ReactorTest, AfterFiresOnceNotEarly) {
   ASSERT_TRUE(RunUntil(reactor_, [&] { return calls == 1; }));
   EXPECT_GE(fired_at - start, milliseconds(30));
   for (int i = 0; i < 5; ++i)
-    ASSERT_TRUE(reactor_.run_once(milliseconds(5)).ok());
+    ASSERT_TRUE(reactor_.RunOnce(milliseconds(5)).ok());
   EXPECT_EQ(calls, 1);
 }
 
@@ -107,7 +107,7 @@ TEST_F(ReactorTest, CancelledTimerNeverFires) {
   int a = 0, b = 0;
   const TimerId id = reactor_.after(milliseconds(5), [&] { ++a; }).value();
   reactor_.after(milliseconds(20), [&] { ++b; }).value();
-  EXPECT_TRUE(reactor_.cancel(id));
+  EXPECT_TRUE(reactor_.Cancel(id));
   ASSERT_TRUE(RunUntil(reactor_, [&] { return b == 1; }));
   EXPECT_EQ(a, 0);
 }
@@ -118,7 +118,7 @@ TEST_F(ReactorTest, CancelSelfSiblingFiredAndUnknown) {
   TimerId sibling = 0;
   int sibling_calls = 0;
   bool cancel_sibling = false;
-  reactor_.at(when, [&] { cancel_sibling = reactor_.cancel(sibling); }).value();
+  reactor_.at(when, [&] { cancel_sibling = reactor_.Cancel(sibling); }).value();
   sibling = reactor_.at(when, [&] { ++sibling_calls; }).value();
 
   // A periodic timer that cancels itself on its second call.
@@ -128,7 +128,7 @@ TEST_F(ReactorTest, CancelSelfSiblingFiredAndUnknown) {
              .every(milliseconds(2),
                     [&] {
                       if (++self_calls == 2) {
-                        EXPECT_TRUE(reactor_.cancel(self));
+                        EXPECT_TRUE(reactor_.Cancel(self));
                       }
                     })
              .value();
@@ -138,16 +138,16 @@ TEST_F(ReactorTest, CancelSelfSiblingFiredAndUnknown) {
   EXPECT_TRUE(cancel_sibling);
   EXPECT_EQ(sibling_calls, 0);
   EXPECT_EQ(self_calls, 2);
-  EXPECT_FALSE(reactor_.cancel(self));  // cancelled already
+  EXPECT_FALSE(reactor_.Cancel(self));  // cancelled already
 
   // Already fired, and never issued.
   int fired = 0;
   const TimerId once =
       reactor_.after(Clock::duration::zero(), [&] { ++fired; }).value();
   ASSERT_TRUE(RunUntil(reactor_, [&] { return fired == 1; }));
-  EXPECT_FALSE(reactor_.cancel(once));
-  EXPECT_FALSE(reactor_.cancel(0));
-  EXPECT_FALSE(reactor_.cancel(0xdead'beef'0000'0007ull));
+  EXPECT_FALSE(reactor_.Cancel(once));
+  EXPECT_FALSE(reactor_.Cancel(0));
+  EXPECT_FALSE(reactor_.Cancel(0xdead'beef'0000'0007ull));
 }
 
 TEST_F(ReactorTest, PeriodicTimerKeepsFiring) {
@@ -155,10 +155,10 @@ TEST_F(ReactorTest, PeriodicTimerKeepsFiring) {
   const TimerId id = reactor_.every(milliseconds(3), [&] { ++calls; }).value();
   ASSERT_TRUE(RunUntil(reactor_, [&] { return calls >= 5; }));
   EXPECT_EQ(reactor_.timer_count(), 1u);
-  EXPECT_TRUE(reactor_.cancel(id));
+  EXPECT_TRUE(reactor_.Cancel(id));
   const int seen = calls;
   for (int i = 0; i < 3; ++i)
-    ASSERT_TRUE(reactor_.run_once(milliseconds(5)).ok());
+    ASSERT_TRUE(reactor_.RunOnce(milliseconds(5)).ok());
   EXPECT_EQ(calls, seen);
 }
 
@@ -171,7 +171,7 @@ TEST_F(ReactorTest, PeriodicTimerSkipsMissedPeriods) {
   reactor_.every(milliseconds(20), [&] { ++calls; }).value();
   std::this_thread::sleep_for(milliseconds(210));
   for (int i = 0; i < 5; ++i) {
-    ASSERT_TRUE(reactor_.run_once(Clock::duration::zero()).ok());
+    ASSERT_TRUE(reactor_.RunOnce(Clock::duration::zero()).ok());
   }
   EXPECT_GE(calls, 1);
   EXPECT_LE(calls, 2);  // 2 only if these iterations straddled a grid point
@@ -181,7 +181,7 @@ TEST_F(ReactorTest, AtInThePastFiresOnTheNextIteration) {
   int calls = 0;
   reactor_.at(Clock::now() - seconds(1), [&] { ++calls; }).value();
   // No waiting: the overdue timer makes the poll return at once.
-  absl::StatusOr<int> handled = reactor_.run_once(seconds(5));
+  absl::StatusOr<int> handled = reactor_.RunOnce(seconds(5));
   ASSERT_TRUE(handled.ok());
   EXPECT_EQ(*handled, 1);
   EXPECT_EQ(calls, 1);
@@ -195,9 +195,9 @@ TEST_F(ReactorTest, PastTimerAddedByACallbackFiresInTheNextIteration) {
             reactor_.at(Clock::now() - seconds(1), [&] { ++inner; }).value();
           })
       .value();
-  ASSERT_TRUE(reactor_.run_once(Clock::duration::zero()).ok());
+  ASSERT_TRUE(reactor_.RunOnce(Clock::duration::zero()).ok());
   EXPECT_EQ(inner, 0);
-  ASSERT_TRUE(reactor_.run_once(seconds(5)).ok());
+  ASSERT_TRUE(reactor_.RunOnce(seconds(5)).ok());
   EXPECT_EQ(inner, 1);
 }
 
@@ -207,7 +207,7 @@ TEST_F(ReactorTest, RunOnceWaitsForTheEarliestTimerNotLonger) {
   const auto start = Clock::now();
   // max_wait is long; the timer must end the wait.
   while (calls == 0 && Clock::now() - start < kPatience) {
-    ASSERT_TRUE(reactor_.run_once(seconds(30)).ok());
+    ASSERT_TRUE(reactor_.RunOnce(seconds(30)).ok());
   }
   EXPECT_EQ(calls, 1);
   EXPECT_LT(Clock::now() - start, kPatience);
@@ -226,7 +226,7 @@ TEST_F(ReactorTest, PostsFromEightThreadsRunOnceEachInPerThreadOrder) {
   for (int t = 0; t < kThreads; ++t) {
     producers.emplace_back([&, t] {
       for (int i = 0; i < kPosts; ++i) {
-        reactor_.post([&, t, i] {
+        reactor_.Post([&, t, i] {
           seen[t].push_back(i);
           ++total;
         });
@@ -238,7 +238,7 @@ TEST_F(ReactorTest, PostsFromEightThreadsRunOnceEachInPerThreadOrder) {
   for (auto& p : producers) p.join();
   // Anything still queued would show up here as an excess.
   for (int i = 0; i < 3; ++i)
-    ASSERT_TRUE(reactor_.run_once(milliseconds(1)).ok());
+    ASSERT_TRUE(reactor_.RunOnce(milliseconds(1)).ok());
   ASSERT_TRUE(all);
   EXPECT_EQ(total, kThreads * kPosts);
   for (int t = 0; t < kThreads; ++t) {
@@ -254,10 +254,10 @@ TEST_F(ReactorTest, PostWakesARunOnceBlockedInPoll) {
   bool ran = false;
   std::thread poster([&] {
     std::this_thread::sleep_for(milliseconds(100));  // let it block first
-    reactor_.post([&] { ran = true; });
+    reactor_.Post([&] { ran = true; });
   });
   const auto start = Clock::now();
-  absl::StatusOr<int> handled = reactor_.run_once(seconds(10));
+  absl::StatusOr<int> handled = reactor_.RunOnce(seconds(10));
   const auto waited = Clock::now() - start;
   poster.join();
   ASSERT_TRUE(handled.ok());
@@ -268,27 +268,27 @@ TEST_F(ReactorTest, PostWakesARunOnceBlockedInPoll) {
 
 TEST_F(ReactorTest, TaskPostedByATaskRunsInTheNextIteration) {
   std::vector<int> log;
-  reactor_.post([&] {
+  reactor_.Post([&] {
     log.push_back(1);
-    reactor_.post([&] { log.push_back(2); });
+    reactor_.Post([&] { log.push_back(2); });
   });
-  ASSERT_TRUE(reactor_.run_once(seconds(5)).ok());
+  ASSERT_TRUE(reactor_.RunOnce(seconds(5)).ok());
   EXPECT_THAT(log, ElementsAre(1));
-  ASSERT_TRUE(reactor_.run_once(seconds(5)).ok());
+  ASSERT_TRUE(reactor_.RunOnce(seconds(5)).ok());
   EXPECT_THAT(log, ElementsAre(1, 2));
 }
 
 TEST_F(ReactorTest, StopFromAnotherThreadEndsRun) {
   std::atomic<bool> running{false};
-  reactor_.post([&] { running = true; });
+  reactor_.Post([&] { running = true; });
   std::thread stopper([&] {
     const auto give_up = Clock::now() + kPatience;
     while (!running && Clock::now() < give_up) std::this_thread::yield();
     std::this_thread::sleep_for(milliseconds(50));  // let it block in poll
-    reactor_.stop();
+    reactor_.Stop();
   });
   const auto start = Clock::now();
-  const absl::Status status = reactor_.run();
+  const absl::Status status = reactor_.Run();
   stopper.join();
   EXPECT_TRUE(status.ok()) << status;
   EXPECT_TRUE(running);
@@ -296,17 +296,17 @@ TEST_F(ReactorTest, StopFromAnotherThreadEndsRun) {
 }
 
 TEST_F(ReactorTest, StopBeforeRunMakesRunReturnAtOnce) {
-  reactor_.stop();
-  EXPECT_TRUE(reactor_.run().ok());
+  reactor_.Stop();
+  EXPECT_TRUE(reactor_.Run().ok());
   // The stop was consumed: a stop from a timer ends the next run.
   int calls = 0;
   reactor_
       .every(milliseconds(1),
              [&] {
-               if (++calls == 3) reactor_.stop();
+               if (++calls == 3) reactor_.Stop();
              })
       .value();
-  EXPECT_TRUE(reactor_.run().ok());
+  EXPECT_TRUE(reactor_.Run().ok());
   EXPECT_EQ(calls, 3);
 }
 
@@ -376,13 +376,13 @@ TEST_F(ReactorTest, BatchCapIsHonoured) {
       reactor.add(p.a, [&](std::span<zmq::message_t>) { ++calls; }).ok());
   for (int i = 0; i < 20; ++i) Send(p.b, {std::to_string(i)});
   // inproc delivery is synchronous: all 20 are queued before we poll.
-  absl::StatusOr<int> handled = reactor.run_once(seconds(5));
+  absl::StatusOr<int> handled = reactor.RunOnce(seconds(5));
   ASSERT_TRUE(handled.ok());
   EXPECT_EQ(*handled, 8);
   EXPECT_EQ(calls, 8);
-  ASSERT_TRUE(reactor.run_once(seconds(5)).ok());
+  ASSERT_TRUE(reactor.RunOnce(seconds(5)).ok());
   EXPECT_EQ(calls, 16);
-  handled = reactor.run_once(seconds(5));
+  handled = reactor.RunOnce(seconds(5));
   ASSERT_TRUE(handled.ok());
   EXPECT_EQ(*handled, 4);
   EXPECT_EQ(calls, 20);
@@ -394,7 +394,7 @@ TEST_F(ReactorTest, BatchDrainsEverythingBelowTheCapInOneIteration) {
   ASSERT_TRUE(
       reactor_.add(p.a, [&](std::span<zmq::message_t>) { ++calls; }).ok());
   for (int i = 0; i < 100; ++i) Send(p.b, {"m"});
-  absl::StatusOr<int> handled = reactor_.run_once(seconds(5));
+  absl::StatusOr<int> handled = reactor_.RunOnce(seconds(5));
   ASSERT_TRUE(handled.ok());
   EXPECT_EQ(*handled, 100);
   EXPECT_EQ(calls, 100);
@@ -413,7 +413,7 @@ TEST_F(ReactorTest, RemovingASocketInsideAnotherSocketsHandler) {
                          ++calls1;
                          if (!removed_one) {
                            removed_one = true;
-                           EXPECT_TRUE(reactor_.remove(p2.a).ok());
+                           EXPECT_TRUE(reactor_.Remove(p2.a).ok());
                          }
                        })
                   .ok());
@@ -423,7 +423,7 @@ TEST_F(ReactorTest, RemovingASocketInsideAnotherSocketsHandler) {
                          ++calls2;
                          if (!removed_one) {
                            removed_one = true;
-                           EXPECT_TRUE(reactor_.remove(p1.a).ok());
+                           EXPECT_TRUE(reactor_.Remove(p1.a).ok());
                          }
                        })
                   .ok());
@@ -436,12 +436,12 @@ TEST_F(ReactorTest, RemovingASocketInsideAnotherSocketsHandler) {
   Send(p1.b, {"x"});
   Send(p2.b, {"y"});
   for (int i = 0; i < 5; ++i)
-    ASSERT_TRUE(reactor_.run_once(milliseconds(5)).ok());
+    ASSERT_TRUE(reactor_.RunOnce(milliseconds(5)).ok());
   EXPECT_TRUE((calls1 == 0) != (calls2 == 0))
       << "calls1=" << calls1 << " calls2=" << calls2;
   EXPECT_EQ(calls1 + calls2, 4);  // the survivor got all of its messages
   // The removed socket is no longer registered.
-  EXPECT_TRUE(absl::IsNotFound(reactor_.remove(calls1 == 0 ? p1.a : p2.a)));
+  EXPECT_TRUE(absl::IsNotFound(reactor_.Remove(calls1 == 0 ? p1.a : p2.a)));
 }
 
 TEST_F(ReactorTest, RemovingItsOwnSocketStopsTheBatch) {
@@ -451,12 +451,12 @@ TEST_F(ReactorTest, RemovingItsOwnSocketStopsTheBatch) {
                   .add(p.a,
                        [&](std::span<zmq::message_t>) {
                          ++calls;
-                         EXPECT_TRUE(reactor_.remove(p.a).ok());
+                         EXPECT_TRUE(reactor_.Remove(p.a).ok());
                        })
                   .ok());
   for (int i = 0; i < 5; ++i) Send(p.b, {"m"});
   for (int i = 0; i < 5; ++i)
-    ASSERT_TRUE(reactor_.run_once(milliseconds(5)).ok());
+    ASSERT_TRUE(reactor_.RunOnce(milliseconds(5)).ok());
   EXPECT_EQ(calls, 1);
   // And it can be added again, to get the rest.
   int later = 0;
@@ -471,9 +471,9 @@ TEST_F(ReactorTest, AddAndRemoveReportMisuse) {
   EXPECT_TRUE(reactor_.add(p.a, noop).ok());
   EXPECT_TRUE(absl::IsAlreadyExists(reactor_.add(p.a, noop)));
   EXPECT_TRUE(absl::IsInvalidArgument(reactor_.add(p.b, nullptr)));
-  EXPECT_TRUE(reactor_.remove(p.a).ok());
-  EXPECT_TRUE(absl::IsNotFound(reactor_.remove(p.a)));
-  EXPECT_TRUE(absl::IsNotFound(reactor_.remove_fd(12345)));
+  EXPECT_TRUE(reactor_.Remove(p.a).ok());
+  EXPECT_TRUE(absl::IsNotFound(reactor_.Remove(p.a)));
+  EXPECT_TRUE(absl::IsNotFound(reactor_.RemoveFd(12345)));
   EXPECT_TRUE(absl::IsInvalidArgument(reactor_.add_fd(-1, [] {})));
   EXPECT_TRUE(absl::IsInvalidArgument(reactor_.add_fd(0, nullptr, nullptr)));
 }
@@ -508,12 +508,12 @@ TEST_F(ReactorTest, RawFileDescriptorsBecomeReadable) {
   ASSERT_TRUE(RunUntil(
       reactor_, [&] { return from_pipe == "hi" && eventfd_calls == 3; }));
   // Removed: further data is not read.
-  ASSERT_TRUE(reactor_.remove_fd(fds[0]).ok());
+  ASSERT_TRUE(reactor_.RemoveFd(fds[0]).ok());
   ASSERT_EQ(::write(fds[1], "!", 1), 1);
   for (int i = 0; i < 3; ++i)
-    ASSERT_TRUE(reactor_.run_once(milliseconds(5)).ok());
+    ASSERT_TRUE(reactor_.RunOnce(milliseconds(5)).ok());
   EXPECT_EQ(from_pipe, "hi");
-  ASSERT_TRUE(reactor_.remove_fd(efd).ok());
+  ASSERT_TRUE(reactor_.RemoveFd(efd).ok());
   ::close(fds[0]);
   ::close(fds[1]);
   ::close(efd);
@@ -533,13 +533,13 @@ TEST_F(ReactorTest, HangUpOfARawFdReachesTheReadableHandler) {
                             ++calls;
                             char c;
                             saw_eof = ::read(fds[0], &c, 1) == 0;
-                            EXPECT_TRUE(reactor_.remove_fd(fds[0]).ok());
+                            EXPECT_TRUE(reactor_.RemoveFd(fds[0]).ok());
                           })
                   .ok());
   ASSERT_TRUE(RunUntil(reactor_, [&] { return calls > 0; }));
   EXPECT_TRUE(saw_eof);
   for (int i = 0; i < 3; ++i) {
-    ASSERT_TRUE(reactor_.run_once(milliseconds(1)).ok());
+    ASSERT_TRUE(reactor_.RunOnce(milliseconds(1)).ok());
   }
   EXPECT_EQ(calls, 1);
   ::close(fds[0]);
@@ -555,7 +555,7 @@ TEST_F(ReactorTest, HangUpOfAWriteOnlyFdReachesTheWritableHandler) {
                   .add_fd(fds[1], nullptr,
                           [&] {
                             ++calls;
-                            EXPECT_TRUE(reactor_.remove_fd(fds[1]).ok());
+                            EXPECT_TRUE(reactor_.RemoveFd(fds[1]).ok());
                           })
                   .ok());
   ASSERT_TRUE(RunUntil(reactor_, [&] { return calls > 0; }));
@@ -584,7 +584,7 @@ TEST_F(ReactorTest, WritableHandlerIsCalled) {
 
 TEST_F(ReactorTest, ExceptionsFromCallbacksReachTheErrorHandler) {
   std::vector<std::string> errors;
-  reactor_.set_error_handler([&](std::exception_ptr e, std::string_view where) {
+  reactor_.SetErrorHandler([&](std::exception_ptr e, std::string_view where) {
     try {
       std::rethrow_exception(e);
     } catch (const std::exception& ex) {
@@ -608,8 +608,8 @@ TEST_F(ReactorTest, ExceptionsFromCallbacksReachTheErrorHandler) {
              [] { throw std::runtime_error("timer boom"); })
       .value();
   reactor_.after(Clock::duration::zero(), [&] { ++timers; }).value();
-  reactor_.post([] { throw std::runtime_error("post boom"); });
-  reactor_.post([&] { ++posts; });
+  reactor_.Post([] { throw std::runtime_error("post boom"); });
+  reactor_.Post([&] { ++posts; });
   Send(p.b, {"bad"});
   Send(p.b, {"good"});
   ASSERT_TRUE(RunUntil(reactor_, [&] {
@@ -625,23 +625,23 @@ TEST_F(ReactorTest, ExceptionsFromCallbacksReachTheErrorHandler) {
 }
 
 TEST_F(ReactorTest, AThrowingErrorHandlerDoesNotEndTheLoop) {
-  reactor_.set_error_handler([](std::exception_ptr, std::string_view) {
+  reactor_.SetErrorHandler([](std::exception_ptr, std::string_view) {
     throw std::logic_error("handler boom");
   });
   int ran = 0;
-  reactor_.post([] { throw std::runtime_error("boom"); });
-  reactor_.post([&] { ++ran; });
+  reactor_.Post([] { throw std::runtime_error("boom"); });
+  reactor_.Post([&] { ++ran; });
   testing::internal::CaptureStderr();
-  ASSERT_TRUE(reactor_.run_once(seconds(5)).ok());
+  ASSERT_TRUE(reactor_.RunOnce(seconds(5)).ok());
   const std::string err = testing::internal::GetCapturedStderr();
   EXPECT_EQ(ran, 1);
   EXPECT_THAT(err, testing::HasSubstr("handler boom"));
 }
 
 TEST_F(ReactorTest, DefaultErrorHandlerReportsOnStderr) {
-  reactor_.post([] { throw std::runtime_error("reported boom"); });
+  reactor_.Post([] { throw std::runtime_error("reported boom"); });
   testing::internal::CaptureStderr();
-  ASSERT_TRUE(reactor_.run_once(seconds(5)).ok());
+  ASSERT_TRUE(reactor_.RunOnce(seconds(5)).ok());
   const std::string err = testing::internal::GetCapturedStderr();
   EXPECT_THAT(err, testing::HasSubstr("reported boom"));
   EXPECT_THAT(err, testing::HasSubstr("post"));
@@ -664,7 +664,7 @@ TEST_F(ReactorTest, FindsAQueuedMessageWhoseSignalWasAlreadyConsumed) {
     std::this_thread::sleep_for(milliseconds(1));
   }
   const auto before = Clock::now();
-  auto handled = reactor_.run_once(kPatience);
+  auto handled = reactor_.RunOnce(kPatience);
   ASSERT_TRUE(handled.ok());
   EXPECT_EQ(*handled, 1);
   EXPECT_EQ(got, 1);
@@ -680,10 +680,10 @@ TEST_F(ReactorTest, PostedTaskRunsAlongsideAReadySocket) {
   ASSERT_TRUE(
       reactor_.add(p.a, [&](std::span<zmq::message_t>) { ++got; }).ok());
   Send(p.b, {"one"});
-  std::thread([&] { reactor_.post([&] { posted_ran = true; }); }).join();
+  std::thread([&] { reactor_.Post([&] { posted_ran = true; }); }).join();
   ASSERT_TRUE(RunUntil(reactor_, [&] { return got == 1 && posted_ran; }));
   // Nothing left: a further round with a short wait handles nothing.
-  auto handled = reactor_.run_once(milliseconds(5));
+  auto handled = reactor_.RunOnce(milliseconds(5));
   ASSERT_TRUE(handled.ok());
   EXPECT_EQ(*handled, 0);
 }
@@ -695,9 +695,9 @@ TEST_F(ReactorTest, RunReportsAFailingPoll) {
   s->set(zmq::sockopt::linger, 0);
   ASSERT_TRUE(reactor_.add(*s, [](std::span<zmq::message_t>) {}).ok());
   ctx->shutdown();
-  const absl::Status status = reactor_.run();
+  const absl::Status status = reactor_.Run();
   EXPECT_FALSE(status.ok());
-  EXPECT_TRUE(reactor_.remove(*s).ok());
+  EXPECT_TRUE(reactor_.Remove(*s).ok());
   s.reset();
   ctx.reset();
 }
@@ -711,8 +711,8 @@ TEST_F(ReactorTest, RunOnceInsideATimerIsRefused) {
   bool fired = false;
   (void)reactor_.after(Clock::duration::zero(), [&] {
     fired = true;
-    nested_once = reactor_.run_once(Clock::duration::zero()).status();
-    nested_run = reactor_.run();
+    nested_once = reactor_.RunOnce(Clock::duration::zero()).status();
+    nested_run = reactor_.Run();
   });
   ASSERT_TRUE(RunUntil(reactor_, [&] { return fired; }));
   EXPECT_TRUE(absl::IsFailedPrecondition(nested_once)) << nested_once;
@@ -720,7 +720,7 @@ TEST_F(ReactorTest, RunOnceInsideATimerIsRefused) {
               testing::HasSubstr("inside one of its callbacks"));
   EXPECT_TRUE(absl::IsFailedPrecondition(nested_run)) << nested_run;
   // The outer loop is unharmed and the reactor runs normally afterwards.
-  EXPECT_TRUE(reactor_.run_once(Clock::duration::zero()).ok());
+  EXPECT_TRUE(reactor_.RunOnce(Clock::duration::zero()).ok());
 }
 
 TEST_F(ReactorTest, RunOnceInsideASocketHandlerKeepsTheOuterFrames) {
@@ -738,7 +738,7 @@ TEST_F(ReactorTest, RunOnceInsideASocketHandlerKeepsTheOuterFrames) {
                    nested_done = true;
                    // A nested iteration would receive "second" into
                    // the buffer `frames` points into.
-                   nested = reactor_.run_once(Clock::duration::zero()).status();
+                   nested = reactor_.RunOnce(Clock::duration::zero()).status();
                  }
                  std::string all;
                  for (auto& f : frames) all += std::string(View(f));
@@ -799,11 +799,11 @@ TEST_F(ReactorTest, NullCallbacksAreRefused) {
   EXPECT_EQ(reactor_.timer_count(), 0u);
   // Nothing was queued that could call an empty function later.
   for (int i = 0; i < 3; ++i) {
-    ASSERT_TRUE(reactor_.run_once(milliseconds(2)).ok());
+    ASSERT_TRUE(reactor_.RunOnce(milliseconds(2)).ok());
   }
   // A null task is refused too.
-  EXPECT_FALSE(reactor_.post(nullptr));
-  EXPECT_EQ(*reactor_.run_once(Clock::duration::zero()), 0);
+  EXPECT_FALSE(reactor_.Post(nullptr));
+  EXPECT_EQ(*reactor_.RunOnce(Clock::duration::zero()), 0);
 }
 
 // --- Registrations that clean up after themselves ----------------------------
@@ -826,9 +826,9 @@ TEST_F(ReactorTest, SocketWatchRemovesTheWatchWhenDestroyed) {
   // registered again.
   Send(p.b, {"two"});
   for (int i = 0; i < 5; ++i)
-    ASSERT_TRUE(reactor_.run_once(milliseconds(5)).ok());
+    ASSERT_TRUE(reactor_.RunOnce(milliseconds(5)).ok());
   EXPECT_EQ(calls, 1);
-  EXPECT_TRUE(absl::IsNotFound(reactor_.remove(p.a)));
+  EXPECT_TRUE(absl::IsNotFound(reactor_.Remove(p.a)));
   int later = 0;
   absl::StatusOr<Reactor::SocketWatch> again =
       reactor_.Add(p.a, [&](std::span<zmq::message_t>) { ++later; });
@@ -854,7 +854,7 @@ TEST_F(ReactorTest, SocketWatchMovesAndResetsInsideItsOwnHandler) {
   for (int i = 0; i < 3; ++i) Send(p.b, {"m"});
   ASSERT_TRUE(RunUntil(reactor_, [&] { return calls == 1; }));
   for (int i = 0; i < 5; ++i)
-    ASSERT_TRUE(reactor_.run_once(milliseconds(5)).ok());
+    ASSERT_TRUE(reactor_.RunOnce(milliseconds(5)).ok());
   EXPECT_EQ(calls, 1);  // the batch stopped with the reset
   EXPECT_FALSE(static_cast<bool>(owner));
 }
@@ -864,8 +864,8 @@ TEST_F(ReactorTest, SocketWatchOutlivingAnExplicitRemoveIsHarmless) {
   absl::StatusOr<Reactor::SocketWatch> w =
       reactor_.Add(p.a, [](std::span<zmq::message_t>) {});
   ASSERT_TRUE(w.ok());
-  ASSERT_TRUE(reactor_.remove(p.a).ok());
-  ASSERT_TRUE(reactor_.run_once(milliseconds(0)).ok());  // frees the watch
+  ASSERT_TRUE(reactor_.Remove(p.a).ok());
+  ASSERT_TRUE(reactor_.RunOnce(milliseconds(0)).ok());  // frees the watch
   // A new registration of the same socket is not the old handle's.
   int calls = 0;
   ASSERT_TRUE(
@@ -890,9 +890,9 @@ TEST_F(ReactorTest, FdWatchRemovesTheFdWhenDestroyed) {
   }
   ASSERT_EQ(::write(fds[1], "y", 1), 1);
   for (int i = 0; i < 5; ++i)
-    ASSERT_TRUE(reactor_.run_once(milliseconds(5)).ok());
+    ASSERT_TRUE(reactor_.RunOnce(milliseconds(5)).ok());
   EXPECT_EQ(reads, 1);
-  EXPECT_TRUE(absl::IsNotFound(reactor_.remove_fd(fds[0])));
+  EXPECT_TRUE(absl::IsNotFound(reactor_.RemoveFd(fds[0])));
   ::close(fds[0]);
   ::close(fds[1]);
 }
@@ -918,7 +918,7 @@ TEST_F(ReactorTest, TimerHandleCancelsWhenDestroyedAndReleaseKeepsIt) {
   ASSERT_TRUE(
       RunUntil(reactor_, [&] { return released == 1 && periodic == 3; }));
   for (int i = 0; i < 5; ++i)
-    ASSERT_TRUE(reactor_.run_once(milliseconds(3)).ok());
+    ASSERT_TRUE(reactor_.RunOnce(milliseconds(3)).ok());
   EXPECT_EQ(cancelled, 0);
   EXPECT_EQ(periodic, 3);
   EXPECT_EQ(reactor_.timer_count(), 0u);
@@ -963,7 +963,7 @@ TEST(ReactorDeathTest, CallFromAnotherThreadAbortsNamingTheMethod) {
   EXPECT_DEATH(
       {
         Reactor reactor;
-        std::thread other([&] { (void)reactor.run_once(milliseconds(1)); });
+        std::thread other([&] { (void)reactor.RunOnce(milliseconds(1)); });
         other.join();
       },
       "run_once");
@@ -974,12 +974,12 @@ TEST(ReactorThreadingTest, PostAndStopFromAnotherThreadAreAllowed) {
   Reactor reactor;
   int ran = 0;
   std::thread other([&] {
-    reactor.post([&] { ++ran; });
-    reactor.stop();
+    reactor.Post([&] { ++ran; });
+    reactor.Stop();
   });
   other.join();
-  EXPECT_TRUE(reactor.run().ok());  // returns because of the stop
-  EXPECT_TRUE(reactor.run_once(Clock::duration::zero()).ok());
+  EXPECT_TRUE(reactor.Run().ok());  // returns because of the stop
+  EXPECT_TRUE(reactor.RunOnce(Clock::duration::zero()).ok());
   EXPECT_EQ(ran, 1);
 }
 
@@ -988,27 +988,27 @@ TEST(ReactorThreadingTest, PostAndStopFromAnotherThreadAreAllowed) {
 
 TEST(ReactorThreadTest, InvokeRunsOnTheReactorThreadAndReturnsItsValue) {
   ReactorThread thread;
-  const std::thread::id id = thread.invoke([](Reactor& r) {
+  const std::thread::id id = thread.Invoke([](Reactor& r) {
     EXPECT_TRUE(r.on_owner_thread());
     return std::this_thread::get_id();
   });
   EXPECT_EQ(id, thread.thread_id());
   EXPECT_NE(id, std::this_thread::get_id());
-  EXPECT_EQ(thread.invoke([](Reactor&) { return std::string("forty-two"); }),
+  EXPECT_EQ(thread.Invoke([](Reactor&) { return std::string("forty-two"); }),
             "forty-two");
   int side_effect = 0;
-  thread.invoke([&](Reactor&) { side_effect = 7; });  // void
+  thread.Invoke([&](Reactor&) { side_effect = 7; });  // void
   EXPECT_EQ(side_effect, 7);
 }
 
 TEST(ReactorThreadTest, InvokePropagatesExceptions) {
   ReactorThread thread;
-  EXPECT_THROW(thread.invoke([](Reactor&) -> int {
+  EXPECT_THROW(thread.Invoke([](Reactor&) -> int {
     throw std::out_of_range("from the reactor thread");
   }),
                std::out_of_range);
   // Still usable afterwards.
-  EXPECT_EQ(thread.invoke([](Reactor&) { return 3; }), 3);
+  EXPECT_EQ(thread.Invoke([](Reactor&) { return 3; }), 3);
 }
 
 TEST(ReactorThreadTest, RunsTimersAndSocketsAndStopsOnDestruction) {
@@ -1019,7 +1019,7 @@ TEST(ReactorThreadTest, RunsTimersAndSocketsAndStopsOnDestruction) {
   {
     ReactorThread thread;
     // The server socket is created, used and closed on the reactor thread.
-    auto server = thread.invoke([&](Reactor& r) {
+    auto server = thread.Invoke([&](Reactor& r) {
       auto s = std::make_unique<zmq::socket_t>(ctx, zmq::socket_type::pair);
       s->set(zmq::sockopt::linger, 0);
       s->bind("inproc://reactor-thread");
@@ -1042,8 +1042,8 @@ TEST(ReactorThreadTest, RunsTimersAndSocketsAndStopsOnDestruction) {
     while (ticks < 3 && Clock::now() < give_up)
       std::this_thread::sleep_for(milliseconds(1));
     EXPECT_GE(ticks, 3);
-    thread.invoke([&](Reactor& r) {
-      EXPECT_TRUE(r.remove(*server).ok());
+    thread.Invoke([&](Reactor& r) {
+      EXPECT_TRUE(r.Remove(*server).ok());
       server.reset();
     });
   }  // joins
@@ -1054,17 +1054,17 @@ TEST(ReactorThreadTest, RunsTimersAndSocketsAndStopsOnDestruction) {
 
 TEST(ReactorThreadTest, StopAndJoinReturnRunStatus) {
   ReactorThread thread;
-  thread.stop();
+  thread.Stop();
   EXPECT_TRUE(thread.join().ok());
   EXPECT_TRUE(thread.join().ok());  // idempotent
 }
 
 TEST(ReactorThreadTest, InvokeAfterTheThreadEndedThrowsInsteadOfHanging) {
   ReactorThread thread;
-  thread.stop();
+  thread.Stop();
   ASSERT_TRUE(thread.join().ok());
   bool ran = false;
-  EXPECT_THROW(thread.invoke([&](Reactor&) { ran = true; }),
+  EXPECT_THROW(thread.Invoke([&](Reactor&) { ran = true; }),
                std::runtime_error);
   EXPECT_FALSE(ran);
 }
@@ -1079,10 +1079,10 @@ namespace {
 // the reactor still keeps it.
 TEST(ReactorThreadTest, PostAfterTheThreadEndedIsRefusedAndDropped) {
   ReactorThread thread;
-  thread.stop();
+  thread.Stop();
   ASSERT_TRUE(thread.join().ok());
   auto token = std::make_shared<int>(0);
-  const bool queued = thread.reactor().post([token] { ++*token; });
+  const bool queued = thread.reactor().Post([token] { ++*token; });
   EXPECT_FALSE(queued);
   EXPECT_EQ(token.use_count(), 1) << "the refused task is still held";
   EXPECT_EQ(*token, 0);
@@ -1099,16 +1099,16 @@ TEST(ReactorThreadTest, InvokeRacingWithStopRunsOrThrowsNeverHangs) {
     std::promise<void> release;
     std::shared_future<void> released = release.get_future().share();
     std::promise<void> busy;
-    thread->reactor().post([released, &busy] {
+    thread->reactor().Post([released, &busy] {
       busy.set_value();
       released.wait();
     });
     busy.get_future().wait();
-    thread->stop();
+    thread->Stop();
     std::promise<void> posted_marker;
     auto caller = std::async(std::launch::async, [&]() -> int {
       try {
-        thread->invoke([](Reactor&) {});
+        thread->Invoke([](Reactor&) {});
         return 1;
       } catch (const ReactorThread::Stopped& e) {
         EXPECT_THAT(std::string(e.what()), testing::HasSubstr("stopped"));

@@ -16,20 +16,20 @@ ReactorThread::ReactorThread(Reactor::Options options) {
     Reactor* r = reactor.get();
     reactor_ = std::move(reactor);
     ready.set_value(r);
-    run_status_ = r->run();
+    run_status_ = r->Run();
     // Nothing will run the queue any more: release whoever waits on a task
     // still in it, and refuse later ones (see "Stopping" in the header).
-    r->close_post_queue();
+    r->ClosePostQueue();
   });
   started.wait();
 }
 
 ReactorThread::~ReactorThread() {
-  stop();
+  Stop();
   join().IgnoreError();
 }
 
-void ReactorThread::stop() { reactor_->stop(); }
+void ReactorThread::Stop() { reactor_->Stop(); }
 
 absl::Status ReactorThread::join() {
   if (!joined_) {
@@ -39,7 +39,7 @@ absl::Status ReactorThread::join() {
   return run_status_;
 }
 
-void ReactorThread::check_not_reactor_thread() const {
+void ReactorThread::CheckNotReactorThread() const {
   if (std::this_thread::get_id() == thread_.get_id()) {
     std::fprintf(stderr,
                  "zb::ReactorThread::invoke called on the reactor thread "

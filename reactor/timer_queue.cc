@@ -24,7 +24,7 @@ std::int64_t SaturatingAdd(std::int64_t a, std::int64_t b) {
 
 }  // namespace
 
-TimerId TimerQueue::add(Clock::time_point deadline, Clock::duration period,
+TimerId TimerQueue::Add(Clock::time_point deadline, Clock::duration period,
                         Callback cb) {
   std::uint32_t slot;
   if (!free_slots_.empty()) {
@@ -44,15 +44,15 @@ TimerId TimerQueue::add(Clock::time_point deadline, Clock::duration period,
       0, std::chrono::duration_cast<std::chrono::nanoseconds>(period).count());
   s.live = true;
   std::int64_t deadline_ns = ToNanos(deadline);
-  // See the header: during fire_due() a past deadline counts as the round's
+  // See the header: during FireDue() a past deadline counts as the round's
   // `now`, so the new timer queues behind every timer that was already due
   // instead of in front of them (where it would stop the round early).
   if (firing_ && deadline_ns < round_now_ns_) deadline_ns = round_now_ns_;
-  enqueue(deadline_ns, slot);
+  Enqueue(deadline_ns, slot);
   return MakeId(s.generation, slot);
 }
 
-void TimerQueue::enqueue(std::int64_t deadline_ns, std::uint32_t slot) {
+void TimerQueue::Enqueue(std::int64_t deadline_ns, std::uint32_t slot) {
   Slot& s = slots_[slot];
   s.deadline_ns = deadline_ns;
   s.seq = next_seq_++;
@@ -65,7 +65,7 @@ void TimerQueue::enqueue(std::int64_t deadline_ns, std::uint32_t slot) {
   queue_.insert(pos, Entry{deadline_ns, slot});
 }
 
-void TimerQueue::release(std::uint32_t slot) {
+void TimerQueue::Release(std::uint32_t slot) {
   Slot& s = slots_[slot];
   s.live = false;
   s.cb = nullptr;
@@ -74,7 +74,7 @@ void TimerQueue::release(std::uint32_t slot) {
   free_slots_.push_back(slot);
 }
 
-bool TimerQueue::cancel(TimerId id) {
+bool TimerQueue::Cancel(TimerId id) {
   const auto slot = static_cast<std::uint32_t>(id & 0xffffffffu);
   const auto generation = static_cast<std::uint32_t>(id >> 32);
   if (slot >= slots_.size()) return false;
@@ -92,16 +92,16 @@ bool TimerQueue::cancel(TimerId id) {
   // firing right now has already been re-queued.
   assert(pos != queue_.end() && pos->slot == slot);
   queue_.erase(pos);
-  release(slot);
+  Release(slot);
   return true;
 }
 
-int TimerQueue::fire_due(Clock::time_point now, ErrorSink on_error) {
-  assert(!firing_ && "TimerQueue::fire_due called from a timer callback");
+int TimerQueue::FireDue(Clock::time_point now, ErrorSink on_error) {
+  assert(!firing_ && "TimerQueue::FireDue called from a timer callback");
   if (queue_.empty()) return 0;
   const std::int64_t now_ns = ToNanos(now);
   // Entries queued from here on have seq >= round_end and wait for the next
-  // call.  Because their deadlines are >= now_ns (see add()), every older due
+  // call.  Because their deadlines are >= now_ns (see Add()), every older due
   // entry lies behind them, so stopping at the first one loses nothing.
   const std::uint64_t round_end = next_seq_;
   firing_ = true;
@@ -129,9 +129,9 @@ int TimerQueue::fire_due(Clock::time_point now, ErrorSink on_error) {
       if (next <= now_ns) {
         next = SaturatingAdd(next, ((now_ns - next) / period + 1) * period);
       }
-      enqueue(next, e.slot);
+      Enqueue(next, e.slot);
     } else {
-      release(e.slot);
+      Release(e.slot);
     }
     try {
       cb();

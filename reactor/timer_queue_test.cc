@@ -30,18 +30,18 @@ class TimerQueueTest : public testing::Test {
  protected:
   // Fires everything due at kT0 + ms; exceptions are recorded.
   int FireAt(int ms) {
-    return timers_.fire_due(kT0 + milliseconds(ms),
-                            [this](std::exception_ptr e) {
-                              try {
-                                std::rethrow_exception(e);
-                              } catch (const std::exception& ex) {
-                                errors_.push_back(ex.what());
-                              }
-                            });
+    return timers_.FireDue(kT0 + milliseconds(ms),
+                           [this](std::exception_ptr e) {
+                             try {
+                               std::rethrow_exception(e);
+                             } catch (const std::exception& ex) {
+                               errors_.push_back(ex.what());
+                             }
+                           });
   }
   // A one-shot timer at kT0 + ms that logs `name`.
   TimerId Once(int ms, std::string name) {
-    return timers_.add(kT0 + milliseconds(ms), Clock::duration::zero(),
+    return timers_.Add(kT0 + milliseconds(ms), Clock::duration::zero(),
                        [this, name] { log_.push_back(name); });
   }
 
@@ -93,7 +93,7 @@ TEST_F(TimerQueueTest, ManyRandomTimersFireSortedAndStable) {
   for (int i = 0; i < 2000; ++i) {
     const int d = ms(rng);
     expected.emplace_back(d, i);
-    timers_.add(kT0 + milliseconds(d), Clock::duration::zero(),
+    timers_.Add(kT0 + milliseconds(d), Clock::duration::zero(),
                 [&fired, d, i] { fired.emplace_back(d, i); });
   }
   std::sort(expected.begin(), expected.end());
@@ -105,31 +105,31 @@ TEST_F(TimerQueueTest, CancelledTimerNeverFires) {
   Once(10, "a");
   const TimerId b = Once(10, "b");
   Once(10, "c");
-  EXPECT_TRUE(timers_.cancel(b));
+  EXPECT_TRUE(timers_.Cancel(b));
   EXPECT_EQ(timers_.size(), 2u);
   FireAt(10);
   EXPECT_THAT(log_, ElementsAre("a", "c"));
 }
 
 TEST_F(TimerQueueTest, CancelUnknownFiredOrCancelledIdReturnsFalse) {
-  EXPECT_FALSE(timers_.cancel(0));
-  EXPECT_FALSE(timers_.cancel(12345));
-  EXPECT_FALSE(timers_.cancel(~TimerId{0}));
+  EXPECT_FALSE(timers_.Cancel(0));
+  EXPECT_FALSE(timers_.Cancel(12345));
+  EXPECT_FALSE(timers_.Cancel(~TimerId{0}));
   const TimerId a = Once(10, "a");
   FireAt(10);
-  EXPECT_FALSE(timers_.cancel(a));  // already fired
+  EXPECT_FALSE(timers_.Cancel(a));  // already fired
   const TimerId b = Once(20, "b");
-  EXPECT_TRUE(timers_.cancel(b));
-  EXPECT_FALSE(timers_.cancel(b));  // already cancelled
+  EXPECT_TRUE(timers_.Cancel(b));
+  EXPECT_FALSE(timers_.Cancel(b));  // already cancelled
 }
 
 TEST_F(TimerQueueTest, StaleIdDoesNotCancelTheTimerThatReusedItsSlot) {
   const TimerId a = Once(10, "a");
-  ASSERT_TRUE(timers_.cancel(a));
+  ASSERT_TRUE(timers_.Cancel(a));
   const TimerId b = Once(10, "b");  // reuses a's slot
   EXPECT_NE(a, b);
   EXPECT_NE(b, 0u);
-  EXPECT_FALSE(timers_.cancel(a));
+  EXPECT_FALSE(timers_.Cancel(a));
   FireAt(10);
   EXPECT_THAT(log_, ElementsAre("b"));
 }
@@ -137,9 +137,9 @@ TEST_F(TimerQueueTest, StaleIdDoesNotCancelTheTimerThatReusedItsSlot) {
 TEST_F(TimerQueueTest, CancelFindsTheRightTimerAmongTies) {
   std::vector<TimerId> ids;
   for (int i = 0; i < 10; ++i) ids.push_back(Once(10, std::to_string(i)));
-  EXPECT_TRUE(timers_.cancel(ids[3]));
-  EXPECT_TRUE(timers_.cancel(ids[0]));
-  EXPECT_TRUE(timers_.cancel(ids[9]));
+  EXPECT_TRUE(timers_.Cancel(ids[3]));
+  EXPECT_TRUE(timers_.Cancel(ids[0]));
+  EXPECT_TRUE(timers_.Cancel(ids[9]));
   FireAt(10);
   EXPECT_THAT(log_, ElementsAre("1", "2", "4", "5", "6", "7", "8"));
 }
@@ -147,8 +147,8 @@ TEST_F(TimerQueueTest, CancelFindsTheRightTimerAmongTies) {
 TEST_F(TimerQueueTest, OneShotCancellingItselfWhileFiringReturnsFalse) {
   TimerId self = 0;
   bool cancel_result = true;
-  self = timers_.add(kT0 + milliseconds(10), Clock::duration::zero(),
-                     [&] { cancel_result = timers_.cancel(self); });
+  self = timers_.Add(kT0 + milliseconds(10), Clock::duration::zero(),
+                     [&] { cancel_result = timers_.Cancel(self); });
   EXPECT_EQ(FireAt(10), 1);
   EXPECT_FALSE(cancel_result);
   EXPECT_TRUE(timers_.empty());
@@ -156,9 +156,9 @@ TEST_F(TimerQueueTest, OneShotCancellingItselfWhileFiringReturnsFalse) {
 
 TEST_F(TimerQueueTest, CallbackCancelsASiblingDueInTheSameRound) {
   TimerId sibling = 0;
-  timers_.add(kT0 + milliseconds(10), Clock::duration::zero(), [&] {
+  timers_.Add(kT0 + milliseconds(10), Clock::duration::zero(), [&] {
     log_.push_back("first");
-    EXPECT_TRUE(timers_.cancel(sibling));
+    EXPECT_TRUE(timers_.Cancel(sibling));
   });
   sibling = Once(10, "sibling");  // same deadline, after "first"
   Once(5, "before");
@@ -170,20 +170,20 @@ TEST_F(TimerQueueTest, CallbackCancelsASiblingDueInTheSameRound) {
 TEST_F(TimerQueueTest, PeriodicTimerCancellingItselfStops) {
   int calls = 0;
   TimerId self = 0;
-  self = timers_.add(kT0 + milliseconds(10), milliseconds(10), [&] {
+  self = timers_.Add(kT0 + milliseconds(10), milliseconds(10), [&] {
     if (++calls == 3) {
-      EXPECT_TRUE(timers_.cancel(self));
+      EXPECT_TRUE(timers_.Cancel(self));
     }
   });
   for (int t = 10; t <= 100; t += 10) FireAt(t);
   EXPECT_EQ(calls, 3);
   EXPECT_TRUE(timers_.empty());
-  EXPECT_FALSE(timers_.cancel(self));
+  EXPECT_FALSE(timers_.Cancel(self));
 }
 
 TEST_F(TimerQueueTest, PeriodicTimerRearmsOnItsOriginalGrid) {
   std::vector<Clock::time_point> deadlines;
-  timers_.add(kT0 + milliseconds(10), milliseconds(10),
+  timers_.Add(kT0 + milliseconds(10), milliseconds(10),
               [&] { deadlines.push_back(timers_.next_deadline()); });
   // Fire a little late every time: the grid must not drift.
   EXPECT_EQ(FireAt(13), 1);
@@ -198,7 +198,7 @@ TEST_F(TimerQueueTest, PeriodicTimerRearmsOnItsOriginalGrid) {
 
 TEST_F(TimerQueueTest, PeriodicTimerSkipsMissedPeriodsInsteadOfBursting) {
   int calls = 0;
-  timers_.add(kT0 + milliseconds(10), milliseconds(10), [&] { ++calls; });
+  timers_.Add(kT0 + milliseconds(10), milliseconds(10), [&] { ++calls; });
   // 45 ms late: the deadlines 20, 30, 40 and 50 were missed.  It fires once,
   // and the next deadline is the first grid point strictly after now.
   EXPECT_EQ(FireAt(55), 1);
@@ -214,7 +214,7 @@ TEST_F(TimerQueueTest, PeriodicTimerSkipsMissedPeriodsInsteadOfBursting) {
 TEST_F(TimerQueueTest, RearmedPeriodicTimerWaitsForTheNextCall) {
   // Even with now far ahead, one call fires a periodic timer once.
   int calls = 0;
-  timers_.add(kT0, milliseconds(1), [&] { ++calls; });
+  timers_.Add(kT0, milliseconds(1), [&] { ++calls; });
   EXPECT_EQ(FireAt(1000), 1);
   EXPECT_EQ(FireAt(1000), 0);  // re-armed to 1001
   EXPECT_EQ(FireAt(1001), 1);
@@ -222,7 +222,7 @@ TEST_F(TimerQueueTest, RearmedPeriodicTimerWaitsForTheNextCall) {
 }
 
 TEST_F(TimerQueueTest, TimersAddedDuringARoundFireInALaterRound) {
-  timers_.add(kT0 + milliseconds(10), Clock::duration::zero(), [&] {
+  timers_.Add(kT0 + milliseconds(10), Clock::duration::zero(), [&] {
     log_.push_back("a");
     Once(0, "past");     // deadline long gone
     Once(20, "at-now");  // due exactly at this round's now
@@ -250,9 +250,9 @@ TEST_F(TimerQueueTest, SelfReaddingCallbackCannotSpinOneRound) {
   int calls = 0;
   std::function<void()> again = [&] {
     ++calls;
-    timers_.add(kT0, Clock::duration::zero(), again);
+    timers_.Add(kT0, Clock::duration::zero(), again);
   };
-  timers_.add(kT0, Clock::duration::zero(), again);
+  timers_.Add(kT0, Clock::duration::zero(), again);
   EXPECT_EQ(FireAt(0), 1);
   EXPECT_EQ(FireAt(0), 1);
   EXPECT_EQ(calls, 2);
@@ -262,9 +262,9 @@ TEST_F(TimerQueueTest, SelfReaddingCallbackCannotSpinOneRound) {
 TEST_F(TimerQueueTest, CallbackAddingManyTimersDoesNotInvalidateTheRound) {
   // Forces slots_ and queue_ to reallocate while a callback runs.
   int fired_children = 0;
-  timers_.add(kT0 + milliseconds(1), milliseconds(100), [&] {
+  timers_.Add(kT0 + milliseconds(1), milliseconds(100), [&] {
     for (int i = 0; i < 1000; ++i) {
-      timers_.add(kT0 + milliseconds(2), Clock::duration::zero(),
+      timers_.Add(kT0 + milliseconds(2), Clock::duration::zero(),
                   [&] { ++fired_children; });
     }
   });
@@ -281,10 +281,10 @@ TEST_F(TimerQueueTest, CallbackAddingManyTimersDoesNotInvalidateTheRound) {
 
 TEST_F(TimerQueueTest, ExceptionsGoToTheSinkAndTheRoundContinues) {
   Once(1, "a");
-  timers_.add(kT0 + milliseconds(2), Clock::duration::zero(),
+  timers_.Add(kT0 + milliseconds(2), Clock::duration::zero(),
               [] { throw std::runtime_error("boom"); });
   int periodic_calls = 0;
-  timers_.add(kT0 + milliseconds(3), milliseconds(10), [&] {
+  timers_.Add(kT0 + milliseconds(3), milliseconds(10), [&] {
     ++periodic_calls;
     throw std::runtime_error("periodic boom");
   });
@@ -298,14 +298,14 @@ TEST_F(TimerQueueTest, ExceptionsGoToTheSinkAndTheRoundContinues) {
 }
 
 TEST_F(TimerQueueTest, NonPositivePeriodMeansOneShot) {
-  timers_.add(kT0, -milliseconds(5), [&] { log_.push_back("x"); });
+  timers_.Add(kT0, -milliseconds(5), [&] { log_.push_back("x"); });
   EXPECT_EQ(FireAt(0), 1);
   EXPECT_TRUE(timers_.empty());
 }
 
 TEST_F(TimerQueueTest, HugePeriodDoesNotWrapIntoThePast) {
   int calls = 0;
-  timers_.add(kT0, Clock::duration::max(), [&] { ++calls; });
+  timers_.Add(kT0, Clock::duration::max(), [&] { ++calls; });
   EXPECT_EQ(FireAt(0), 1);
   EXPECT_EQ(timers_.next_deadline(), Clock::time_point::max());
   EXPECT_EQ(FireAt(1'000'000), 0);

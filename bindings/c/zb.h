@@ -49,7 +49,7 @@
  * thread" (zb_reactor_post, zb_reactor_stop, zb_responder_*, zb_mdp_reply,
  * zb_mdp_replier_discard).  A call from another thread fails with
  * ZB_ERR_WRONG_THREAD; it never aborts.  All callbacks run on the owner
- * thread, inside zb_reactor_run()/run_once()/run_for().  To drive a reactor
+ * thread, inside zb_reactor_run()/RunOnce()/run_for().  To drive a reactor
  * from another thread, post() to it.
  *
  * ZeroMQ context.  The library owns the ZeroMQ context: one per process,

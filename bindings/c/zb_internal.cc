@@ -97,7 +97,7 @@ int CheckThread(const zb_reactor_t* r, absl::string_view where) {
 void Kick(zb_reactor_t* r) {
   if (r->epoll_fd < 0 || r->depth > 0 || r->kicked) return;
   r->kicked = true;
-  r->loop->post([] {});
+  r->loop->Post([] {});
 }
 
 int CheckOwner(zb_reactor_t* r, absl::string_view where) {
@@ -138,7 +138,7 @@ void Handle::Destroy(Handle* h) {
     case Deferral::kNextIteration:
       // Still owned: if the reactor goes first, DestroyAll frees it and the
       // loop drops this task.
-      r->loop->post([r, h, kind] {
+      r->loop->Post([r, h, kind] {
         if (r->owned[kind].erase(h) > 0) Free(h);
       });
       break;

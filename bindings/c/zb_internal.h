@@ -291,8 +291,8 @@ class Handle {
 struct zb_reactor_t {
   std::shared_ptr<zmq::context_t> context;
   std::unique_ptr<zb::Reactor> loop;
-  // zb_reactor_run/run_for loop on run_once() and watch this flag, so that
-  // run_once() can ignore stops and run_for() can report them.
+  // zb_reactor_run/run_for loop on RunOnce() and watch this flag, so that
+  // RunOnce() can ignore stops and run_for() can report them.
   std::atomic<bool> stop_requested{false};
   // > 0 while run/run_once/run_for is on the stack: the reactor is then
   // inside a callback whenever a zb_ function is called on its thread.
@@ -301,7 +301,7 @@ struct zb_reactor_t {
   // then (e.g. "client closed" results) must not touch the reactor.
   bool destroying = false;
   // External-loop mode (zb_reactor_fd): the epoll descriptor over the
-  // loop's poll_fds(), what is registered in it, the loop's poll
+  // loop's PollFds(), what is registered in it, the loop's poll
   // generation it was built from, and whether a call outside the callbacks
   // has already made it readable since the last step (Kick).
   int epoll_fd = -1;

@@ -107,7 +107,7 @@ extern "C" int zb_reactor_run(zb_reactor_t* r) {
     if (int rc = CheckRunnable(r, "zb_reactor_run")) return rc;
     Running running(r);
     while (!r->stop_requested.exchange(false, std::memory_order_acq_rel)) {
-      absl::StatusOr<int> n = r->loop->run_once(Clock::duration::max());
+      absl::StatusOr<int> n = r->loop->RunOnce(Clock::duration::max());
       if (!n.ok()) return FromStatus(n.status(), "zb_reactor_run");
     }
     return ZB_OK;
@@ -120,7 +120,7 @@ extern "C" int zb_reactor_run_once(zb_reactor_t* r, int64_t max_wait_us,
     if (int rc = CheckRunnable(r, "zb_reactor_run_once")) return rc;
     r->kicked = false;  // this step consumes the kick's post
     Running running(r);
-    absl::StatusOr<int> n = r->loop->run_once(
+    absl::StatusOr<int> n = r->loop->RunOnce(
         max_wait_us < 0 ? Clock::duration::max() : Micros(max_wait_us));
     if (!n.ok()) return FromStatus(n.status(), "zb_reactor_run_once");
     if (handled != nullptr) *handled = *n;
@@ -141,7 +141,7 @@ extern "C" int zb_reactor_run_for(zb_reactor_t* r, int64_t max_us,
       }
       const Clock::time_point now = Clock::now();
       if (now >= deadline) break;
-      absl::StatusOr<int> n = r->loop->run_once(deadline - now);
+      absl::StatusOr<int> n = r->loop->RunOnce(deadline - now);
       if (!n.ok()) return FromStatus(n.status(), "zb_reactor_run_for");
     }
     if (stopped != nullptr) *stopped = 0;
@@ -155,7 +155,7 @@ extern "C" int zb_reactor_stop(zb_reactor_t* r) {
     r->stop_requested.store(true, std::memory_order_release);
     // zb::Reactor::run() is never used here, so its own stop flag is
     // irrelevant; stop() is the cheapest way to wake a blocked poll.
-    r->loop->stop();
+    r->loop->Stop();
     return ZB_OK;
   });
 }
@@ -167,7 +167,7 @@ extern "C" int zb_reactor_post(zb_reactor_t* r, zb_callback_fn fn, void* user,
       return Fail(ZB_ERR_INVALID,
                   "zb_reactor_post: reactor and callback are required");
     }
-    r->loop->post(
+    r->loop->Post(
         [fn, ref = UserRef(user, free_user)]() mutable { fn(ref.get()); });
     return ZB_OK;
   });
@@ -177,7 +177,7 @@ extern "C" int zb_reactor_post(zb_reactor_t* r, zb_callback_fn fn, void* user,
 
 namespace {
 
-// Brings the epoll set up to date with the loop's poll_fds() after its
+// Brings the epoll set up to date with the loop's PollFds() after its
 // registrations changed.  Everything is removed and added again: a closed
 // descriptor's number may have come back for another socket.
 int SyncEpoll(zb_reactor_t* r, absl::string_view where) {
@@ -189,7 +189,7 @@ int SyncEpoll(zb_reactor_t* r, absl::string_view where) {
     ::epoll_ctl(r->epoll_fd, EPOLL_CTL_DEL, fd, nullptr);  // may be closed
   }
   r->epoll_members.clear();
-  for (const pollfd& p : r->loop->poll_fds()) {
+  for (const pollfd& p : r->loop->PollFds()) {
     epoll_event ev{};
     ev.events = ((p.events & POLLIN) ? EPOLLIN : 0u) |
                 ((p.events & POLLOUT) ? EPOLLOUT : 0u);
@@ -241,7 +241,7 @@ extern "C" int zb_reactor_next_timeout_us(zb_reactor_t* r,
     if (r->epoll_fd >= 0) {
       if (int rc = SyncEpoll(r, "zb_reactor_next_timeout_us")) return rc;
     }
-    const Clock::duration wait = r->loop->next_wait();
+    const Clock::duration wait = r->loop->NextWait();
     if (wait == Clock::duration::max()) {
       *timeout_us = -1;
     } else {
@@ -293,7 +293,7 @@ extern "C" int zb_reactor_cancel(zb_reactor_t* r, zb_timer_id id) {
   return Guard("zb_reactor_cancel", [&]() -> int {
     if (r == nullptr) return Fail(ZB_ERR_INVALID, "zb_reactor_cancel: NULL");
     if (int rc = CheckOwner(r, "zb_reactor_cancel")) return rc;
-    if (!r->loop->cancel(id)) {
+    if (!r->loop->Cancel(id)) {
       return Fail(ZB_ERR_NOT_FOUND,
                   absl::StrFormat("zb_reactor_cancel: no live timer %d", id));
     }

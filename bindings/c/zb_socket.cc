@@ -20,7 +20,7 @@ struct zb_socket_t : zb::capi::Handle {
 
   void Shutdown() override {
     // The reactor must stop watching before the socket closes.
-    if (watched) reactor()->loop->remove(socket).IgnoreError();
+    if (watched) reactor()->loop->Remove(socket).IgnoreError();
     watched = false;
     socket.close();
   }
@@ -306,7 +306,7 @@ extern "C" int zb_socket_on_readable(zb_socket_t* s, zb_frames_fn fn,
     UserRef old = std::move(s->user);
     if (fn == nullptr) {
       if (s->watched) {
-        if (int rc = FromStatus(s->reactor()->loop->remove(s->socket),
+        if (int rc = FromStatus(s->reactor()->loop->Remove(s->socket),
                                 "zb_socket_on_readable")) {
           return rc;
         }

@@ -120,8 +120,8 @@ ConsensusBroker::ConsensusBroker(Reactor& reactor, zmq::context_t& context,
 }
 
 ConsensusBroker::~ConsensusBroker() {
-  reactor_.cancel(sweep_timer_);
-  if (drain_timer_ != 0) reactor_.cancel(drain_timer_);
+  reactor_.Cancel(sweep_timer_);
+  if (drain_timer_ != 0) reactor_.Cancel(drain_timer_);
   while (fifo_head_ != nullptr) {
     Fail(fifo_head_, ccp::kReasonShutdown, "the broker is shutting down");
   }
@@ -129,7 +129,7 @@ ConsensusBroker::~ConsensusBroker() {
     SendToWorker(worker.get(), MessageType::kDisconnect).IgnoreError();
   }
   FlushLogLimiters(Clock::now(), /*force=*/true);
-  reactor_.remove(router_).IgnoreError();
+  reactor_.Remove(router_).IgnoreError();
   // libzmq 4.3 leaves the socket files of ipc:// endpoints behind.
   for (const std::string& endpoint : endpoints_) RemoveIpcSocketFile(endpoint);
 }
@@ -672,7 +672,7 @@ void ConsensusBroker::MaybeDrained() {
   // Posted: the caller may be in the middle of answering the last request
   // (Release() comes before the reply is sent), or inside Drain().
   for (absl::AnyInvocable<void()>& done : on_drained_) {
-    reactor_.post([done = std::move(done)]() mutable { done(); });
+    reactor_.Post([done = std::move(done)]() mutable { done(); });
   }
   on_drained_.clear();
 }

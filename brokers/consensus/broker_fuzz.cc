@@ -177,7 +177,7 @@ class Harness {
     }
     for (int round = 0; broker->stats().pings < kConnected; ++round) {
       Check(round < 10000, "hand-shake: the broker did not see every peer");
-      Check(reactor.run_once(std::chrono::milliseconds(0)).ok(), "run_once");
+      Check(reactor.RunOnce(std::chrono::milliseconds(0)).ok(), "run_once");
     }
     DrainPeers();
 

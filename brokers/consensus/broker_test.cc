@@ -177,7 +177,7 @@ class ConsensusBrokerTest : public ::testing::Test {
       logs_.emplace_back(line);
     };
     thread_ = std::make_unique<ReactorThread>();
-    endpoint_ = thread_->invoke([&](Reactor& r) {
+    endpoint_ = thread_->Invoke([&](Reactor& r) {
       broker_ = std::make_unique<ConsensusBroker>(r, ctx_, std::move(options));
       const absl::Status s = broker_->Bind("tcp://127.0.0.1:*");
       EXPECT_TRUE(s.ok()) << s;
@@ -187,7 +187,7 @@ class ConsensusBrokerTest : public ::testing::Test {
 
   void StopBroker() {
     if (!thread_) return;
-    thread_->invoke([&](Reactor&) { broker_.reset(); });
+    thread_->Invoke([&](Reactor&) { broker_.reset(); });
     thread_.reset();
   }
 
@@ -195,7 +195,7 @@ class ConsensusBrokerTest : public ::testing::Test {
 
   template <typename F>
   auto OnBroker(F f) {
-    return thread_->invoke([&](Reactor&) { return f(*broker_); });
+    return thread_->Invoke([&](Reactor&) { return f(*broker_); });
   }
   ConsensusBroker::Stats Stats() {
     return OnBroker([](ConsensusBroker& b) { return b.stats(); });
@@ -1172,7 +1172,7 @@ TEST_F(ConsensusBrokerTest, ShutdownAnswersOpenRequestsAndDisconnectsWorkers) {
     return OnBroker([](ConsensusBroker& b) { return b.open_requests(); }) == 1;
   }));
   // Give the broker some linger so the last messages get out.
-  thread_->invoke([&](Reactor&) { broker_.reset(); });
+  thread_->Invoke([&](Reactor&) { broker_.reset(); });
   auto reply = client.Recv();
   ASSERT_TRUE(reply.has_value());
   EXPECT_EQ(reply->type, MessageType::kReplyFailure);
@@ -1354,12 +1354,12 @@ TEST_F(ConsensusBrokerTest, DestroyingADrainingBrokerPostsDone) {
   client.Request("svc", {1, 26}, {"x"});
   ASSERT_TRUE(w->Recv().has_value());
   std::atomic<int> drained{0};
-  thread_->invoke([&](Reactor&) {
+  thread_->Invoke([&](Reactor&) {
     broker_->Drain(milliseconds(10000), [&] { ++drained; });
     broker_.reset();
     EXPECT_EQ(drained.load(), 0);  // posted, not called by the destructor
   });
-  thread_->invoke([](Reactor&) {});
+  thread_->Invoke([](Reactor&) {});
   EXPECT_EQ(drained.load(), 1);
   thread_.reset();
   EXPECT_EQ(drained.load(), 1);

@@ -223,7 +223,7 @@ void ConsensusClient::idle(Clock::duration wait) {
   // Inside a reactor callback the reactor refuses to run (a nested
   // iteration would corrupt the outer one): just sleep, bounded, and let the
   // deadline check in wait_once() end the request.
-  if (!reactor_.run_once(wait).ok()) {
+  if (!reactor_.RunOnce(wait).ok()) {
     std::this_thread::sleep_for(
         std::min<Clock::duration>(wait, std::chrono::milliseconds(10)));
   }
@@ -330,7 +330,7 @@ Frames ConsensusClient::take_spare() {
 
 void ConsensusClient::post_failure(Callback done, std::string_view reason) {
   immediate_.push_back(Immediate{std::move(done), nullptr, reason, {}});
-  // Not reactor_.post(): a posted task outlives the client, and the
+  // Not reactor_.Post(): a posted task outlives the client, and the
   // callback may capture what the client's owner frees with it.  The
   // client's own timer is cancelled by close(), which delivers the rest.
   if (!immediate_timer_ && !closed_) {

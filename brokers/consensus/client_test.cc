@@ -688,7 +688,7 @@ INSTANTIATE_TEST_SUITE_P(Transports, ConsensusClientTest,
 class ConsensusClientCallTest : public ::testing::Test {
  protected:
   ConsensusClientCallTest() {
-    broker_thread_.invoke([&](Reactor& r) {
+    broker_thread_.Invoke([&](Reactor& r) {
       broker_ = std::make_unique<FakeBroker>(ctx_, r, "inproc://call");
       broker_->on_receive = [this](const Received& m) {
         if (on_receive) on_receive(*broker_, m);
@@ -699,17 +699,17 @@ class ConsensusClientCallTest : public ::testing::Test {
   }
   ~ConsensusClientCallTest() override {
     client_.reset();
-    broker_thread_.invoke([&](Reactor&) { broker_.reset(); });
+    broker_thread_.Invoke([&](Reactor&) { broker_.reset(); });
   }
   std::vector<Received> BrokerRequests() {
-    return broker_thread_.invoke([&](Reactor&) { return broker_->requests(); });
+    return broker_thread_.Invoke([&](Reactor&) { return broker_->requests(); });
   }
 
   // What the fake broker does with each message; runs on the broker thread,
   // so it is set there too: the request that makes the broker call it goes
   // through libzmq, whose ordering ThreadSanitizer cannot see.
   void SetOnReceive(std::function<void(FakeBroker&, const Received&)> fn) {
-    broker_thread_.invoke([&](Reactor&) { on_receive = std::move(fn); });
+    broker_thread_.Invoke([&](Reactor&) { on_receive = std::move(fn); });
   }
   std::function<void(FakeBroker&, const Received&)> on_receive;
   zmq::context_t ctx_;
@@ -726,7 +726,7 @@ TEST_F(ConsensusClientCallTest,
     b.Reply(m, ccp::MessageType::kReplySuccess, {m.payload[0] + "!"});
   });
   bool posted_ran = false;
-  reactor_.post([&] { posted_ran = true; });
+  reactor_.Post([&] { posted_ran = true; });
   for (int i = 1; i <= 3; ++i) {
     Frames payload = MakeFrames({"req" + std::to_string(i)});
     client_->call("svc", payload, {.timeout = milliseconds(5000)},
@@ -810,7 +810,7 @@ TEST(BlockingConsensusClientTest, RequestsAndPings) {
   ReactorThread broker_thread;
   std::unique_ptr<FakeBroker> broker;
   bool echo_pings = true;
-  broker_thread.invoke([&](Reactor& r) {
+  broker_thread.Invoke([&](Reactor& r) {
     broker = std::make_unique<FakeBroker>(ctx, r, "tcp://127.0.0.1:*");
     broker->on_receive = [&](const Received& m) {
       if (m.type == ccp::MessageType::kPing) {
@@ -821,7 +821,7 @@ TEST(BlockingConsensusClientTest, RequestsAndPings) {
     };
   });
   const std::string endpoint =
-      broker_thread.invoke([&](Reactor&) { return broker->endpoint(); });
+      broker_thread.Invoke([&](Reactor&) { return broker->endpoint(); });
   {
     BlockingConsensusClient client(ctx, endpoint);
     ASSERT_TRUE(client.status().ok());
@@ -832,18 +832,18 @@ TEST(BlockingConsensusClientTest, RequestsAndPings) {
     Result t = client.Request("svc", MakeFrames({"silence"}),
                               {.timeout = milliseconds(50)});
     EXPECT_EQ(t.outcome, Outcome::kTimeout);
-    broker_thread.invoke([&](Reactor&) { echo_pings = false; });
+    broker_thread.Invoke([&](Reactor&) { echo_pings = false; });
     EXPECT_FALSE(client.Ping(milliseconds(50)));
     EXPECT_EQ(client.stats().successes, 1u);
   }
-  broker_thread.invoke([&](Reactor&) { broker.reset(); });
+  broker_thread.Invoke([&](Reactor&) { broker.reset(); });
 }
 
 TEST(BlockingConsensusClientTest, RequestsFromSeveralThreadsAtOnce) {
   zmq::context_t ctx;
   ReactorThread broker_thread;
   std::unique_ptr<FakeBroker> broker;
-  broker_thread.invoke([&](Reactor& r) {
+  broker_thread.Invoke([&](Reactor& r) {
     broker = std::make_unique<FakeBroker>(ctx, r, "inproc://blocking");
     broker->on_receive = [&](const Received& m) {
       broker->Reply(m, ccp::MessageType::kReplySuccess, m.payload);
@@ -867,7 +867,7 @@ TEST(BlockingConsensusClientTest, RequestsFromSeveralThreadsAtOnce) {
     for (auto& th : threads) th.join();
     EXPECT_EQ(ok.load(), 200);
   }
-  broker_thread.invoke([&](Reactor&) { broker.reset(); });
+  broker_thread.Invoke([&](Reactor&) { broker.reset(); });
 }
 
 }  // namespace

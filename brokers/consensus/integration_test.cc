@@ -119,7 +119,7 @@ class Cluster {
     StartBroker();
   }
   ~Cluster() {
-    worker_thread_.invoke([&](Reactor&) { workers_.clear(); });
+    worker_thread_.Invoke([&](Reactor&) { workers_.clear(); });
     StopBroker();
   }
 
@@ -129,7 +129,7 @@ class Cluster {
     const auto end = Clock::now() + kWait;
     absl::Status s;
     do {
-      s = broker_thread_.invoke([&](Reactor& r) {
+      s = broker_thread_.Invoke([&](Reactor& r) {
         broker_ = std::make_unique<ConsensusBroker>(r, ctx_, options_);
         absl::Status bound =
             broker_->Bind(endpoint_.empty() ? bind_ : endpoint_);
@@ -145,13 +145,13 @@ class Cluster {
     ASSERT_TRUE(s.ok()) << s;
   }
   void StopBroker() {
-    broker_thread_.invoke([&](Reactor&) { broker_.reset(); });
+    broker_thread_.Invoke([&](Reactor&) { broker_.reset(); });
   }
 
   // Runs fn(broker) on the broker thread.
   template <typename Fn>
   auto OnBroker(Fn fn) {
-    return broker_thread_.invoke([&](Reactor&) { return fn(*broker_); });
+    return broker_thread_.Invoke([&](Reactor&) { return fn(*broker_); });
   }
   std::size_t WorkerCount(const std::string& service) {
     return OnBroker(
@@ -167,7 +167,7 @@ class Cluster {
                              ConsensusWorker::Handler handler,
                              ConsensusWorker::Options options = {}) {
     const std::size_t before = WorkerCount(service);
-    ConsensusWorker* w = worker_thread_.invoke([&](Reactor& r) {
+    ConsensusWorker* w = worker_thread_.Invoke([&](Reactor& r) {
       workers_.push_back(std::make_unique<ConsensusWorker>(
           r, ctx_, endpoint_, service, std::move(handler), options));
       return workers_.back().get();
@@ -178,7 +178,7 @@ class Cluster {
   }
   template <typename Fn>
   auto OnWorkers(Fn fn) {
-    return worker_thread_.invoke([&](Reactor&) { return fn(workers_); });
+    return worker_thread_.Invoke([&](Reactor&) { return fn(workers_); });
   }
 
   zmq::context_t& ctx() { return ctx_; }
@@ -355,7 +355,7 @@ TEST_P(ConsensusIntegrationTest, FourClientsThousandRequestsEachEndOnce) {
   }
   for (auto& dp : drivers) {
     Driver* d = dp.get();
-    d->thread.invoke([&, d](Reactor& r) {
+    d->thread.Invoke([&, d](Reactor& r) {
       d->client = std::make_unique<ConsensusClient>(r, cluster.ctx(),
                                                     cluster.endpoint());
       // Each completion sends the next request, keeping kWindow in flight.
@@ -384,7 +384,7 @@ TEST_P(ConsensusIntegrationTest, FourClientsThousandRequestsEachEndOnce) {
   // Let stray duplicates (there must be none) arrive before counting.
   std::this_thread::sleep_for(milliseconds(50));
   for (auto& d : drivers) {
-    d->thread.invoke([&](Reactor&) {
+    d->thread.Invoke([&](Reactor&) {
       EXPECT_EQ(d->client->open_requests(), 0u);
       d->client.reset();
     });
@@ -486,7 +486,7 @@ TEST_P(ConsensusIntegrationTest, NoAllocationPerRoundTripInSteadyState) {
       if (r.ok() && r.payload.size() == 2) ++s->ok;
     });
     while (state.done == before) {
-      ASSERT_TRUE(reactor.run_once(milliseconds(1000)).ok());
+      ASSERT_TRUE(reactor.RunOnce(milliseconds(1000)).ok());
     }
   };
   auto worker_allocations = [&] {
@@ -696,7 +696,7 @@ TEST(ZbBrokerProcessTest, ServesClientsAndWorkersAndSurvivesARestart) {
   std::vector<std::unique_ptr<ConsensusWorker>> workers;
   const ConsensusWorker::Options fast{.heartbeat_interval = milliseconds(50),
                                       .heartbeat_retries = 3};
-  worker_thread.invoke([&](Reactor& r) {
+  worker_thread.Invoke([&](Reactor& r) {
     for (const char* name : {"one", "two", "three"}) {
       workers.push_back(std::make_unique<ConsensusWorker>(
           r, ctx, endpoint, "svc", Named(name), fast));
@@ -726,14 +726,14 @@ TEST(ZbBrokerProcessTest, ServesClientsAndWorkersAndSurvivesARestart) {
       return r.ok() && r.payload.size() == 3;
     })) << r.reason;
     EXPECT_EQ(client.stats().rejected, 0u);
-    EXPECT_GE(worker_thread.invoke([&](Reactor&) {
+    EXPECT_GE(worker_thread.Invoke([&](Reactor&) {
       std::uint64_t n = 0;
       for (auto& w : workers) n += w->stats().reconnects;
       return n;
     }),
               3u);
   }
-  worker_thread.invoke([&](Reactor&) { workers.clear(); });
+  worker_thread.Invoke([&](Reactor&) { workers.clear(); });
   // A clean stop: SIGTERM ends it with exit code 0.
   const int status = broker->Stop(SIGTERM);
   ASSERT_NE(status, -1) << "zb-broker did not exit after SIGTERM";

@@ -90,7 +90,7 @@ void ConsensusWorker::Responder::answer(ccp::MessageType type,
   for (zmq::message_t& f : payload) frames.push_back(std::move(f));
   std::lock_guard<std::mutex> lock(link->mu);
   if (link->worker == nullptr) return;
-  link->reactor->post([link, type, sequence = sequence_,
+  link->reactor->Post([link, type, sequence = sequence_,
                        connection = connection_, unanswered,
                        frames = std::move(frames)]() mutable {
     if (ConsensusWorker* worker = link->worker) {

@@ -252,7 +252,7 @@ TEST_P(ConsensusWorkerTest, AnswersLaterFromAnotherThread) {
 }
 
 TEST_P(ConsensusWorkerTest, DroppedResponderAnswersFailure) {
-  reactor_.set_error_handler([](std::exception_ptr, std::string_view) {});
+  reactor_.SetErrorHandler([](std::exception_ptr, std::string_view) {});
   ConsensusWorker worker(
       reactor_, ctx_, broker_.endpoint(), "lazy",
       [](std::span<zmq::message_t> payload, ConsensusWorker::Responder) {
@@ -364,7 +364,7 @@ TEST_P(ConsensusWorkerTest, NoHeartbeatsWhileBusy) {
     broker_.SendRequest(id, "busy", {seq, 1}, {"x"});
   });
   RunFor(reactor_, milliseconds(700));
-  reactor_.cancel(t);
+  reactor_.Cancel(t);
   EXPECT_GT(worker.stats().replies_success, 20u);
   // Requests and answers flow every few ms, so no tick ever finds a whole
   // quiet interval -- unless this thread itself stalled for half an
@@ -414,7 +414,7 @@ TEST_P(ConsensusWorkerTest, StaysConnectedWhileBrokerHeartbeats) {
     broker_.SendHeartbeat(id);
   });
   RunFor(reactor_, milliseconds(600));
-  reactor_.cancel(t);
+  reactor_.Cancel(t);
   // Only meaningful when this thread kept up (see NoHeartbeatsWhileBusy).
   if (longest_gap < milliseconds(200)) {
     EXPECT_EQ(broker_.OfType(ccp::MessageType::kReady).size(), 1u);

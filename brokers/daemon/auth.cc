@@ -95,7 +95,7 @@ absl::StatusOr<std::unique_ptr<DaemonAuth>> DaemonAuth::Start(
   auth->allowlist_keys_->Set(static_cast<double>(list->size()));
   auth->thread_ = std::make_unique<ReactorThread>();
   DaemonAuth* a = auth.get();
-  absl::Status started = a->thread_->invoke([&](Reactor& reactor) {
+  absl::Status started = a->thread_->Invoke([&](Reactor& reactor) {
     a->zap_ = std::make_unique<ZapHandler>(reactor, context);
     a->zap_->set_allowlist(list);
     a->zap_->set_domains(brokers);
@@ -130,8 +130,8 @@ absl::StatusOr<std::unique_ptr<DaemonAuth>> DaemonAuth::Start(
 
 DaemonAuth::~DaemonAuth() {
   if (thread_ == nullptr) return;
-  thread_->invoke([this](Reactor&) { zap_.reset(); });
-  thread_->stop();
+  thread_->Invoke([this](Reactor&) { zap_.reset(); });
+  thread_->Stop();
   thread_->join().IgnoreError();
 }
 
@@ -161,7 +161,7 @@ absl::Status DaemonAuth::Reload(const DaemonConfig& config) {
   for (const CurveKey& k : next->keys()) added += current_->Contains(k) ? 0 : 1;
   for (const CurveKey& k : current_->keys())
     removed += next->Contains(k) ? 0 : 1;
-  thread_->invoke([&](Reactor&) { zap_->set_allowlist(next); });
+  thread_->Invoke([&](Reactor&) { zap_->set_allowlist(next); });
   current_ = next;
   allowlist_keys_->Set(static_cast<double>(next->size()));
   log_->info("curve: allowlist {} reloaded: {} key(s), {} added, {} removed",

@@ -209,7 +209,7 @@ struct Daemon::Impl {
 
   // Stops and joins `thread`; keeps the first error its reactor reported.
   void StopThread(ReactorThread& thread) {
-    thread.stop();
+    thread.Stop();
     if (absl::Status s = thread.join(); !s.ok() && result.ok()) result = s;
   }
 
@@ -296,7 +296,7 @@ absl::Status Daemon::Impl::StartBroker(const BrokerPlan& plan) {
   RunningBroker* r = rb.get();
   runtimes.push_back(std::move(rb));
 
-  return r->thread->invoke([&](Reactor& reactor) -> absl::Status {
+  return r->thread->Invoke([&](Reactor& reactor) -> absl::Status {
     // Kept at once: a broker must be destroyed on its thread (Teardown)
     // even when a Bind() below fails.
     r->runtime = plan.create({reactor, context, *log, *r->metrics});
@@ -424,7 +424,7 @@ absl::Status Daemon::Impl::StartControl() {
   std::lock_guard<std::mutex> lock(control_mu);
   control = std::make_unique<ReactorThread>();
   control_reactor = &control->reactor();
-  return control->invoke([this](Reactor& reactor) {
+  return control->Invoke([this](Reactor& reactor) {
     *reactor.every(kMemoryTrimInterval, [this] {
       if (const std::size_t held = TrimFreeMemory(); held > 0) {
         log->debug("memory: gave {} MiB of free heap back to the system",
@@ -470,7 +470,7 @@ void Daemon::Impl::BeginDrain(std::string_view why) {
     auto drained = [this, r] {
       PostToControl([this, r] { OnBrokerDrained(r->name); });
     };
-    r->thread->reactor().post([r, grace, drained] {
+    r->thread->reactor().Post([r, grace, drained] {
       if (r->broker_destroyed) return;
       r->runtime->Drain(grace, [r, drained] {
         // Posted by the broker's destructor too, after a second signal: the
@@ -559,7 +559,7 @@ void Daemon::Impl::Reload() {
 
 void Daemon::Impl::PostToControl(Reactor::Task task) {
   std::lock_guard<std::mutex> lock(control_mu);
-  if (control != nullptr) control->reactor().post(std::move(task));
+  if (control != nullptr) control->reactor().Post(std::move(task));
 }
 
 void Daemon::Impl::Teardown() {
@@ -572,8 +572,8 @@ void Daemon::Impl::Teardown() {
     ctl = std::move(control);
   }
   if (ctl != nullptr) {
-    ctl->invoke([this](Reactor& reactor) {
-      if (signal_fd >= 0) reactor.remove_fd(signal_fd).IgnoreError();
+    ctl->Invoke([this](Reactor& reactor) {
+      if (signal_fd >= 0) reactor.RemoveFd(signal_fd).IgnoreError();
     });
     StopThread(*ctl);
     ctl.reset();
@@ -585,8 +585,8 @@ void Daemon::Impl::Teardown() {
   // Final counters, then the brokers themselves, each on its own thread.
   for (const std::unique_ptr<RunningBroker>& rb : runtimes) {
     RunningBroker* r = rb.get();
-    r->thread->invoke([this, r](Reactor& reactor) {
-      for (TimerId id : r->timers) reactor.cancel(id);
+    r->thread->Invoke([this, r](Reactor& reactor) {
+      for (TimerId id : r->timers) reactor.Cancel(id);
       r->timers.clear();
       if (r->runtime != nullptr && ready) {
         const BrokerSnapshot last = r->runtime->Snapshot();
@@ -642,7 +642,7 @@ absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Start(
   };
   for (const std::unique_ptr<RunningBroker>& rb : d.runtimes) {
     split(
-        rb->thread->invoke([&](Reactor&) { return rb->runtime->endpoints(); }),
+        rb->thread->Invoke([&](Reactor&) { return rb->runtime->endpoints(); }),
         rb->plain_endpoints, rb->listening->plain, rb->listening->curve);
   }
   for (const std::unique_ptr<RunningBroker>& rb : d.runtimes) {

@@ -124,10 +124,10 @@ class MajordomoBroker::Impl {
   }
 
   ~Impl() {
-    reactor_.cancel(sweep_timer_);
-    if (drain_timer_ != 0) reactor_.cancel(drain_timer_);
+    reactor_.Cancel(sweep_timer_);
+    if (drain_timer_ != 0) reactor_.Cancel(drain_timer_);
     PostDrainCallbacks();  // a drain the destructor cut short
-    reactor_.remove(router_).IgnoreError();
+    reactor_.Remove(router_).IgnoreError();
   }
 
   absl::StatusOr<std::string> Bind(const std::string& endpoint,
@@ -1046,7 +1046,7 @@ class MajordomoBroker::Impl {
     if (drained_) return;
     drained_ = true;
     if (drain_timer_ != 0) {
-      reactor_.cancel(drain_timer_);
+      reactor_.Cancel(drain_timer_);
       drain_timer_ = 0;
     }
     while (!workers_.empty()) {
@@ -1070,7 +1070,7 @@ class MajordomoBroker::Impl {
   // the middle of handling a message.
   void PostDrainCallbacks() {
     for (absl::AnyInvocable<void()>& done : on_drained_) {
-      reactor_.post([done = std::move(done)]() mutable { done(); });
+      reactor_.Post([done = std::move(done)]() mutable { done(); });
     }
     on_drained_.clear();
   }

@@ -184,7 +184,7 @@ class Harness {
     }
     for (int round = 0; broker->stats().replies < kConnected; ++round) {
       Check(round < 10000, "hand-shake: the broker did not see every peer");
-      Check(reactor.run_once(std::chrono::milliseconds(0)).ok(), "run_once");
+      Check(reactor.RunOnce(std::chrono::milliseconds(0)).ok(), "run_once");
     }
     DrainPeers();
 
@@ -226,7 +226,7 @@ class Harness {
     broker->Drain(Broker::Duration(0), nullptr);
     for (int round = 0; !broker->drained(); ++round) {
       Check(round < 10000, "the drain did not finish");
-      Check(reactor.run_once(std::chrono::milliseconds(0)).ok(), "run_once");
+      Check(reactor.RunOnce(std::chrono::milliseconds(0)).ok(), "run_once");
     }
     DrainPeers();
     CheckInvariants(*broker, /*final=*/true);

@@ -32,14 +32,14 @@ TEST_F(MajordomoDrainTest, DoneIsPostedNotCalledInsideDrain) {
   StartBroker(Prefetch(1));  // raw workers need no heartbeats
   std::atomic<int> drained{0};
   bool inline_call = true;
-  broker_thread_.invoke([&](Reactor&) {
+  broker_thread_.Invoke([&](Reactor&) {
     broker_->Drain(10000ms, [&] { ++drained; });
     inline_call = drained.load() != 0;
   });
   EXPECT_FALSE(inline_call);
   // It runs on a later iteration of the broker's reactor.
   ASSERT_TRUE(WaitFor([&] { return drained.load() == 1; }));
-  broker_thread_.invoke([&](Reactor&) { EXPECT_TRUE(broker_->drained()); });
+  broker_thread_.Invoke([&](Reactor&) { EXPECT_TRUE(broker_->drained()); });
   EXPECT_EQ(drained.load(), 1);
 }
 
@@ -51,7 +51,7 @@ TEST_F(MajordomoDrainTest, RequestFinishedWithinTheGraceIsAnswered) {
   auto [addr, body] = Take(*w);
   EXPECT_EQ(body, "body");
   std::atomic<int> drained{0};
-  broker_thread_.invoke(
+  broker_thread_.Invoke(
       [&](Reactor&) { broker_->Drain(10000ms, [&] { ++drained; }); });
   EXPECT_EQ(drained.load(), 0);
   w->Send({"", "MDPW01", kReply, addr, "", "answer"});
@@ -61,7 +61,7 @@ TEST_F(MajordomoDrainTest, RequestFinishedWithinTheGraceIsAnswered) {
   auto s = Stats();
   EXPECT_EQ(s.replies, 1u);
   EXPECT_EQ(s.expired, 0u);
-  broker_thread_.invoke([](Reactor&) {});
+  broker_thread_.Invoke([](Reactor&) {});
   EXPECT_EQ(drained.load(), 1);
 }
 
@@ -75,7 +75,7 @@ TEST_F(MajordomoDrainTest, RequestStillOpenAfterTheGraceIsDropped) {
   c->Send({"", "MDPC01", "svc", "body"});
   auto [addr, body] = Take(*w);
   std::atomic<int> drained{0};
-  broker_thread_.invoke(
+  broker_thread_.Invoke(
       [&](Reactor&) { broker_->Drain(100ms, [&] { ++drained; }); });
   ASSERT_TRUE(WaitFor([&] { return drained.load() == 1; }));
   EXPECT_FALSE(RecvCommand(*w, kDisconnect).empty());
@@ -97,7 +97,7 @@ TEST_F(MajordomoDrainTest, EveryDoneIsPostedExactlyOnce) {
   c->Send({"", "MDPC01", "svc", "body"});
   auto [addr, body] = Take(*w);
   std::atomic<int> first{0}, second{0}, third{0};
-  broker_thread_.invoke([&](Reactor&) {
+  broker_thread_.Invoke([&](Reactor&) {
     broker_->Drain(10000ms, [&] { ++first; });
     broker_->Drain(1ms, [&] { ++second; });
   });
@@ -107,13 +107,13 @@ TEST_F(MajordomoDrainTest, EveryDoneIsPostedExactlyOnce) {
   EXPECT_THAT(c->Recv(), ElementsAre("", "MDPC01", "svc", "answer"));
   ASSERT_TRUE(WaitFor([&] { return first.load() == 1 && second.load() == 1; }));
   bool inline_call = true;
-  broker_thread_.invoke([&](Reactor&) {
+  broker_thread_.Invoke([&](Reactor&) {
     broker_->Drain(10000ms, [&] { ++third; });
     inline_call = third.load() != 0;
   });
   EXPECT_FALSE(inline_call);
   ASSERT_TRUE(WaitFor([&] { return third.load() == 1; }));
-  broker_thread_.invoke([](Reactor&) {});
+  broker_thread_.Invoke([](Reactor&) {});
   EXPECT_EQ(first.load(), 1);
   EXPECT_EQ(second.load(), 1);
   EXPECT_EQ(third.load(), 1);
@@ -127,12 +127,12 @@ TEST_F(MajordomoDrainTest, DestroyingADrainingBrokerPostsDone) {
   c->Send({"", "MDPC01", "svc", "body"});
   Take(*w);
   std::atomic<int> drained{0};
-  broker_thread_.invoke([&](Reactor&) {
+  broker_thread_.Invoke([&](Reactor&) {
     broker_->Drain(10000ms, [&] { ++drained; });
     broker_.reset();
     EXPECT_EQ(drained.load(), 0);  // posted, not called by the destructor
   });
-  broker_thread_.invoke([](Reactor&) {});
+  broker_thread_.Invoke([](Reactor&) {});
   EXPECT_EQ(drained.load(), 1);
 }
 
@@ -142,7 +142,7 @@ TEST_F(MajordomoDrainTest, WorkerCountCountsEveryService) {
   auto b1 = RawWorker("b");
   auto b2 = RawWorker("b");
   ASSERT_TRUE(WaitFor([&] { return Workers("b") == 2; }));
-  broker_thread_.invoke([&](Reactor&) {
+  broker_thread_.Invoke([&](Reactor&) {
     EXPECT_EQ(broker_->worker_count("a"), 1u);
     EXPECT_EQ(broker_->worker_count("b"), 2u);
     EXPECT_EQ(broker_->worker_count("none"), 0u);

@@ -178,11 +178,11 @@ class MdpAsyncClientTest : public ::testing::Test {
  protected:
   MdpAsyncClientTest() : broker_(ctx_) {}
   ~MdpAsyncClientTest() override {
-    thread_.invoke([&](Reactor&) { client_.reset(); });
+    thread_.Invoke([&](Reactor&) { client_.reset(); });
   }
 
   void Start(MdpAsyncClient::Options o = {}) {
-    thread_.invoke([&](Reactor& r) {
+    thread_.Invoke([&](Reactor& r) {
       client_ =
           std::make_unique<MdpAsyncClient>(r, ctx_, broker_.endpoint(), o);
       ASSERT_TRUE(client_->Start().ok());
@@ -192,7 +192,7 @@ class MdpAsyncClientTest : public ::testing::Test {
   // Sends a request; its outcome lands in results_[slot].
   void Request(std::string service, std::string body, int slot,
                std::optional<std::chrono::milliseconds> timeout = {}) {
-    thread_.invoke([&](Reactor&) {
+    thread_.Invoke([&](Reactor&) {
       ASSERT_TRUE(client_
                       ->Request(
                           service, MakeFrames({body}),
@@ -209,7 +209,7 @@ class MdpAsyncClientTest : public ::testing::Test {
   }
 
   std::string Result(int slot) {
-    return thread_.invoke([&](Reactor&) { return results_[slot]; });
+    return thread_.Invoke([&](Reactor&) { return results_[slot]; });
   }
 
   // One answered request, so that the client's connection is up before a
@@ -264,7 +264,7 @@ TEST_F(MdpAsyncClientTest, PlainBrokerGetsOneRequestPerServiceAtATime) {
   EXPECT_THAT(bodies, ::testing::UnorderedElementsAre("A:a0", "B:b0"));
   EXPECT_TRUE(broker_.RecvRequest(300ms).empty());  // a1 waits in the client
   EXPECT_EQ(broker_.probes, 1);
-  EXPECT_FALSE(thread_.invoke([&](Reactor&) { return client_->tagged(); }));
+  EXPECT_FALSE(thread_.Invoke([&](Reactor&) { return client_->tagged(); }));
   broker_.Send({id, "", "MDPC01", "B", "reply-b0"});
   broker_.Send({id, "", "MDPC01", "A", "reply-a0"});
   auto a1 = broker_.RecvRequest();
@@ -277,13 +277,13 @@ TEST_F(MdpAsyncClientTest, PlainBrokerGetsOneRequestPerServiceAtATime) {
   EXPECT_EQ(Result(1), "reply-b0");
   EXPECT_EQ(Result(2), "reply-a1");
   for (int i = 0; i < 500; ++i) {
-    if (thread_.invoke([&](Reactor&) { return client_->stale_replies(); }) ==
+    if (thread_.Invoke([&](Reactor&) { return client_->stale_replies(); }) ==
         1u) {
       break;
     }
     std::this_thread::sleep_for(2ms);
   }
-  EXPECT_EQ(thread_.invoke([&](Reactor&) { return client_->stale_replies(); }),
+  EXPECT_EQ(thread_.Invoke([&](Reactor&) { return client_->stale_replies(); }),
             1u);
 }
 
@@ -293,7 +293,7 @@ TEST_F(MdpAsyncClientTest, TaggedBrokerMatchesRepliesByTag) {
   broker_.probe_answer = "200";
   Start();
   Warm();
-  EXPECT_TRUE(thread_.invoke([&](Reactor&) { return client_->tagged(); }));
+  EXPECT_TRUE(thread_.Invoke([&](Reactor&) { return client_->tagged(); }));
   Request("A", "a0", 0);
   Request("A", "a1", 1);
   Request("A", "a2", 2);
@@ -319,13 +319,13 @@ TEST_F(MdpAsyncClientTest, TaggedBrokerMatchesRepliesByTag) {
   EXPECT_EQ(Result(1), "reply-a1");
   EXPECT_EQ(Result(2), "reply-a2");
   for (int i = 0; i < 500; ++i) {
-    if (thread_.invoke([&](Reactor&) { return client_->stale_replies(); }) ==
+    if (thread_.Invoke([&](Reactor&) { return client_->stale_replies(); }) ==
         2u) {
       break;
     }
     std::this_thread::sleep_for(2ms);
   }
-  EXPECT_EQ(thread_.invoke([&](Reactor&) { return client_->stale_replies(); }),
+  EXPECT_EQ(thread_.Invoke([&](Reactor&) { return client_->stale_replies(); }),
             2u);
 }
 
@@ -377,7 +377,7 @@ TEST_F(MdpAsyncClientTest, TimeoutReopensTheSocketAndResendsTheOthers) {
   broker_.Send({again[0], "", "MDPC01", "svc", "fresh"});
   ASSERT_TRUE(WaitDone(2));
   EXPECT_EQ(Result(1), "fresh");
-  EXPECT_GE(thread_.invoke([&](Reactor&) { return client_->reconnects(); }),
+  EXPECT_GE(thread_.Invoke([&](Reactor&) { return client_->reconnects(); }),
             1u);
   EXPECT_GE(broker_.probes, 2);  // asked again on the new connection
 }
@@ -424,7 +424,7 @@ TEST_F(MdpAsyncClientTest, TaggedTimeoutResendsOnTheSameLiveSocket) {
   broker_.Send({slow[0], "", "zb.tag.MDPC01", "svc", slow[4], "second copy"});
   ASSERT_TRUE(WaitDone(2));
   EXPECT_EQ(Result(0), "first copy");
-  EXPECT_EQ(thread_.invoke([&](Reactor&) { return client_->reconnects(); }),
+  EXPECT_EQ(thread_.Invoke([&](Reactor&) { return client_->reconnects(); }),
             0u);
 }
 
@@ -483,7 +483,7 @@ TEST_F(MdpAsyncClientTest, ManyTimeoutsReopenOncePerPeriodNotOncePerRequest) {
   // others just before they give up too): (retries + 2) x 32 at most.
   EXPECT_LE(received, (o.retries + 2) * kRequests);
   EXPECT_GE(received, kRequests);
-  EXPECT_LE(thread_.invoke([&](Reactor&) { return client_->reconnects(); }),
+  EXPECT_LE(thread_.Invoke([&](Reactor&) { return client_->reconnects(); }),
             4u);
 }
 
@@ -521,13 +521,13 @@ TEST_F(MdpAsyncClientTest, DestructionCancelsOutstandingRequests) {
   Start();
   Request("svc", "x", 0);
   ASSERT_EQ(broker_.RecvRequest().size(), 5u);
-  thread_.invoke([&](Reactor&) { client_.reset(); });
+  thread_.Invoke([&](Reactor&) { client_.reset(); });
   ASSERT_TRUE(WaitDone(1));
   EXPECT_EQ(Result(0), "CANCELLED");
 }
 
 TEST_F(MdpAsyncClientTest, RefusesBeforeStartAndEmptyService) {
-  thread_.invoke([&](Reactor& r) {
+  thread_.Invoke([&](Reactor& r) {
     MdpAsyncClient c(r, ctx_, broker_.endpoint());
     EXPECT_EQ(c.Request("svc", {}, [](absl::StatusOr<Frames>) {}).code(),
               absl::StatusCode::kFailedPrecondition);

@@ -129,7 +129,7 @@ TEST_F(MdpHardeningTest, ReplyTimeoutFailsWithoutRedispatchAndZeroIsNever) {
   auto s = Stats();
   EXPECT_EQ(s.failures, 1u);
   EXPECT_EQ(s.redispatched, 0u);
-  broker_thread_.invoke(
+  broker_thread_.Invoke(
       [&](Reactor&) { EXPECT_EQ(broker_->open_requests(), 0u); });
   StopBroker();
 
@@ -183,7 +183,7 @@ TEST_F(MdpHardeningTest, MaxServicesCountsAndLogsRateLimited) {
   o.max_services = 2;
   StartBroker(o);
   std::atomic<int> warnings{0};
-  broker_thread_.invoke([&](Reactor&) {
+  broker_thread_.Invoke([&](Reactor&) {
     broker_->set_log_hook(
         [&](MajordomoBroker::LogLevel level, std::string_view) {
           if (level == MajordomoBroker::LogLevel::kWarning) ++warnings;
@@ -254,7 +254,7 @@ TEST_F(MdpHardeningTest, JoinAndLeaveFloodIsLoggedRateLimited) {
   StartBroker(o);
   std::mutex mu;
   std::vector<std::string> lines;
-  broker_thread_.invoke([&](Reactor&) {
+  broker_thread_.Invoke([&](Reactor&) {
     broker_->set_log_hook(
         [&](MajordomoBroker::LogLevel, std::string_view line) {
           std::lock_guard<std::mutex> lock(mu);
@@ -366,7 +366,7 @@ MdpWorker::Handler DelayedEcho(Reactor* reactor, unsigned seed) {
 // of requests with other requests' replies, reported as success.
 TEST_F(MdpHardeningTest, AsyncClientNeverCompletesARequestWithAnotherReply) {
   StartBroker(FastBroker());
-  Reactor* reactor = worker_thread_.invoke([](Reactor& r) { return &r; });
+  Reactor* reactor = worker_thread_.Invoke([](Reactor& r) { return &r; });
   for (unsigned i = 0; i < 4; ++i) {
     AddWorker("echo", DelayedEcho(reactor, i + 1));
   }
@@ -374,7 +374,7 @@ TEST_F(MdpHardeningTest, AsyncClientNeverCompletesARequestWithAnotherReply) {
   constexpr int kRequests = 4000;
   MatchCounts counts;
   std::atomic<bool> finished{false};
-  worker_thread_.invoke([&](Reactor& r) {
+  worker_thread_.Invoke([&](Reactor& r) {
     MdpAsyncClient::Options o;
     o.timeout = 20s;
     async_clients_.push_back(
@@ -383,13 +383,13 @@ TEST_F(MdpHardeningTest, AsyncClientNeverCompletesARequestWithAnotherReply) {
     RunMatched(*async_clients_[0], kRequests, 50, counts, finished);
   });
   ASSERT_TRUE(WaitFor([&] { return finished.load(); }, 120s));
-  worker_thread_.invoke([&](Reactor&) {
+  worker_thread_.Invoke([&](Reactor&) {
     EXPECT_EQ(counts.wrong, 0);
     EXPECT_EQ(counts.failed, 0);
     EXPECT_EQ(counts.ok, kRequests);
   });
   // Every worker served some (so replies really came back out of order).
-  const auto served = worker_thread_.invoke([&](Reactor&) {
+  const auto served = worker_thread_.Invoke([&](Reactor&) {
     std::vector<std::uint64_t> n;
     for (auto& w : workers_) n.push_back(w->stats().requests);
     return n;
@@ -407,8 +407,8 @@ TEST_F(MdpHardeningTest, UnansweredRequestIsGivenBackAndServedElsewhere) {
   o.max_redispatch = 3;
   StartBroker(o);
   std::atomic<int> thrown{0}, dropped{0};
-  worker_thread_.invoke([&](Reactor& r) {
-    r.set_error_handler([](std::exception_ptr, std::string_view) {});
+  worker_thread_.Invoke([&](Reactor& r) {
+    r.SetErrorHandler([](std::exception_ptr, std::string_view) {});
   });
   AddWorker("svc", [&](Frames, MdpWorker::Replier) {
     ++thrown;
@@ -430,7 +430,7 @@ TEST_F(MdpHardeningTest, UnansweredRequestIsGivenBackAndServedElsewhere) {
   const auto s = Stats();
   EXPECT_GE(s.redispatched, static_cast<std::uint64_t>(thrown + dropped));
   EXPECT_EQ(s.failures, 0u);
-  const auto abandoned = worker_thread_.invoke([&](Reactor&) {
+  const auto abandoned = worker_thread_.Invoke([&](Reactor&) {
     return workers_[0]->stats().abandoned + workers_[1]->stats().abandoned;
   });
   EXPECT_EQ(abandoned, static_cast<std::uint64_t>(thrown + dropped));
@@ -512,7 +512,7 @@ TEST_F(MdpHardeningTest, GreedyClientDoesNotStarveAPoliteOne) {
   auto o = FastBroker();
   o.queue_expiry = 0ms;  // the backlog must not simply expire
   StartBroker(o);
-  Reactor* reactor = worker_thread_.invoke([](Reactor& r) { return &r; });
+  Reactor* reactor = worker_thread_.Invoke([](Reactor& r) { return &r; });
   // One worker taking 2 ms per request.
   AddWorker("slow", [reactor](Frames body, MdpWorker::Replier r) {
     *reactor->after(2ms, [body = std::move(body), r = std::move(r)]() mutable {

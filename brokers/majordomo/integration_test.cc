@@ -82,7 +82,7 @@ TEST_F(MdpIntegrationTest, QueuesUntilAWorkerArrivesAndMatchesFifo) {
   StartBroker();
   std::atomic<int> ok{0};
   std::vector<std::string> bodies;
-  worker_thread_.invoke([&](Reactor& r) {
+  worker_thread_.Invoke([&](Reactor& r) {
     async_clients_.push_back(
         std::make_unique<MdpAsyncClient>(r, ctx_, endpoint_));
     ASSERT_TRUE(async_clients_[0]->Start().ok());
@@ -115,7 +115,7 @@ TEST_F(MdpIntegrationTest, QueueBoundDropsAndCounts) {
   auto o = FastBroker();
   o.max_queue_per_service = 2;
   StartBroker(o);
-  worker_thread_.invoke([&](Reactor& r) {
+  worker_thread_.Invoke([&](Reactor& r) {
     async_clients_.push_back(
         std::make_unique<MdpAsyncClient>(r, ctx_, endpoint_));
     ASSERT_TRUE(async_clients_[0]->Start().ok());
@@ -281,7 +281,7 @@ TEST_F(MdpIntegrationTest, WorkersReconnectAfterBrokerRestart) {
   ASSERT_TRUE(reply.ok()) << reply.status();
   EXPECT_THAT(FramesToStrings(*reply), ElementsAre("again"));
   const auto stats =
-      worker_thread_.invoke([&](Reactor&) { return workers_[0]->stats(); });
+      worker_thread_.Invoke([&](Reactor&) { return workers_[0]->stats(); });
   EXPECT_GE(stats.reconnects, 1u);
 }
 
@@ -333,7 +333,7 @@ TEST_F(MdpIntegrationTest, AsyncClientManyOutstandingTwoWorkers) {
   ASSERT_TRUE(WaitFor([&] { return Workers("echo") == 2; }));
   constexpr int kRequests = 2000;
   std::atomic<int> done{0}, failed{0};
-  worker_thread_.invoke([&](Reactor& r) {
+  worker_thread_.Invoke([&](Reactor& r) {
     async_clients_.push_back(
         std::make_unique<MdpAsyncClient>(r, ctx_, endpoint_));
     ASSERT_TRUE(async_clients_[0]->Start().ok());
@@ -378,7 +378,7 @@ TEST_F(MdpIntegrationTest, DrainFinishesOpenRequestsThenDisconnectsWorkers) {
     return held.size() == 1;
   }));
   std::atomic<bool> drained{false};
-  broker_thread_.invoke([&](Reactor&) {
+  broker_thread_.Invoke([&](Reactor&) {
     broker_->Drain(10000ms, [&] { drained = true; });
     // A second Drain keeps the first deadline: the request below still
     // gets its answer (first_ok) although 1 ms passes long before it.
@@ -400,9 +400,9 @@ TEST_F(MdpIntegrationTest, DrainFinishesOpenRequestsThenDisconnectsWorkers) {
   auto s = Stats();
   EXPECT_EQ(s.workers_disconnected, 1u);
   const auto ws =
-      worker_thread_.invoke([&](Reactor&) { return workers_[0]->stats(); });
+      worker_thread_.Invoke([&](Reactor&) { return workers_[0]->stats(); });
   ASSERT_TRUE(WaitFor([&] {
-    return worker_thread_.invoke([&](Reactor&) {
+    return worker_thread_.Invoke([&](Reactor&) {
       return workers_[0]->stats().disconnects_received;
     }) >= 1u;
   }));
@@ -421,7 +421,7 @@ TEST_F(MdpIntegrationTest, DrainGraceExpires) {
   MdpClient client(endpoint_, Quick(0, 1000ms), &ctx_);
   EXPECT_FALSE(client.Request("never", MakeFrames({"a"})).ok());
   std::atomic<bool> drained{false};
-  broker_thread_.invoke([&](Reactor&) {
+  broker_thread_.Invoke([&](Reactor&) {
     ASSERT_EQ(broker_->open_requests(), 1u);
     broker_->Drain(100ms, [&] { drained = true; });
   });
@@ -429,14 +429,14 @@ TEST_F(MdpIntegrationTest, DrainGraceExpires) {
   auto s = Stats();
   EXPECT_EQ(s.expired, 1u);  // the open request was given up
   EXPECT_EQ(s.workers_disconnected, 1u);
-  worker_thread_.invoke([&](Reactor&) { held.clear(); });
+  worker_thread_.Invoke([&](Reactor&) { held.clear(); });
 }
 
 TEST_F(MdpIntegrationTest, HooksSeeWorkersAndLatency) {
   StartBroker();
   std::vector<std::string> events;
   std::atomic<int> latencies{0};
-  broker_thread_.invoke([&](Reactor&) {
+  broker_thread_.Invoke([&](Reactor&) {
     broker_->set_worker_event_hook([&](const MajordomoBroker::WorkerEvent& e) {
       events.push_back(std::string(e.service) + ":" +
                        std::to_string(static_cast<int>(e.kind)));
@@ -451,10 +451,10 @@ TEST_F(MdpIntegrationTest, HooksSeeWorkersAndLatency) {
   MdpClient client(endpoint_, Quick(), &ctx_);
   ASSERT_TRUE(client.Request("echo", MakeFrames({"1"})).ok());
   ASSERT_TRUE(client.Request("echo", MakeFrames({"2"})).ok());
-  worker_thread_.invoke([&](Reactor&) { workers_[w]->Stop(); });
+  worker_thread_.Invoke([&](Reactor&) { workers_[w]->Stop(); });
   ASSERT_TRUE(WaitFor([&] { return Workers("echo") == 0; }));
   EXPECT_EQ(latencies.load(), 2);
-  auto got = broker_thread_.invoke([&](Reactor&) { return events; });
+  auto got = broker_thread_.Invoke([&](Reactor&) { return events; });
   EXPECT_THAT(got, ElementsAre("echo:0", "echo:1"));  // joined, left
 }
 
@@ -462,7 +462,7 @@ TEST_F(MdpIntegrationTest, HooksSeeWorkersAndLatency) {
 
 TEST_F(PrefetchTest, InvalidPrefetchFailsBind) {
   for (int n : {0, -1, MajordomoBroker::kMaxWorkerPrefetch + 1}) {
-    bool ok = broker_thread_.invoke([&](Reactor& r) {
+    bool ok = broker_thread_.Invoke([&](Reactor& r) {
       MajordomoBroker b(r, ctx_, Prefetch(n));
       absl::Status s = b.Bind("tcp://127.0.0.1:*");
       EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << n;
@@ -505,7 +505,7 @@ TEST_F(PrefetchTest, WorkerGetsThreeRequestsBeforeReplying) {
   }
   EXPECT_TRUE(RecvCommand(*w, kRequest, 300ms).empty());  // no credit left
   EXPECT_EQ(Queued("svc"), 1u);
-  broker_thread_.invoke(
+  broker_thread_.Invoke(
       [&](Reactor&) { EXPECT_EQ(broker_->open_requests(), 4u); });
   w->Send({"", "MDPW01", kReply, addrs[0], "", "a1"});
   EXPECT_THAT(c->Recv(), ElementsAre("", "MDPC01", "svc", "a1"));
@@ -576,7 +576,7 @@ TEST_F(PrefetchTest, SameClientRepliesOutOfOrder) {
   w->Send({"", "MDPW01", kReply, a1, "", "first"});
   EXPECT_THAT(c->Recv(), ElementsAre("", "MDPC01", "svc", "second"));
   EXPECT_THAT(c->Recv(), ElementsAre("", "MDPC01", "svc", "first"));
-  broker_thread_.invoke(
+  broker_thread_.Invoke(
       [&](Reactor&) { EXPECT_EQ(broker_->open_requests(), 0u); });
 }
 
@@ -599,7 +599,7 @@ TEST_F(PrefetchTest, DeadWorkerHasEveryOutstandingRequestRedispatched) {
   s = Stats();
   EXPECT_EQ(s.redispatched, 3u);
   EXPECT_EQ(s.workers_left, 2u);
-  broker_thread_.invoke(
+  broker_thread_.Invoke(
       [&](Reactor&) { EXPECT_EQ(broker_->open_requests(), 0u); });
 }
 
@@ -611,14 +611,14 @@ TEST_F(PrefetchTest, DrainWaitsForEveryOutstandingRequest) {
   std::vector<std::string> addrs;
   for (int i = 0; i < 3; ++i) addrs.push_back(Take(*w).first);
   std::atomic<bool> drained{false};
-  broker_thread_.invoke(
+  broker_thread_.Invoke(
       [&](Reactor&) { broker_->Drain(10000ms, [&] { drained = true; }); });
   for (int i = 0; i < 2; ++i) {
     w->Send({"", "MDPW01", kReply, addrs[i], "", "a"});
     EXPECT_FALSE(c->Recv().empty());
   }
   EXPECT_FALSE(drained.load());
-  broker_thread_.invoke(
+  broker_thread_.Invoke(
       [&](Reactor&) { EXPECT_EQ(broker_->open_requests(), 1u); });
   w->Send({"", "MDPW01", kReply, addrs[2], "", "a"});
   EXPECT_FALSE(c->Recv().empty());
@@ -664,7 +664,7 @@ TEST_F(PrefetchTest, MdpWorkerHandlesRequestsWhileRepliesArePending) {
                 ElementsAre("", "MDPC01", "slow", "re" + std::to_string(i)));
   }
   const auto ws =
-      worker_thread_.invoke([&](Reactor&) { return workers_[0]->stats(); });
+      worker_thread_.Invoke([&](Reactor&) { return workers_[0]->stats(); });
   EXPECT_EQ(ws.requests, 3u);
   EXPECT_EQ(ws.replies, 3u);
   EXPECT_EQ(ws.dropped_replies, 0u);
@@ -680,7 +680,7 @@ TEST_F(PrefetchTest, ManyOutstandingTwoWorkers) {
   constexpr int kRequests = 2000;
   std::atomic<int> done{0}, failed{0};
   std::vector<int> bodies;  // worker thread only
-  worker_thread_.invoke([&](Reactor& r) {
+  worker_thread_.Invoke([&](Reactor& r) {
     async_clients_.push_back(
         std::make_unique<MdpAsyncClient>(r, ctx_, endpoint_));
     ASSERT_TRUE(async_clients_[0]->Start().ok());
@@ -708,7 +708,7 @@ TEST_F(PrefetchTest, ManyOutstandingTwoWorkers) {
   EXPECT_EQ(failed.load(), 0);
   auto s = Stats();
   EXPECT_EQ(s.replies - s.mmi_requests, static_cast<std::uint64_t>(kRequests));
-  worker_thread_.invoke([&](Reactor&) {
+  worker_thread_.Invoke([&](Reactor&) {
     std::sort(bodies.begin(), bodies.end());
     for (int i = 0; i < kRequests; ++i) ASSERT_EQ(bodies[i], i);
   });

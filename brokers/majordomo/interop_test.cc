@@ -130,7 +130,7 @@ class MdpInteropTest : public ::testing::Test {
     o.heartbeat_interval = 100ms;
     o.heartbeat_liveness = 5;  // Python peers can be starved under load
     o.max_redispatch = 3;
-    broker_thread_.invoke([&](Reactor& r) {
+    broker_thread_.Invoke([&](Reactor& r) {
       broker_ = std::make_unique<MajordomoBroker>(r, ctx_, o);
       ASSERT_TRUE(broker_->Bind("tcp://127.0.0.1:*").ok());
       endpoint_ = broker_->endpoints()[0];
@@ -138,12 +138,12 @@ class MdpInteropTest : public ::testing::Test {
     });
   }
   void TearDown() override {
-    worker_thread_.invoke([&](Reactor&) { workers_.clear(); });
-    broker_thread_.invoke([&](Reactor&) { broker_.reset(); });
+    worker_thread_.Invoke([&](Reactor&) { workers_.clear(); });
+    broker_thread_.Invoke([&](Reactor&) { broker_.reset(); });
   }
 
   std::size_t Workers(const std::string& service) {
-    return broker_thread_.invoke([&](Reactor&) {
+    return broker_thread_.Invoke([&](Reactor&) {
       auto s = broker_->stats();
       auto it = s.services.find(service);
       return it == s.services.end() ? std::size_t{0} : it->second.workers;
@@ -203,7 +203,7 @@ TEST_F(MdpInteropTest, CppClientWithPythonWorker) {
 }
 
 TEST_F(MdpInteropTest, PythonClientWithCppWorker) {
-  worker_thread_.invoke([&](Reactor& r) {
+  worker_thread_.Invoke([&](Reactor& r) {
     MdpWorker::Options o;
     o.heartbeat_interval = 100ms;
     workers_.push_back(std::make_unique<MdpWorker>(
@@ -228,7 +228,7 @@ TEST_F(MdpInteropTest, PythonWorkerCrashWhileBusyLosesNothing) {
   EXPECT_EQ(sync.Wait(), 0) << sync.Output();
   EXPECT_EQ(crasher->Wait(), 3) << crasher->Output();
   const auto s =
-      broker_thread_.invoke([&](Reactor&) { return broker_->stats(); });
+      broker_thread_.Invoke([&](Reactor&) { return broker_->stats(); });
   // At least the crashed worker's request went to another worker.  (On a
   // heavily loaded machine a starved Python worker can also miss its
   // heartbeats and be expired and redispatched once more; that loses
@@ -264,7 +264,7 @@ TEST_F(MdpInteropTest, PythonTaggedClientGetsEveryReplyUnderItsOwnTag) {
   EXPECT_EQ(client.Wait(120s), 0) << client.Output();
   EXPECT_THAT(client.Output(), HasSubstr("ok=4000 lost=0 bad=0 wrong=0"));
   const auto s =
-      broker_thread_.invoke([&](Reactor&) { return broker_->stats(); });
+      broker_thread_.Invoke([&](Reactor&) { return broker_->stats(); });
   EXPECT_GE(s.tagged_requests, 4000u);
 }
 
@@ -280,7 +280,7 @@ TEST_F(MdpInteropTest, CppAsyncClientMatchesExactlyWithPythonWorkers) {
   mdp_test::MatchCounts counts;
   std::atomic<bool> finished{false};
   std::unique_ptr<MdpAsyncClient> client;
-  worker_thread_.invoke([&](Reactor& r) {
+  worker_thread_.Invoke([&](Reactor& r) {
     MdpAsyncClient::Options o;
     o.timeout = 20s;
     client = std::make_unique<MdpAsyncClient>(r, ctx_, endpoint_, o);
@@ -288,7 +288,7 @@ TEST_F(MdpInteropTest, CppAsyncClientMatchesExactlyWithPythonWorkers) {
     mdp_test::RunMatched(*client, kRequests, 50, counts, finished);
   });
   ASSERT_TRUE(WaitFor([&] { return finished.load(); }, 120s));
-  worker_thread_.invoke([&](Reactor&) {
+  worker_thread_.Invoke([&](Reactor&) {
     EXPECT_EQ(counts.wrong, 0);
     EXPECT_EQ(counts.ok, kRequests);
     EXPECT_TRUE(client->tagged());
@@ -331,7 +331,7 @@ TEST_P(PlainBrokerTest, CppAsyncClientFallsBackToWhatRfc7CanMatch) {
   mdp_test::MatchCounts counts;
   std::atomic<bool> finished{false};
   std::unique_ptr<MdpAsyncClient> client;
-  worker_thread_.invoke([&](Reactor& r) {
+  worker_thread_.Invoke([&](Reactor& r) {
     MdpAsyncClient::Options o;
     o.timeout = 10s;
     o.retries = 3;
@@ -341,7 +341,7 @@ TEST_P(PlainBrokerTest, CppAsyncClientFallsBackToWhatRfc7CanMatch) {
   });
   ASSERT_TRUE(WaitFor([&] { return finished.load(); }, 150s))
       << broker.Output();
-  worker_thread_.invoke([&](Reactor&) {
+  worker_thread_.Invoke([&](Reactor&) {
     EXPECT_EQ(counts.wrong, 0);
     EXPECT_EQ(counts.failed, 0);
     EXPECT_EQ(counts.ok, kRequests);

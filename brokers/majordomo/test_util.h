@@ -66,7 +66,7 @@ class MdpIntegrationTest : public ::testing::Test {
     bool bound = false;
     for (int attempt = 0; attempt < 250 && !bound; ++attempt) {
       if (attempt > 0) std::this_thread::sleep_for(20ms);
-      bound = broker_thread_.invoke([&](Reactor& r) {
+      bound = broker_thread_.Invoke([&](Reactor& r) {
         broker_ = std::make_unique<MajordomoBroker>(r, ctx_, options);
         if (broker_->Bind(endpoint).ok()) return true;
         broker_.reset();
@@ -74,7 +74,7 @@ class MdpIntegrationTest : public ::testing::Test {
       });
     }
     ASSERT_TRUE(bound) << endpoint;
-    broker_thread_.invoke([&](Reactor&) {
+    broker_thread_.Invoke([&](Reactor&) {
       endpoint_ = broker_->endpoints().back();
       broker_->set_log_hook([this](MajordomoBroker::LogLevel,
                                    std::string_view) { ++log_lines_; });
@@ -82,16 +82,16 @@ class MdpIntegrationTest : public ::testing::Test {
   }
 
   void StopBroker() {
-    broker_thread_.invoke([&](Reactor&) { broker_.reset(); });
+    broker_thread_.Invoke([&](Reactor&) { broker_.reset(); });
   }
 
   MajordomoBroker::Stats Stats() {
-    return broker_thread_.invoke([&](Reactor&) { return broker_->stats(); });
+    return broker_thread_.Invoke([&](Reactor&) { return broker_->stats(); });
   }
 
   // workers_[0] and workers_[1] both handled requests.
   void ExpectBothWorkersServed() {
-    const auto counts = worker_thread_.invoke([&](Reactor&) {
+    const auto counts = worker_thread_.Invoke([&](Reactor&) {
       return std::make_pair(workers_[0]->stats().requests,
                             workers_[1]->stats().requests);
     });
@@ -108,7 +108,7 @@ class MdpIntegrationTest : public ::testing::Test {
   // Starts a worker on the worker thread; returns its index.
   std::size_t AddWorker(const std::string& service, MdpWorker::Handler h,
                         MdpWorker::Options o = FastWorker()) {
-    return worker_thread_.invoke([&](Reactor& r) {
+    return worker_thread_.Invoke([&](Reactor& r) {
       workers_.push_back(std::make_unique<MdpWorker>(r, ctx_, endpoint_,
                                                      service, std::move(h), o));
       EXPECT_TRUE(workers_.back()->Start().ok());
@@ -127,7 +127,7 @@ class MdpIntegrationTest : public ::testing::Test {
   }
 
   void TearDown() override {
-    worker_thread_.invoke([&](Reactor&) {
+    worker_thread_.Invoke([&](Reactor&) {
       async_clients_.clear();
       workers_.clear();
     });

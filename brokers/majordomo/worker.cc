@@ -307,7 +307,7 @@ void MdpWorker::Replier::Abandon() {
     if (std::shared_ptr<Core> core = core_.lock()) core->Abandon(epoch_);
     return;
   }
-  reactor_->post([core = core_, epoch = epoch_]() mutable {
+  reactor_->Post([core = core_, epoch = epoch_]() mutable {
     if (std::shared_ptr<Core> c = core.lock()) c->Abandon(epoch);
   });
 }
@@ -324,7 +324,7 @@ bool MdpWorker::Replier::Reply(Frames body) {
   // Another thread: hand the reply to the reactor.  The Core may be gone by
   // the time the task runs; the weak pointer is only locked there, on the
   // thread that owns (and destroys) it.
-  reactor_->post([core = core_, address = std::move(address_), epoch = epoch_,
+  reactor_->Post([core = core_, address = std::move(address_), epoch = epoch_,
                   seq = seq_, body = std::move(body)]() mutable {
     if (std::shared_ptr<Core> c = core.lock()) {
       c->SendReply(std::move(address), epoch, seq, std::move(body));

@@ -37,12 +37,12 @@ class MdpWorkerTest : public ::testing::Test {
   MdpWorkerTest() : router_(ctx_), endpoint_(router_.endpoint()) {}
 
   ~MdpWorkerTest() override {
-    thread_.invoke([&](Reactor&) { worker_.reset(); });
+    thread_.Invoke([&](Reactor&) { worker_.reset(); });
   }
 
   void StartWorker(MdpWorker::Handler handler, MdpWorker::Options o = Fast(),
                    std::string service = "svc") {
-    thread_.invoke([&](Reactor& r) {
+    thread_.Invoke([&](Reactor& r) {
       worker_ = std::make_unique<MdpWorker>(r, ctx_, endpoint_, service,
                                             std::move(handler), o);
       ASSERT_TRUE(worker_->Start().ok());
@@ -78,7 +78,7 @@ class MdpWorkerTest : public ::testing::Test {
   }
 
   MdpWorker::Stats Stats() {
-    return thread_.invoke([&](Reactor&) { return worker_->stats(); });
+    return thread_.Invoke([&](Reactor&) { return worker_->stats(); });
   }
 
   static MdpWorker::Handler Echo() {
@@ -135,7 +135,7 @@ TEST_F(MdpWorkerTest, HeartbeatsWhileAHandlerIsBusy) {
     if (m.size() == 4 && m[3] == kHeartbeat) ++heartbeats;
   }
   EXPECT_EQ(heartbeats, 2);
-  thread_.invoke([&](Reactor&) { held.clear(); });
+  thread_.Invoke([&](Reactor&) { held.clear(); });
 }
 
 TEST_F(MdpWorkerTest, ReconnectsWithNewSocketOnDisconnect) {
@@ -196,7 +196,7 @@ TEST_F(MdpWorkerTest, ReplyForAClosedConnectionIsDropped) {
   Send({id1, "", "MDPW01", kDisconnect});
   auto ready = Recv();
   ASSERT_EQ(ready.size(), 5u);
-  thread_.invoke([&](Reactor&) {
+  thread_.Invoke([&](Reactor&) {
     ASSERT_EQ(held.size(), 1u);
     held[0].Reply(MakeFrames({"stale"}));
   });
@@ -215,7 +215,7 @@ TEST_F(MdpWorkerTest, ReplyForAClosedConnectionIsDropped) {
 TEST_F(MdpWorkerTest, StopSendsDisconnect) {
   StartWorker(Echo());
   const std::string id = Recv()[0];
-  thread_.invoke([&](Reactor&) { worker_->Stop(); });
+  thread_.Invoke([&](Reactor&) { worker_->Stop(); });
   EXPECT_THAT(Recv(), ElementsAre(id, "", "MDPW01", kDisconnect));
 }
 
@@ -253,8 +253,8 @@ TEST_F(MdpWorkerTest, DroppedReplierGivesTheRequestBack) {
 // The same for a handler that throws (the reactor reports the exception).
 TEST_F(MdpWorkerTest, ThrowingHandlerGivesTheRequestBack) {
   std::atomic<int> reported{0};
-  thread_.invoke([&](Reactor& r) {
-    r.set_error_handler(
+  thread_.Invoke([&](Reactor& r) {
+    r.SetErrorHandler(
         [&](std::exception_ptr, std::string_view) { ++reported; });
   });
   StartWorker([](Frames, MdpWorker::Replier) {
@@ -307,7 +307,7 @@ TEST_F(MdpWorkerTest, ReplierDroppedElsewhereOrOverwrittenGivesBack) {
     }
     std::this_thread::sleep_for(2ms);
   }
-  thread_.invoke([&](Reactor&) {
+  thread_.Invoke([&](Reactor&) {
     std::lock_guard<std::mutex> lock(mu);
     held[0] = MdpWorker::Replier();
   });
@@ -333,11 +333,11 @@ TEST_F(MdpWorkerTest, RepliesToOneClientLeaveInArrivalOrder) {
     std::this_thread::sleep_for(2ms);
   }
   ASSERT_EQ(Stats().requests, 3u);
-  thread_.invoke([&](Reactor&) { held[1].Reply(MakeFrames({"a2"})); });
+  thread_.Invoke([&](Reactor&) { held[1].Reply(MakeFrames({"a2"})); });
   EXPECT_TRUE(Recv(false, 200ms).empty());  // held back behind c1
-  thread_.invoke([&](Reactor&) { held[2].Reply(MakeFrames({"b1"})); });
+  thread_.Invoke([&](Reactor&) { held[2].Reply(MakeFrames({"b1"})); });
   EXPECT_THAT(Recv(), ElementsAre(id, "", "MDPW01", kReply, "d", "", "b1"));
-  thread_.invoke([&](Reactor&) { held[0].Reply(MakeFrames({"a1"})); });
+  thread_.Invoke([&](Reactor&) { held[0].Reply(MakeFrames({"a1"})); });
   EXPECT_THAT(Recv(), ElementsAre(id, "", "MDPW01", kReply, "c", "", "a1"));
   EXPECT_THAT(Recv(), ElementsAre(id, "", "MDPW01", kReply, "c", "", "a2"));
   EXPECT_EQ(Stats().replies, 3u);

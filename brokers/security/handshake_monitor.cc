@@ -55,7 +55,7 @@ HandshakeMonitor::HandshakeMonitor(Reactor& reactor, zmq::context_t& context,
 }
 
 HandshakeMonitor::~HandshakeMonitor() {
-  if (started_) reactor_.remove(socket_).IgnoreError();
+  if (started_) reactor_.Remove(socket_).IgnoreError();
 }
 
 absl::Status HandshakeMonitor::Start() {

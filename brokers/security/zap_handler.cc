@@ -143,7 +143,7 @@ ZapHandler::ZapHandler(Reactor& reactor, zmq::context_t& context)
 }
 
 ZapHandler::~ZapHandler() {
-  if (started_) reactor_.remove(socket_).IgnoreError();
+  if (started_) reactor_.Remove(socket_).IgnoreError();
 }
 
 absl::Status ZapHandler::Start() {

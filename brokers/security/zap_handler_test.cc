@@ -127,7 +127,7 @@ TEST(CurveAllowlistTest, ErrorsNameFileAndLine) {
 class ZapRawTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    thread_.invoke([&](Reactor& r) {
+    thread_.Invoke([&](Reactor& r) {
       zap_ = std::make_unique<ZapHandler>(r, ctx_);
       zap_->set_allowlist(ListOf({&allowed_.public_key}));
       zap_->set_domains({"majordomo"});
@@ -145,7 +145,7 @@ class ZapRawTest : public ::testing::Test {
   }
   void TearDown() override {
     req_.close();
-    thread_.invoke([&](Reactor&) { zap_.reset(); });
+    thread_.Invoke([&](Reactor&) { zap_.reset(); });
   }
 
   // Sends one request through a REQ socket (which adds the delimiter, as
@@ -203,7 +203,7 @@ TEST_F(ZapRawTest, RefusesUnlistedKeyOtherMechanismsAndDomains) {
   EXPECT_EQ(Ask({"1.0", "6", "majordomo", "a", "", "CURVE", "short"})[2],
             "500");
   const ZapHandler::Stats stats =
-      thread_.invoke([&](Reactor&) { return zap_->stats(); });
+      thread_.Invoke([&](Reactor&) { return zap_->stats(); });
   EXPECT_EQ(stats.requests, 7u);
   EXPECT_EQ(stats.allowed, 1u);
   EXPECT_EQ(stats.denied, 4u);
@@ -214,7 +214,7 @@ TEST_F(ZapRawTest, ReloadSwapsTheList) {
   EXPECT_EQ(Ask({"1.0", "1", "majordomo", "a", "", "CURVE",
                  Raw(other_.public_key)})[2],
             "400");
-  thread_.invoke(
+  thread_.Invoke(
       [&](Reactor&) { zap_->set_allowlist(ListOf({&other_.public_key})); });
   EXPECT_EQ(Ask({"1.0", "2", "majordomo", "a", "", "CURVE",
                  Raw(other_.public_key)})[2],
@@ -225,7 +225,7 @@ TEST_F(ZapRawTest, ReloadSwapsTheList) {
 }
 
 TEST_F(ZapRawTest, SecondHandlerInTheSameContextIsRefused) {
-  absl::Status s = thread_.invoke([&](Reactor& r) {
+  absl::Status s = thread_.Invoke([&](Reactor& r) {
     ZapHandler second(r, ctx_);
     return second.Start();
   });
@@ -245,7 +245,7 @@ class HandshakeTest : public ::testing::Test {
     ASSERT_EQ(zmq_socket_monitor(router_.handle(), "inproc://zb-test-monitor",
                                  HandshakeMonitor::kEvents),
               0);
-    thread_.invoke([&](Reactor& r) {
+    thread_.Invoke([&](Reactor& r) {
       zap_ = std::make_unique<ZapHandler>(r, ctx_);
       zap_->set_allowlist(ListOf({&client_.public_key}));
       ASSERT_TRUE(zap_->Start().ok());
@@ -265,7 +265,7 @@ class HandshakeTest : public ::testing::Test {
   void TearDown() override {
     for (zmq::socket_t& d : dealers_) d.close();
     router_.close();
-    thread_.invoke([&](Reactor&) {
+    thread_.Invoke([&](Reactor&) {
       monitor_.reset();
       zap_.reset();
     });
@@ -364,7 +364,7 @@ TEST_F(HandshakeTest, UnlistedKeyIsRefusedAndReported) {
   Send(curve_, "stranger", &keys);
   EXPECT_THAT(Received(milliseconds(700)), ElementsAre());
   EXPECT_TRUE(SawFailure("key_not_allowed"));
-  EXPECT_GE(thread_.invoke([&](Reactor&) { return zap_->stats().denied; }), 1u);
+  EXPECT_GE(thread_.Invoke([&](Reactor&) { return zap_->stats().denied; }), 1u);
 }
 
 TEST_F(HandshakeTest, WrongServerKeyIsRefusedAndReported) {
@@ -374,7 +374,7 @@ TEST_F(HandshakeTest, WrongServerKeyIsRefusedAndReported) {
   EXPECT_THAT(Received(milliseconds(700)), ElementsAre());
   EXPECT_TRUE(SawFailure("decrypt_failed"));
   // It never reached the ZAP handler.
-  EXPECT_EQ(thread_.invoke([&](Reactor&) { return zap_->stats().requests; }),
+  EXPECT_EQ(thread_.Invoke([&](Reactor&) { return zap_->stats().requests; }),
             0u);
 }
 
@@ -384,7 +384,7 @@ TEST_F(HandshakeTest, ReloadLetsANewKeyInAndKeepsOthersOut) {
   EXPECT_THAT(Received(milliseconds(500)), ElementsAre());
   // Closed first: libzmq would retry its handshake after the reload.
   dealers_.clear();
-  thread_.invoke(
+  thread_.Invoke(
       [&](Reactor&) { zap_->set_allowlist(ListOf({&stranger_.public_key})); });
   Send(curve_, "after", &stranger);
   const CurveClientKeys removed = KeysFor(server_.public_key, client_);

@@ -73,7 +73,7 @@ int main() {
   std::unique_ptr<zb::MajordomoBroker> mdp_broker;
   std::unique_ptr<zb::MdpWorker> mdp_worker;
   std::string ccp_endpoint, mdp_endpoint, setup_error;
-  thread.invoke([&](zb::Reactor& reactor) {
+  thread.Invoke([&](zb::Reactor& reactor) {
     ccp_broker = std::make_unique<zb::ConsensusBroker>(
         reactor, ctx, zb::ConsensusBroker::Options{});
     if (absl::Status s = ccp_broker->Bind("tcp://127.0.0.1:*"); !s.ok()) {
@@ -106,7 +106,7 @@ int main() {
   // Both consensus workers registered, so that the request needs both.
   const auto deadline =
       std::chrono::steady_clock::now() + std::chrono::seconds(20);
-  while (rc == 0 && thread.invoke([&](zb::Reactor&) {
+  while (rc == 0 && thread.Invoke([&](zb::Reactor&) {
     return ccp_broker->worker_count("echo");
   }) < 2) {
     if (std::chrono::steady_clock::now() > deadline) {
@@ -149,7 +149,7 @@ int main() {
 
   // Everything that lives on the reactor goes on its thread, before the
   // thread and the context go.
-  thread.invoke([&](zb::Reactor&) {
+  thread.Invoke([&](zb::Reactor&) {
     mdp_worker.reset();
     mdp_broker.reset();
     worker_a.reset();

@@ -78,14 +78,14 @@ TEST(Ipv6Test, MajordomoRoundTripOverIpv6Loopback) {
   std::optional<absl::StatusOr<Frames>> async_reply;
   // Whatever happens, the reactor's objects die on the reactor's thread.
   absl::Cleanup cleanup = [&] {
-    thread.invoke([&](Reactor&) {
+    thread.Invoke([&](Reactor&) {
       async_client.reset();
       worker.reset();
       broker.reset();
     });
   };
   ASSERT_TRUE(thread
-                  .invoke([&](Reactor& reactor) -> absl::Status {
+                  .Invoke([&](Reactor& reactor) -> absl::Status {
                     broker.emplace(reactor, ctx, MajordomoBroker::Options{});
                     if (absl::Status s = broker->Bind("tcp://[::1]:*");
                         !s.ok()) {
@@ -99,7 +99,7 @@ TEST(Ipv6Test, MajordomoRoundTripOverIpv6Loopback) {
 
   ASSERT_TRUE(
       thread
-          .invoke([&](Reactor& reactor) -> absl::Status {
+          .Invoke([&](Reactor& reactor) -> absl::Status {
             worker.emplace(reactor, ctx, endpoint, "echo",
                            [](Frames body, MdpWorker::Replier r) {
                              r.Reply(std::move(body));
@@ -127,11 +127,11 @@ TEST(Ipv6Test, MajordomoRoundTripOverIpv6Loopback) {
   const auto deadline = std::chrono::steady_clock::now() + 10s;
   bool got = false;
   while (!got && std::chrono::steady_clock::now() < deadline) {
-    got = thread.invoke([&](Reactor&) { return async_reply.has_value(); });
+    got = thread.Invoke([&](Reactor&) { return async_reply.has_value(); });
     if (!got) std::this_thread::sleep_for(10ms);
   }
   ASSERT_TRUE(got);
-  thread.invoke([&](Reactor&) {
+  thread.Invoke([&](Reactor&) {
     ASSERT_TRUE(async_reply->ok()) << async_reply->status();
     ASSERT_EQ((*async_reply)->size(), 1u);
     EXPECT_EQ((**async_reply)[0].to_string(), "async over ipv6");

@@ -59,7 +59,7 @@ class CurveLibrariesTest : public ::testing::Test {
                                   Z85(worker_.public_key) + " worker\n",
                               "test");
     ASSERT_TRUE(allow.ok());
-    broker_thread_.invoke([&](Reactor& r) {
+    broker_thread_.Invoke([&](Reactor& r) {
       zap_ = std::make_unique<ZapHandler>(r, ctx_);
       zap_->set_allowlist(std::make_shared<const CurveAllowlist>(*allow));
       ASSERT_TRUE(zap_->Start().ok());
@@ -99,11 +99,11 @@ class CurveLibrariesTest : public ::testing::Test {
   }
 
   void TearDown() override {
-    worker_thread_.invoke([&](Reactor&) {
+    worker_thread_.Invoke([&](Reactor&) {
       ccp_workers_.clear();
       mdp_workers_.clear();
     });
-    broker_thread_.invoke([&](Reactor&) {
+    broker_thread_.Invoke([&](Reactor&) {
       monitors_.clear();
       mdp_.reset();
       ccp_.reset();
@@ -121,7 +121,7 @@ class CurveLibrariesTest : public ::testing::Test {
 
   void StartCcpWorker(const std::string& endpoint,
                       std::optional<CurveClientKeys> curve) {
-    worker_thread_.invoke([&](Reactor& r) {
+    worker_thread_.Invoke([&](Reactor& r) {
       ConsensusWorker::Options o;
       o.curve = curve;
       ccp_workers_.push_back(std::make_unique<ConsensusWorker>(
@@ -138,7 +138,7 @@ class CurveLibrariesTest : public ::testing::Test {
 
   void StartMdpWorker(const std::string& endpoint,
                       std::optional<CurveClientKeys> curve) {
-    worker_thread_.invoke([&](Reactor& r) {
+    worker_thread_.Invoke([&](Reactor& r) {
       MdpWorker::Options o;
       o.heartbeat_interval = milliseconds(200);
       o.reconnect_delay = milliseconds(100);
@@ -155,11 +155,11 @@ class CurveLibrariesTest : public ::testing::Test {
   }
 
   std::size_t CcpWorkers() {
-    return broker_thread_.invoke(
+    return broker_thread_.Invoke(
         [&](Reactor&) { return ccp_->worker_count("echo"); });
   }
   std::size_t MdpWorkers() {
-    return broker_thread_.invoke([&](Reactor&) -> std::size_t {
+    return broker_thread_.Invoke([&](Reactor&) -> std::size_t {
       const MajordomoBroker::Stats s = mdp_->stats();
       auto it = s.services.find("echo");
       return it == s.services.end() ? 0 : it->second.workers;
@@ -240,7 +240,7 @@ TEST_F(CurveLibrariesTest, AllowedPeersWorkOnBothProtocols) {
   absl::StatusOr<Frames> async_reply = absl::UnknownError("not called");
   std::atomic<bool> done{false};
   std::unique_ptr<MdpAsyncClient> async;
-  client_thread.invoke([&](Reactor& reactor) {
+  client_thread.Invoke([&](Reactor& reactor) {
     MdpAsyncClient::Options o;
     o.curve = Keys(client_);
     async = std::make_unique<MdpAsyncClient>(reactor, ctx_, mdp_curve_, o);
@@ -256,7 +256,7 @@ TEST_F(CurveLibrariesTest, AllowedPeersWorkOnBothProtocols) {
                     .ok());
   });
   test::WaitFor([&] { return done.load(); }, milliseconds(4000));
-  client_thread.invoke([&](Reactor&) { async.reset(); });
+  client_thread.Invoke([&](Reactor&) { async.reset(); });
   ASSERT_TRUE(done);
   ASSERT_TRUE(async_reply.ok()) << async_reply.status();
   EXPECT_THAT(FramesToStrings(*async_reply), ElementsAre("async"));

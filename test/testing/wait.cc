@@ -15,7 +15,7 @@ bool RunUntil(Reactor& reactor, const std::function<bool()>& done,
   const auto end = Clock::now() + limit;
   while (!done()) {
     if (Clock::now() >= end) return done();
-    EXPECT_TRUE(reactor.run_once(step).ok());
+    EXPECT_TRUE(reactor.RunOnce(step).ok());
   }
   return true;
 }
@@ -23,7 +23,7 @@ bool RunUntil(Reactor& reactor, const std::function<bool()>& done,
 void RunFor(Reactor& reactor, std::chrono::milliseconds d) {
   const auto end = Clock::now() + d;
   while (Clock::now() < end) {
-    EXPECT_TRUE(reactor.run_once(std::chrono::milliseconds(5)).ok());
+    EXPECT_TRUE(reactor.RunOnce(std::chrono::milliseconds(5)).ok());
   }
 }
 

@@ -33,7 +33,7 @@ class ZbBrokerHost : public BrokerHost {
       zmq::context_t& context, const std::string& bind_endpoint,
       std::chrono::milliseconds request_timeout) {
     auto host = std::make_unique<ZbBrokerHost>();
-    absl::Status st = host->thread_.invoke([&](Reactor& r) -> absl::Status {
+    absl::Status st = host->thread_.Invoke([&](Reactor& r) -> absl::Status {
       ConsensusBroker::Options options;
       options.request_timeout = request_timeout;
       // Worker joins are logged at kInfo; the test adds workers all the
@@ -57,7 +57,7 @@ class ZbBrokerHost : public BrokerHost {
   }
 
   ~ZbBrokerHost() override {
-    thread_.invoke([this](Reactor&) { broker_.reset(); });
+    thread_.Invoke([this](Reactor&) { broker_.reset(); });
   }
 
   const std::string& endpoint() const override { return endpoint_; }
@@ -77,11 +77,11 @@ class ZbWorkerHost : public WorkerHost {
         service_(std::move(service)) {}
 
   ~ZbWorkerHost() override {
-    thread_.invoke([this](Reactor&) { workers_.clear(); });
+    thread_.Invoke([this](Reactor&) { workers_.clear(); });
   }
 
   absl::Status Add(int n) override {
-    return thread_.invoke([&](Reactor& r) -> absl::Status {
+    return thread_.Invoke([&](Reactor& r) -> absl::Status {
       for (int i = 0; i < n; ++i) {
         auto w = std::make_unique<ConsensusWorker>(
             r, context_, endpoint_, service_,
@@ -151,7 +151,7 @@ class ZbClient : public ClientEndpoint {
     while (!done_) {
       // The client's own deadline ends the request; the wait here only
       // bounds one poll.
-      if (!reactor_.run_once(std::chrono::seconds(1)).ok()) return -1;
+      if (!reactor_.RunOnce(std::chrono::seconds(1)).ok()) return -1;
     }
     return answer_;
   }

@@ -93,7 +93,7 @@ absl::StatusOr<std::unique_ptr<WorkerHost>> StartWorkers(
 
 // Must be called on the thread that will use the client.  The zbrokers
 // client waits with ConsensusClient::call(), or with request() and
-// Reactor::run_once() when `client_uses_reactor`; the raw client ignores it.
+// Reactor::RunOnce() when `client_uses_reactor`; the raw client ignores it.
 absl::StatusOr<std::unique_ptr<ClientEndpoint>> MakeClient(
     Impl impl, zmq::context_t& context, const std::string& endpoint,
     const std::string& service, int payload_bytes, bool client_uses_reactor,

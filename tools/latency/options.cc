@@ -382,7 +382,7 @@ Usage: zb-latency [options]
                        (default): ConsensusClient::call(), a blocking
                        receive on the client's own socket, as a sequential
                        client would.  reactor: request() and
-                       Reactor::run_once(), as a client whose reactor also
+                       Reactor::RunOnce(), as a client whose reactor also
                        serves other sockets and timers
   --timeout-ms N       a round trip slower than this is a failure
                        (default 5000)

@@ -31,7 +31,7 @@ enum class Placement { kThreads, kProcesses };
 // How zbrokers' client waits for each reply (the raw client always makes a
 // blocking zmq_recv): kCall uses ConsensusClient::call(), a blocking
 // receive on the client's socket; kReactor uses request() and
-// Reactor::run_once(), as a client that shares its reactor with other work.
+// Reactor::RunOnce(), as a client that shares its reactor with other work.
 enum class ClientWait { kCall, kReactor };
 
 std::string_view GrowName(Grow g);

@@ -395,7 +395,7 @@ int Worker(const Options& o, const std::optional<CurveClientKeys>& keys,
             while (read(sfd, &info, sizeof(info)) == sizeof(info)) {
               signal_number = static_cast<int>(info.ssi_signo);
             }
-            reactor.stop();
+            reactor.Stop();
           });
       !s.ok()) {
     close(sfd);
@@ -407,8 +407,8 @@ int Worker(const Options& o, const std::optional<CurveClientKeys>& keys,
                o.service.c_str(), std::string(ProtocolName(o.protocol)).c_str(),
                o.endpoint.c_str(), keys ? " with CURVE" : "");
   std::fflush(stderr);
-  const absl::Status run = reactor.run();
-  reactor.remove_fd(sfd).IgnoreError();
+  const absl::Status run = reactor.Run();
+  reactor.RemoveFd(sfd).IgnoreError();
   close(sfd);
   // DISCONNECT to the broker (the consensus worker lingers for it).
   if (ccp) ccp->shutdown();

@@ -11,7 +11,7 @@
 //   zb::Reactor reactor;
 //   zb::ConsensusBroker broker(reactor, ctx, {});
 //   if (absl::Status s = broker.Bind("tcp://127.0.0.1:5556"); !s.ok()) ...
-//   reactor.run();
+//   reactor.Run();
 //
 // Threading.  The broker lives on the reactor it is given: construct it,
 // call its methods and destroy it on that reactor's owner thread (with a

@@ -14,9 +14,9 @@
 //                  {.timeout = std::chrono::seconds(2), .retries = 1},
 //                  [&](zb::ConsensusClient::Result&& r) {
 //                    if (r.ok()) { /* r.payload: every worker's frames */ }
-//                    reactor.stop();
+//                    reactor.Stop();
 //                  });
-//   reactor.run();
+//   reactor.Run();
 //
 // Outcomes.  Every request ends exactly once, with one call of its callback:
 //   - kSuccess: every worker answered success; `payload` holds all their

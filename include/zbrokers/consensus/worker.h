@@ -15,7 +15,7 @@
 //          zb::ConsensusWorker::Responder responder) {
 //         responder.succeed(payload);  // echo: moves the frames back out
 //       });
-//   reactor.run();
+//   reactor.Run();
 //
 // Answering later.  The handler receives a move-only Responder.  It may
 // answer at once, keep the responder and answer from a later callback, or

@@ -29,7 +29,7 @@
 //   zb::Reactor reactor;
 //   zb::MajordomoBroker broker(reactor, ctx, {});
 //   if (absl::Status s = broker.Bind("tcp://*:5555"); !s.ok()) { ... }
-//   reactor.run();
+//   reactor.Run();
 //
 // What happens to requests that cannot be answered (RFC 7 has no error reply,
 // so in every case below the client simply gets no reply and relies on its

@@ -10,7 +10,7 @@
 //         replier.Reply(std::move(body));  // or keep it and reply later
 //       });
 //   if (absl::Status s = worker.Start(); !s.ok()) { ... }
-//   reactor.run();
+//   reactor.Run();
 //
 // Connection.  The worker treats the broker as gone when it has heard nothing
 // (no request, no heartbeat) for heartbeat_interval * heartbeat_liveness, and

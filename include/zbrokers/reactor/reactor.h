@@ -14,10 +14,10 @@
 //       });
 //   zb::Reactor::Timer sweep =
 //       *reactor.Every(std::chrono::seconds(1), [] { /* heartbeat sweep */ });
-//   reactor.run();  // until reactor.stop() (from any thread)
+//   reactor.Run();  // until reactor.Stop() (from any thread)
 //
 // Threading.  A Reactor belongs to the thread that constructed it, its
-// *owner*.  Only post() and stop() may be called from other threads; every
+// *owner*.  Only Post() and Stop() may be called from other threads; every
 // other method must be called on the owner thread (checked in builds without
 // NDEBUG: a call from another thread aborts with a message naming the method).
 // To run a reactor on a thread of its own, use zb::ReactorThread
@@ -31,7 +31,7 @@
 // that cancels the timer when destroyed, so an owner that holds them as
 // members pairs nothing by hand.  A handle must be destroyed (or released)
 // on the owner thread and before the reactor.  The lower-case add()/
-// after()/... with remove()/cancel() are the same registrations without a
+// after()/... with Remove()/Cancel() are the same registrations without a
 // handle, for callers that truly want a plain id (a timer that fires once
 // and forgets itself, the C binding's ids).
 //
@@ -59,7 +59,7 @@
 // fires in the next round at the earliest, and one whose deadline has
 // passed also waits behind the timers that were already due.
 //
-// Re-entrancy.  run() and run_once() must not be called from inside one of
+// Re-entrancy.  Run() and RunOnce() must not be called from inside one of
 // the reactor's own callbacks (a handler, timer or posted task): a nested
 // iteration would rebuild the poll set under the outer one and receive into
 // the frame buffer whose span the outer handler is still reading.  Such a
@@ -98,7 +98,7 @@
 namespace zb {
 
 // zb::TimerId (zbrokers/reactor/timer_queue.h) is a timer's identity, returned
-// by after()/every()/at() and passed to cancel(); 0 is never a valid id, and a
+// by after()/every()/at() and passed to Cancel(); 0 is never a valid id, and a
 // fired or cancelled timer's id is not handed out again (until 2^32 later
 // timers have used its slot).
 
@@ -133,7 +133,7 @@ class Reactor {
 
   // A socket or fd registration that removes itself when destroyed.
   // Move-only; a default-constructed or moved-from handle owns nothing.
-  // Destroying it (or assigning over it) is exactly remove(): safe inside
+  // Destroying it (or assigning over it) is exactly Remove(): safe inside
   // any handler, including the watched socket's own.
   class SocketWatch {
    public:
@@ -218,8 +218,8 @@ class Reactor {
   // Stops watching.  Safe inside any handler, including the socket's own: a
   // removed socket's handlers are never called again, even later in the
   // same round.  Fails with NotFound when it is not registered.
-  absl::Status remove(zmq::socket_ref socket);
-  absl::Status remove_fd(int fd);
+  absl::Status Remove(zmq::socket_ref socket);
+  absl::Status RemoveFd(int fd);
 
   // --- Timers (owner thread only) -------------------------------------------
 
@@ -235,42 +235,42 @@ class Reactor {
   absl::StatusOr<TimerId> at(Clock::time_point deadline, Callback cb);
   // Cancels a timer.  Returns false when `id` is unknown, already fired (for
   // a one-shot timer) or already cancelled.
-  bool cancel(TimerId id);
+  bool Cancel(TimerId id);
   // Number of live timers.
   std::size_t timer_count() const { return timers_.size(); }
 
   // --- Running (owner thread only) -----------------------------------------
 
-  // Runs until stop().  Returns a non-OK status when polling fails (e.g. the
+  // Runs until Stop().  Returns a non-OK status when polling fails (e.g. the
   // ZeroMQ context was terminated), and FailedPrecondition at once when
   // called from inside one of this reactor's callbacks (see Re-entrancy).
-  absl::Status run();
+  absl::Status Run();
   // Waits at most `max_wait` for something to happen, handles everything that
   // is ready, and returns.  Returns the number of callbacks it ran, or
   // FailedPrecondition (nothing done) when called from inside one of this
   // reactor's callbacks.
-  absl::StatusOr<int> run_once(Clock::duration max_wait);
-  // True while run() or run_once() is on the stack, i.e. when called from
+  absl::StatusOr<int> RunOnce(Clock::duration max_wait);
+  // True while Run() or RunOnce() is on the stack, i.e. when called from
   // one of this reactor's callbacks.  Owner thread only.
   bool in_callback() const { return running_; }
 
   // --- Driving it from another event loop (owner thread only) -------------
   //
   // For hosts with a loop of their own (asyncio, libuv, glib): instead of
-  // run(), wait until one of poll_fds() is ready or next_wait() has passed,
-  // call run_once(zero), and ask again.  The C ABI's zb_reactor_fd() builds
+  // Run(), wait until one of PollFds() is ready or NextWait() has passed,
+  // call RunOnce(zero), and ask again.  The C ABI's zb_reactor_fd() builds
   // one epoll descriptor from these.
 
-  // The descriptors run_once() waits on: the wake-up eventfd (post, stop),
+  // The descriptors RunOnce() waits on: the wake-up eventfd (post, stop),
   // every watched socket's ZMQ_FD (POLLIN: it only says "read ZMQ_EVENTS
   // again", for reading and writing alike) and every raw fd with the events
   // it was registered for.
-  std::vector<pollfd> poll_fds() const;
-  // Changes whenever run_once() rebuilds its poll set after an add or a
-  // remove, so that a host knows to take poll_fds() again (a closed fd's
+  std::vector<pollfd> PollFds() const;
+  // Changes whenever RunOnce() rebuilds its poll set after an add or a
+  // remove, so that a host knows to take PollFds() again (a closed fd's
   // number may come back for another socket).
   std::uint64_t poll_generation() const { return poll_generation_; }
-  // How long the host may wait on poll_fds() before calling run_once():
+  // How long the host may wait on PollFds() before calling RunOnce():
   // zero when there is work already (a socket has a message, or room for
   // its writable handler; a post or stop is pending; a timer is due; the
   // registrations changed), else the time to the earliest timer, and
@@ -279,7 +279,7 @@ class Reactor {
   // edge-triggered ZMQ_FDs safe: a ZMQ_FD signals new activity only, so a
   // message already queued (for instance one whose signal a send consumed)
   // would never wake the host otherwise.
-  Clock::duration next_wait();
+  Clock::duration NextWait();
 
   // --- Any thread ----------------------------------------------------------
 
@@ -287,24 +287,24 @@ class Reactor {
   // Tasks posted by one thread run in the order they were posted.  Wakes a
   // reactor that is blocked in poll at once.  Returns true when the task was
   // queued; false, with the task destroyed at once on the calling thread,
-  // when it is empty or the queue was closed (close_post_queue(): a
+  // when it is empty or the queue was closed (ClosePostQueue(): a
   // zb::ReactorThread whose loop has ended).  A task still queued when the
   // reactor is destroyed is destroyed unrun.
-  bool post(Task task);
-  // Makes run() return after the current iteration.  Wakes a blocked reactor.
-  // A stop() that arrives while run() is not running makes the next run()
+  bool Post(Task task);
+  // Makes Run() return after the current iteration.  Wakes a blocked reactor.
+  // A Stop() that arrives while Run() is not running makes the next Run()
   // return at once.
-  void stop();
+  void Stop();
 
   // Ends cross-thread work for good (owner thread only, once the loop will
   // not run again): destroys every queued task unrun, here, and makes every
-  // later post() refuse its task.  zb::ReactorThread calls it when its loop
+  // later Post() refuse its task.  zb::ReactorThread calls it when its loop
   // has ended, so that nothing waits for a task that can never run (a task
   // that owns a promise breaks it when destroyed).
-  void close_post_queue();
+  void ClosePostQueue();
 
   // Replaces the error handler (owner thread only).
-  void set_error_handler(ErrorHandler handler);
+  void SetErrorHandler(ErrorHandler handler);
 
   // True when called on the reactor's owner thread.
   bool on_owner_thread() const { return std::this_thread::get_id() == owner_; }
@@ -312,7 +312,7 @@ class Reactor {
  private:
   struct Watch;
 
-  void check_thread(const char* method) const;
+  void CheckThread(const char* method) const;
   // add()/add_fd() returning the new watch's id (0 on error).
   absl::StatusOr<std::uint64_t> AddSocketWatch(zmq::socket_ref socket,
                                                MessageHandler on_message,
@@ -321,15 +321,15 @@ class Reactor {
                                            ReadyHandler on_writable);
   void RemoveWatch(std::uint64_t id);  // a SocketWatch's destructor
   absl::StatusOr<int> iterate(Clock::duration max_wait);  // run_once, unchecked
-  int fire_due_timers();
-  int run_posted();
-  int dispatch_socket(Watch& w);
+  int FireDueTimers();
+  int RunPosted();
+  int DispatchSocket(Watch& w);
   // Frames larger than this that a handler left in frames_ are released at
   // the end of each batch rather than kept until the next receive.
   static constexpr std::size_t kKeptFrameBytes = 4096;
-  void release_large_frames(std::size_t n);
-  void rebuild_poll_items();
-  void report(std::exception_ptr e, std::string_view where);
+  void ReleaseLargeFrames(std::size_t n);
+  void RebuildPollItems();
+  void Report(std::exception_ptr e, std::string_view where);
 
   const Options options_;
   const std::thread::id owner_;
@@ -342,9 +342,9 @@ class Reactor {
   std::vector<Watch*> poll_owners_;  // parallel to pollfds_[1..]
   std::vector<short> ready_;  // per poll_owners_: ZMQ_EVENTS before polling
   bool has_raw_fds_ = false;
-  bool running_ = false;  // run() or run_once() is on the stack
+  bool running_ = false;  // Run() or RunOnce() is on the stack
   bool poll_items_dirty_ = true;
-  std::uint64_t poll_generation_ = 0;  // bumped by rebuild_poll_items()
+  std::uint64_t poll_generation_ = 0;  // bumped by RebuildPollItems()
   // Frames of the message being handed to a handler; reused for every message.
   std::vector<zmq::message_t> frames_;
 
@@ -357,7 +357,7 @@ class Reactor {
   bool posts_closed_ = false;  // guarded by post_mu_
   std::vector<Task> running_posted_;
   std::atomic<bool> stop_requested_{false};
-  // Set by post() and stop() before they signal wake_fd_, cleared when the
+  // Set by Post() and Stop() before they signal wake_fd_, cleared when the
   // loop consumes the signal: lets an iteration with ready sockets skip the
   // poll() that would only check the eventfd.
   std::atomic<bool> wake_pending_{false};

@@ -3,33 +3,33 @@
 // zb::ReactorThread runs a zb::Reactor on a thread of its own.
 //
 //   zb::ReactorThread thread;                   // starts the thread
-//   thread.invoke([&](zb::Reactor& r) {         // runs on that thread, waits
+//   thread.Invoke([&](zb::Reactor& r) {         // runs on that thread, waits
 //     r.add(socket, handler).IgnoreError();
 //   });
-//   thread.reactor().post([] { ... });          // fire and forget
+//   thread.reactor().Post([] { ... });          // fire and forget
 //   // ~ReactorThread stops the reactor and joins the thread.
 //
 // The reactor is constructed on the new thread, so that thread owns it: from
-// any other thread use only reactor().post(), reactor().stop(), or invoke().
+// any other thread use only reactor().Post(), reactor().Stop(), or Invoke().
 // Objects that live on the reactor (sockets, brokers, clients) should be
-// created and destroyed through invoke() so that they, too, are only touched
+// created and destroyed through Invoke() so that they, too, are only touched
 // by the reactor thread.
 //
-// Stopping.  stop() (or the destructor) ends the loop for good.  When run()
+// Stopping.  Stop() (or the destructor) ends the loop for good.  When Run()
 // has returned the thread closes the reactor's task queue
-// (Reactor::close_post_queue()): tasks still queued are destroyed unrun, and
-// every later reactor().post() is refused (returns false, the task is
-// destroyed at once).  So an invoke() that comes after stop() -- or races
+// (Reactor::ClosePostQueue()): tasks still queued are destroyed unrun, and
+// every later reactor().Post() is refused (returns false, the task is
+// destroyed at once).  So an Invoke() that comes after Stop() -- or races
 // with it -- either runs (it got in before the loop's last look at the
 // queue) or throws ReactorThread::Stopped; it never waits for ever.
 //
 // Destruction order.  ~ReactorThread stops and joins the thread, then
 // destroys the reactor on the destroying thread.  Objects living on the
-// reactor (sockets, brokers, clients) must be destroyed through invoke()
+// reactor (sockets, brokers, clients) must be destroyed through Invoke()
 // before that, like everything else that touches them.
 //
 // Thread-safety: all methods may be called from any thread except the
-// reactor's own (invoke() from the reactor thread would deadlock, and aborts).
+// reactor's own (Invoke() from the reactor thread would deadlock, and aborts).
 
 #ifndef ZBROKERS_REACTOR_REACTOR_THREAD_H_
 #define ZBROKERS_REACTOR_REACTOR_THREAD_H_
@@ -57,10 +57,10 @@ class ReactorThread {
   ReactorThread(const ReactorThread&) = delete;
   ReactorThread& operator=(const ReactorThread&) = delete;
 
-  // The reactor.  From other threads, only post() and stop() are allowed.
+  // The reactor.  From other threads, only Post() and Stop() are allowed.
   Reactor& reactor() { return *reactor_; }
 
-  // What invoke() throws when its function cannot run any more: the
+  // What Invoke() throws when its function cannot run any more: the
   // reactor thread has stopped (or is stopping and did not get to it).
   class Stopped : public std::runtime_error {
    public:
@@ -75,16 +75,16 @@ class ReactorThread {
   // thread itself.  Throws Stopped, without running fn, when the reactor
   // thread has stopped or stops before it gets to fn (see Stopping).
   template <typename Fn>
-  auto invoke(Fn&& fn) -> std::invoke_result_t<Fn&, Reactor&> {
+  auto Invoke(Fn&& fn) -> std::invoke_result_t<Fn&, Reactor&> {
     using R = std::invoke_result_t<Fn&, Reactor&>;
-    check_not_reactor_thread();
+    CheckNotReactorThread();
     std::promise<R> promise;
     std::future<R> result = promise.get_future();
     bool started = false;  // read only after result.get() synchronised
     // The task owns the promise: if it is destroyed without running (the
     // queue was closed), the waiting future is released with broken_promise
     // instead of hanging.
-    const bool queued = reactor_->post(
+    const bool queued = reactor_->Post(
         [&fn, &started, done = std::move(promise), this]() mutable {
           started = true;
           try {
@@ -109,17 +109,17 @@ class ReactorThread {
     }
   }
 
-  // Asks the reactor to stop; run() returns and the thread ends.  The
+  // Asks the reactor to stop; Run() returns and the thread ends.  The
   // destructor does this too.
-  void stop();
-  // Waits for the thread to end (after stop()).  Returns the status run()
+  void Stop();
+  // Waits for the thread to end (after Stop()).  Returns the status Run()
   // returned.
   absl::Status join();
 
   std::thread::id thread_id() const { return thread_.get_id(); }
 
  private:
-  void check_not_reactor_thread() const;
+  void CheckNotReactorThread() const;
 
   std::unique_ptr<Reactor> reactor_;
   std::thread thread_;

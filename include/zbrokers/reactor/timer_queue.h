@@ -2,7 +2,7 @@
 //
 // zb::TimerQueue holds the timers of one zb::Reactor: one-shot and periodic
 // callbacks ordered by deadline.  It has no clock of its own: the caller
-// passes "now" to fire_due(), which makes every rule below testable without
+// passes "now" to FireDue(), which makes every rule below testable without
 // sleeping.
 //
 //   zb::TimerQueue timers;
@@ -10,11 +10,11 @@
 //   timers.add(t0 + 5ms, {}, [] { /* once */ });
 //   zb::TimerId beat = timers.add(t0 + 1s, 1s, [] { /* every second */ });
 //   ...
-//   timers.fire_due(Clock::now(), [](std::exception_ptr) { /* report */ });
-//   timers.cancel(beat);
+//   timers.FireDue(Clock::now(), [](std::exception_ptr) { /* report */ });
+//   timers.Cancel(beat);
 //
 // Layout.  The queue is a std::vector sorted by deadline, latest first, so
-// the earliest deadline sits at the back, where popping costs nothing; add()
+// the earliest deadline sits at the back, where popping costs nothing; Add()
 // finds its place by binary search.  An entry is 16 bytes (deadline and slot
 // index); callbacks live in a separate slot table that is reused through a
 // free list, so a steady-state reactor does not allocate for its timers.
@@ -25,11 +25,11 @@
 // Rules.
 //   - Timers with equal deadlines fire in the order they were added.
 //   - A periodic timer is re-armed from its previous deadline, not from the
-//     time it fired, so lateness never accumulates.  When fire_due() is late
+//     time it fired, so lateness never accumulates.  When FireDue() is late
 //     by one or more whole periods, the missed periods are skipped: the timer
 //     fires once and its next deadline is the first point of its original
 //     grid (first deadline + k * period) that lies strictly after `now`.
-//   - Timers added while fire_due() runs (by a callback, or a periodic
+//   - Timers added while FireDue() runs (by a callback, or a periodic
 //     re-arm) fire in a later call at the earliest, even when already due;
 //     a callback that re-adds itself can therefore never spin one call.  A
 //     deadline that is already in the past is treated as `now` of the
@@ -40,12 +40,12 @@
 //     already fired, so cancelling it returns false; cancelling a periodic
 //     timer from its own callback stops it.
 //   - Exceptions thrown by callbacks go to the `on_error` sink given to
-//     fire_due(); the queue stays consistent and the remaining due timers
+//     FireDue(); the queue stays consistent and the remaining due timers
 //     still fire.
 //
 // Ids.  A TimerId packs a slot index and that slot's generation, so a stale
 // id (a fired or cancelled timer whose slot was reused) is recognised and
-// cancel() returns false.  0 is never a valid id.  An id can only repeat
+// Cancel() returns false.  0 is never a valid id.  An id can only repeat
 // after 2^32 timers have used the same slot.
 //
 // Thread-safety: none; one TimerQueue belongs to one thread (the reactor's).
@@ -64,7 +64,7 @@
 
 namespace zb {
 
-// A timer's identity, returned when it is added and passed to cancel().
+// A timer's identity, returned when it is added and passed to Cancel().
 using TimerId = std::uint64_t;
 
 class TimerQueue {
@@ -82,16 +82,16 @@ class TimerQueue {
   // positive, every `period` after it (see the re-arm rule above).  A
   // zero or negative period makes a one-shot timer.  `cb` must not be empty
   // (zb::Reactor refuses an empty one before it gets here).
-  TimerId add(Clock::time_point deadline, Clock::duration period, Callback cb);
+  TimerId Add(Clock::time_point deadline, Clock::duration period, Callback cb);
 
   // Removes a timer.  Returns false when `id` is unknown, was cancelled
   // already, or is a one-shot timer that has fired (or is firing).
-  bool cancel(TimerId id);
+  bool Cancel(TimerId id);
 
   // Fires, in deadline order, every timer due at `now` (deadline <= now) that
   // was added before this call.  Returns the number of callbacks called.
   // Must not be called from one of the queue's own callbacks.
-  int fire_due(Clock::time_point now, ErrorSink on_error);
+  int FireDue(Clock::time_point now, ErrorSink on_error);
 
   // The earliest deadline, or Clock::time_point::max() when there is none.
   Clock::time_point next_deadline() const {
@@ -130,14 +130,14 @@ class TimerQueue {
         std::chrono::nanoseconds(ns)));
   }
 
-  void enqueue(std::int64_t deadline_ns, std::uint32_t slot);
-  void release(std::uint32_t slot);
+  void Enqueue(std::int64_t deadline_ns, std::uint32_t slot);
+  void Release(std::uint32_t slot);
 
   std::vector<Entry> queue_;  // latest first; the back fires next
   std::vector<Slot> slots_;
   std::vector<std::uint32_t> free_slots_;  // capacity >= slots_.size()
   std::uint64_t next_seq_ = 0;
-  // Set while fire_due() runs: its `now`, for the past-deadline rule.
+  // Set while FireDue() runs: its `now`, for the past-deadline rule.
   bool firing_ = false;
   std::int64_t round_now_ns_ = 0;
 };
