@@ -6,8 +6,7 @@
 #include <utility>
 #include <vector>
 
-#include "absl/strings/str_format.h"
-#include "zbrokers/common/endpoint.h"
+#include "brokers/common/dealer.h"
 #include "zbrokers/majordomo/codec.h"
 
 namespace zb {
@@ -116,26 +115,13 @@ class MdpWorker::Core : public std::enable_shared_from_this<Core> {
 
  private:
   absl::Status Connect() {
-    socket_ = zmq::socket_t(context_, zmq::socket_type::dealer);
-    socket_.set(zmq::sockopt::linger, 0);
-    if (options_.curve) {
-      if (absl::Status s = ApplyCurveClient(socket_, *options_.curve);
-          !s.ok()) {
-        socket_.close();
-        return s;
-      }
-    }
-    socket_.set(zmq::sockopt::maxmsgsize, options_.max_message_size > 0
-                                              ? options_.max_message_size
-                                              : std::int64_t{-1});
-    try {
-      SetIpv6For(socket_, endpoint_);
-      socket_.connect(endpoint_);
-    } catch (const zmq::error_t& e) {
-      socket_.close();
-      return absl::InvalidArgumentError(
-          absl::StrFormat("MdpWorker: connect %s: %s", endpoint_, e.what()));
-    }
+    absl::StatusOr<zmq::socket_t> socket =
+        OpenDealer(context_, endpoint_,
+                   {.max_message_size = options_.max_message_size,
+                    .curve = options_.curve},
+                   "MdpWorker");
+    if (!socket.ok()) return socket.status();
+    socket_ = *std::move(socket);
     ++epoch_;
     absl::StatusOr<Reactor::SocketWatch> watch = reactor_.Add(
         socket_, [this](std::span<zmq::message_t> f) { OnMessage(f); });
