@@ -70,8 +70,8 @@ def run_worker(args, kind):
             else:
                 reply.send(out)
         zb.MdpWorker(reactor, args.endpoint, args.service, handler,
-                     with_reply=True, heartbeat=args.heartbeat, liveness=3,
-                     reconnect_delay=0.1)
+                     with_reply=True, heartbeat_interval=args.heartbeat,
+                     heartbeat_liveness=3, reconnect_delay=0.1)
     else:
         def handler(frames, reply):
             out = answer(frames)
@@ -80,8 +80,8 @@ def run_worker(args, kind):
             else:
                 reply.succeed(out)
         zb.ConsensusWorker(reactor, args.endpoint, args.service, handler,
-                           with_reply=True, heartbeat=args.heartbeat,
-                           retries=3)
+                           with_reply=True, heartbeat_interval=args.heartbeat,
+                           heartbeat_liveness=3)
     print("WORKER ready", flush=True)
     reactor.run()
 

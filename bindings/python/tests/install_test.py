@@ -50,10 +50,10 @@ for what, path in (("package", zbrokers.__file__),
 def setup(reactor):
     broker = zbrokers.ConsensusBroker(reactor, "tcp://127.0.0.1:*")
     zbrokers.ConsensusWorker(reactor, broker.endpoint, b"echo",
-                             lambda f: [b"echo:" + f[0]], heartbeat=0.2)
-    mdp = zbrokers.MdpBroker(reactor, "tcp://127.0.0.1:*", heartbeat=0.2)
+                             lambda f: [b"echo:" + f[0]], heartbeat_interval=0.2)
+    mdp = zbrokers.MdpBroker(reactor, "tcp://127.0.0.1:*", heartbeat_interval=0.2)
     zbrokers.MdpWorker(reactor, mdp.endpoint, b"echo", lambda f: f,
-                       heartbeat=0.2)
+                       heartbeat_interval=0.2)
     return broker, mdp
 
 # Plain: blocking call() with everything on one reactor.

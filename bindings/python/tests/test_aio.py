@@ -46,7 +46,7 @@ class AioTest(unittest.TestCase):
                                                   "tcp://127.0.0.1:*")
                 zbrokers.ConsensusWorker(self.reactor, broker.endpoint,
                                          b"echo", lambda f: [b"e:" + f[0]],
-                                         heartbeat=0.2)
+                                         heartbeat_interval=0.2)
                 client = zbrokers.ConsensusClient(self.reactor,
                                                   broker.endpoint)
                 self.assertTrue(await eventually(
@@ -69,9 +69,9 @@ class AioTest(unittest.TestCase):
         async def main():
             async with zbrokers.aio.attach(self.reactor):
                 broker = zbrokers.MdpBroker(self.reactor, "tcp://127.0.0.1:*",
-                                            heartbeat=0.2)
+                                            heartbeat_interval=0.2)
                 zbrokers.MdpWorker(self.reactor, broker.endpoint, b"echo",
-                                   lambda f: f, heartbeat=0.2)
+                                   lambda f: f, heartbeat_interval=0.2)
                 client = zbrokers.MdpClient(self.reactor, broker.endpoint,
                                             timeout=5.0)
                 self.assertTrue(await eventually(

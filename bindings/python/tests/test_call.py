@@ -17,7 +17,7 @@ class CallTest(unittest.TestCase):
     def test_consensus_call_with_broker_and_worker_on_the_same_reactor(self):
         broker = zbrokers.ConsensusBroker(self.reactor, "tcp://127.0.0.1:*")
         zbrokers.ConsensusWorker(self.reactor, broker.endpoint, b"echo",
-                                 lambda f: [b"e:" + f[0]], heartbeat=0.2)
+                                 lambda f: [b"e:" + f[0]], heartbeat_interval=0.2)
         client = zbrokers.ConsensusClient(self.reactor, broker.endpoint)
         self.assertTrue(self.reactor.run_until(
             lambda: broker.worker_count(b"echo") == 1, 10))
@@ -39,9 +39,9 @@ class CallTest(unittest.TestCase):
 
     def test_majordomo_call(self):
         broker = zbrokers.MdpBroker(self.reactor, "tcp://127.0.0.1:*",
-                                    heartbeat=0.2)
+                                    heartbeat_interval=0.2)
         zbrokers.MdpWorker(self.reactor, broker.endpoint, b"echo",
-                           lambda f: f, heartbeat=0.2)
+                           lambda f: f, heartbeat_interval=0.2)
         client = zbrokers.MdpClient(self.reactor, broker.endpoint, timeout=5)
         self.assertTrue(self.reactor.run_until(
             lambda: broker.worker_count(b"echo") == 1, 10))

@@ -26,7 +26,7 @@ class ConsensusTest(unittest.TestCase):
         self.reactor.close()
 
     def worker(self, service, handler, **kwargs):
-        kwargs.setdefault("heartbeat", 0.2)
+        kwargs.setdefault("heartbeat_interval", 0.2)
         return zbrokers.ConsensusWorker(self.reactor, self.endpoint, service,
                                         handler, **kwargs)
 
@@ -270,7 +270,7 @@ class ConsensusTest(unittest.TestCase):
         with self.assertRaises(TypeError):
             self.client.request(b"echo", ["str"], lambda r: None)
         with self.assertRaises(zbrokers.InvalidArgumentError):
-            self.worker(b"x", lambda f: f, retries=1000)
+            self.worker(b"x", lambda f: f, heartbeat_liveness=1000)
 
     def test_worker_on_its_own_reactor_thread(self):
         with zbrokers.ReactorThread() as rt:
@@ -281,7 +281,7 @@ class ConsensusTest(unittest.TestCase):
                 return [b"from thread"]
 
             rt.invoke(lambda r: zbrokers.ConsensusWorker(
-                r, self.endpoint, b"remote", handler, heartbeat=0.2))
+                r, self.endpoint, b"remote", handler, heartbeat_interval=0.2))
             self.wait_workers(b"remote", 1)
             result = self.request(b"remote", [b"x"])
             self.assertTrue(result.ok, result)

@@ -137,7 +137,7 @@ class CurveRoundTripTest(unittest.TestCase):
 
     def test_majordomo(self):
         zbrokers.MdpWorker(self.reactor, self.mdp, b"echo", lambda f: f,
-                           heartbeat=0.5, curve=self.keys(self.alice))
+                           heartbeat_interval=0.5, curve=self.keys(self.alice))
         result = None
         deadline = time.monotonic() + WAIT
         while time.monotonic() < deadline:  # until the worker registered

@@ -19,7 +19,7 @@ class MajordomoTest(unittest.TestCase):
         self.reactor.error_handler = lambda e, where: self.reported.append(
             (where, e))
         self.broker = zbrokers.MdpBroker(self.reactor, "tcp://127.0.0.1:*",
-                                         heartbeat=HEARTBEAT)
+                                         heartbeat_interval=HEARTBEAT)
         self.endpoint = self.broker.endpoint
         self.client = zbrokers.MdpClient(self.reactor, self.endpoint,
                                          timeout=5.0)
@@ -29,7 +29,7 @@ class MajordomoTest(unittest.TestCase):
 
     def worker(self, service, handler, **kwargs):
         return zbrokers.MdpWorker(self.reactor, self.endpoint, service,
-                                  handler, heartbeat=HEARTBEAT,
+                                  handler, heartbeat_interval=HEARTBEAT,
                                   reconnect_delay=0.05, **kwargs)
 
     def wait_workers(self, service, count):
@@ -237,10 +237,10 @@ class MajordomoTest(unittest.TestCase):
         reactor = zbrokers.Reactor()
         try:
             broker = zbrokers.MdpBroker(
-                reactor, "tcp://127.0.0.1:*", heartbeat=HEARTBEAT,
+                reactor, "tcp://127.0.0.1:*", heartbeat_interval=HEARTBEAT,
                 log=lambda level, line: lines.append((level, line)))
             zbrokers.MdpWorker(reactor, broker.endpoint, b"logged",
-                               lambda f: f, heartbeat=HEARTBEAT)
+                               lambda f: f, heartbeat_interval=HEARTBEAT)
             self.assertTrue(reactor.run_until(lambda: lines, WAIT))
             self.assertEqual(lines[0][0], "info")
             self.assertIn("joined", lines[0][1])

@@ -65,7 +65,7 @@ class FailedCallsLeaveNothingTest(unittest.TestCase):
                                              lambda f: f), TypeError)
         self.assertLeavesNothing(
             lambda: zbrokers.MdpWorker(self.reactor, ENDPOINT, b"echo",
-                                       lambda f: f, heartbeat=None),
+                                       lambda f: f, heartbeat_interval=None),
             TypeError)
         self.assertLeavesNothing(
             lambda: zbrokers.ConsensusBroker(self.reactor, "nope://x",

@@ -18,13 +18,17 @@ from one another's privates:
   blocking_call()  runs a reactor until an asynchronous request called back
                    (the blocking call()s).
   success_frames() what a handler returned, as reply frames.
+  renamed_keywords() keeps a renamed keyword argument working, with a
+                   DeprecationWarning naming the new one.
 """
 
 from __future__ import annotations
 
 import ctypes
+import functools
 import sys
 import threading
+import warnings
 import weakref
 from typing import (TYPE_CHECKING, Any, Callable, List, Optional, Sequence,
                     Union)
@@ -36,8 +40,8 @@ if TYPE_CHECKING:  # reactor.py imports this module
     from .reactor import Reactor
 
 __all__ = ["Answer", "Broker", "Child", "Entry", "Outcome", "blocking_call",
-           "default_error_handler", "hand_over", "seconds_to_us",
-           "success_frames"]
+           "default_error_handler", "hand_over", "renamed_keywords",
+           "seconds_to_us", "success_frames"]
 
 # The C log levels (zb.h, ZB_LOG_*) by name, as a Python log hook gets them.
 _LOG_LEVELS = {0: "debug", 1: "info", 2: "warning", 3: "error"}
@@ -51,6 +55,36 @@ def seconds_to_us(seconds: float, what: str) -> int:
     except (TypeError, ValueError):
         raise TypeError(f"{what} must be a number of seconds") from None
     return us
+
+
+def renamed_keywords(**old_to_new: str) -> Callable[[Any], Any]:
+    """Decorates a function (a class's __init__) whose keyword arguments
+    were renamed: renamed_keywords(heartbeat="heartbeat_interval").  An old
+    keyword still works: its value goes to the new one, with a
+    DeprecationWarning naming both, attributed to the caller's line.  Both
+    spellings in one call is a TypeError.  The signature the decorated
+    function shows (help(), inspect) has only the new names."""
+    def decorate(fn: Callable[..., Any]) -> Callable[..., Any]:
+        owner = fn.__qualname__
+        if owner.endswith(".__init__"):
+            owner = owner[:-len(".__init__")]
+
+        @functools.wraps(fn)
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            for old, new in old_to_new.items():
+                if old not in kwargs:
+                    continue
+                if new in kwargs:
+                    raise TypeError(
+                        f"{owner}() got both {old}= and {new}=; {old}= is "
+                        f"the deprecated name of {new}=")
+                warnings.warn(f"{owner}({old}=) is deprecated, use {new}= "
+                              "(docs/glossary.md)", DeprecationWarning,
+                              stacklevel=2)
+                kwargs[new] = kwargs.pop(old)
+            return fn(*args, **kwargs)
+        return wrapper
+    return decorate
 
 
 def default_error_handler(exc: BaseException, where: str) -> None:

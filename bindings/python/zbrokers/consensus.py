@@ -33,7 +33,8 @@ from typing import Any, Callable, List, Optional, Sequence, Union
 
 from . import _native as n
 from ._common import (Answer, Broker, Child, Entry, Outcome, blocking_call,
-                      hand_over, seconds_to_us, success_frames)
+                      hand_over, renamed_keywords, seconds_to_us,
+                      success_frames)
 from .curve import CurveKeys, c_keys
 from .reactor import Reactor
 
@@ -224,19 +225,22 @@ class ConsensusWorker(Child):
     through the Reply -- at once or later, from any thread; an exception
     raised before it answered fails the request.
 
-    heartbeat/retries: the worker heartbeats every `heartbeat` seconds and
-    reconnects after `retries` silent intervals (the broker drops it after
-    as many).  curve: CURVE keys for a broker's CURVE endpoint
-    (docs/security.md).
+    The worker heartbeats every heartbeat_interval seconds and reconnects
+    after heartbeat_liveness silent intervals (the broker drops it after as
+    many); heartbeat= and retries= are their deprecated names.  curve:
+    CURVE keys for a broker's CURVE endpoint (docs/security.md).
     """
 
     _kind = "consensus worker"
     _destroy = "zb_consensus_worker_destroy"
 
+    @renamed_keywords(heartbeat="heartbeat_interval",
+                      retries="heartbeat_liveness")
     def __init__(self, reactor: Reactor, endpoint: str,
                  service: Union[bytes, str], handler: Callable[..., Any], *,
-                 with_reply: bool = False, heartbeat: float = 1.0,
-                 retries: int = 3, curve: Optional[CurveKeys] = None) -> None:
+                 with_reply: bool = False, heartbeat_interval: float = 1.0,
+                 heartbeat_liveness: int = 3,
+                 curve: Optional[CurveKeys] = None) -> None:
         svc = n.encode(service, "service")
         self.service = svc
         self.endpoint = endpoint
@@ -272,8 +276,10 @@ class ConsensusWorker(Child):
         hand_over(Entry(reactor, on_request, "consensus handler"),
                   lambda user: n.lib.zb_consensus_worker_new_curve(
                       reactor._handle(), n.encode(endpoint, "endpoint"), svc,
-                      len(svc), seconds_to_us(heartbeat, "heartbeat"),
-                      int(retries), keys, n.consensus_handler_trampoline,
+                      len(svc),
+                      seconds_to_us(heartbeat_interval, "heartbeat_interval"),
+                      int(heartbeat_liveness), keys,
+                      n.consensus_handler_trampoline,
                       user, n.free_trampoline, ctypes.byref(ptr)))
         self._init_child(reactor, ptr)
 

@@ -29,7 +29,8 @@ from typing import Any, Callable, List, Optional, Sequence, Union
 
 from . import _native as n
 from ._common import (Answer, Broker, Child, Entry, Outcome, blocking_call,
-                      hand_over, seconds_to_us, success_frames)
+                      hand_over, renamed_keywords, seconds_to_us,
+                      success_frames)
 from .curve import CurveKeys, c_keys
 from .reactor import Reactor
 
@@ -174,18 +175,22 @@ class MdpWorker(Child):
     handler(frames, reply) and answers through the MdpReply, at once or
     later from any thread.
 
-    heartbeat must match the broker's; the worker reconnects after
-    `liveness` silent heartbeats, waiting `reconnect_delay` seconds first.
-    curve: CURVE keys for a broker's CURVE endpoint (docs/security.md).
+    heartbeat_interval (seconds) must match the broker's; the worker
+    reconnects after heartbeat_liveness silent intervals, waiting
+    `reconnect_delay` seconds first.  (heartbeat= and liveness= are the
+    deprecated names of the two.)  curve: CURVE keys for a broker's CURVE
+    endpoint (docs/security.md).
     """
 
     _kind = "majordomo worker"
     _destroy = "zb_mdp_worker_destroy"
 
+    @renamed_keywords(heartbeat="heartbeat_interval",
+                      liveness="heartbeat_liveness")
     def __init__(self, reactor: Reactor, endpoint: str,
                  service: Union[bytes, str], handler: Callable[..., Any], *,
-                 with_reply: bool = False, heartbeat: float = 2.5,
-                 liveness: int = 3, reconnect_delay: float = 1.0,
+                 with_reply: bool = False, heartbeat_interval: float = 2.5,
+                 heartbeat_liveness: int = 3, reconnect_delay: float = 1.0,
                  curve: Optional[CurveKeys] = None) -> None:
         svc = n.encode(service, "service")
         self.service = svc
@@ -224,8 +229,9 @@ class MdpWorker(Child):
         hand_over(Entry(reactor, on_request, "majordomo handler"),
                   lambda user: n.lib.zb_mdp_worker_new_curve(
                       reactor._handle(), n.encode(endpoint, "endpoint"), svc,
-                      len(svc), seconds_to_us(heartbeat, "heartbeat"),
-                      int(liveness),
+                      len(svc),
+                      seconds_to_us(heartbeat_interval, "heartbeat_interval"),
+                      int(heartbeat_liveness),
                       seconds_to_us(reconnect_delay, "reconnect_delay"), keys,
                       n.mdp_handler_trampoline, user, n.free_trampoline,
                       ctypes.byref(ptr)))
@@ -235,10 +241,11 @@ class MdpWorker(Child):
 class MdpBroker(Broker):
     """An in-process Majordomo broker (RFC 7 + MMI) on a reactor.
 
-    heartbeat: the heartbeat interval workers must use; liveness: silent
-    intervals before a worker is dropped.  log(level, line), when given,
-    gets log lines and worker joins/leaves; by default warnings go to
-    stderr.
+    heartbeat_interval: the heartbeat interval (seconds) workers must use;
+    heartbeat_liveness: silent intervals before a worker is dropped
+    (heartbeat= and liveness= are their deprecated names).  log(level,
+    line), when given, gets log lines and worker joins/leaves; by default
+    warnings go to stderr.
     """
 
     _kind = "majordomo broker"
@@ -247,11 +254,14 @@ class MdpBroker(Broker):
     _bind = "zb_mdp_broker_bind"
     _worker_count = "zb_mdp_broker_worker_count"
 
+    @renamed_keywords(heartbeat="heartbeat_interval",
+                      liveness="heartbeat_liveness")
     def __init__(self, reactor: Reactor, endpoint: Optional[str] = None, *,
-                 heartbeat: float = 2.5, liveness: int = 3,
+                 heartbeat_interval: float = 2.5, heartbeat_liveness: int = 3,
                  log: Optional[Callable[[str, str], None]] = None) -> None:
         ptr = ctypes.c_void_p()
         n.check(n.lib.zb_mdp_broker_new(
-            reactor._handle(), seconds_to_us(heartbeat, "heartbeat"),
-            int(liveness), ctypes.byref(ptr)))
+            reactor._handle(),
+            seconds_to_us(heartbeat_interval, "heartbeat_interval"),
+            int(heartbeat_liveness), ctypes.byref(ptr)))
         self._init_broker(reactor, ptr, endpoint, log)
