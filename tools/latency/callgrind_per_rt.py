@@ -13,8 +13,8 @@ For every transport, worker count W and system (zbrokers, then raw with
     valgrind --tool=callgrind zb-latency --grow clients --workers W \\
         --max-clients 1 --rounds-per-step R --warmup 20 --transport T
 
-with R = budget / W round trips (clamped to 100..5000) and --timeout-ms
-60000 (valgrind is slow; a run that fails anyway, e.g. because a thread
+with R = budget / W round trips (clamped to 100..5000) and --timeout
+60s (valgrind is slow; a run that fails anyway, e.g. because a thread
 stalled past the workers' heartbeat expiry on a loaded machine, is run
 again, up to three times).  zb-latency zeroes
 callgrind's counters when the measured round trips start and dumps them when
@@ -74,7 +74,7 @@ def run_one(exe, transport, workers, raw, rounds, extra, outdir, tag, reuse):
            exe, "--grow", "clients", "--workers", str(workers),
            "--max-clients", "1", "--rounds-per-step", str(rounds),
            "--warmup", "20", "--transport", transport,
-           "--timeout-ms", "60000"] + extra
+           "--timeout", "60s"] + extra
     if raw:
         cmd.append("--raw-only")
     for attempt in range(3):

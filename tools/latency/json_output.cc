@@ -94,7 +94,7 @@ std::string ToJson(const Report& r) {
       o.rounds_per_step, o.EffectiveWarmup(), o.max_workers, o.step,
       Quote(GrowName(grow)), o.workers, o.max_clients,
       Quote(TransportName(o.transport)), Quote(PlacementName(o.placement)),
-      o.payload_bytes, Quote(ClientWaitName(o.client_wait)), o.timeout_ms,
+      o.payload_bytes, Quote(ClientWaitName(o.client_wait)), o.timeout.count(),
       Quote(r.broker), o.baseline ? "true" : "false",
       o.raw_only ? "true" : "false",
       o.cpus.empty() ? std::string("null") : Quote(FormatCpuList(o.cpus)));

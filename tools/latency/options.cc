@@ -8,7 +8,9 @@
 #include <optional>
 
 #include "absl/status/status.h"
+#include "absl/strings/ascii.h"
 #include "absl/strings/str_format.h"
+#include "absl/time/time.h"
 
 namespace zb::latency {
 
@@ -86,6 +88,30 @@ absl::Status ParseIntTo(std::string_view flag, std::string_view text,
   std::int64_t v = 0;
   if (absl::Status s = ParseInt(flag, text, lo, hi, &v); !s.ok()) return s;
   *out = static_cast<T>(v);
+  return absl::OkStatus();
+}
+
+// A duration with a unit, as zb and zb-broker take them ("250ms", "5s",
+// "1m30s"), of at least 1 ms.  A bare number is refused: it is most likely
+// the milliseconds of the old --timeout-ms, and guessing its unit would
+// turn 5000 into 5000 s.
+absl::Status ParseDurationTo(std::string_view flag, std::string_view text,
+                             std::chrono::milliseconds* out) {
+  absl::Duration d;
+  if (!text.empty() &&
+      absl::ascii_isdigit(static_cast<unsigned char>(text.back()))) {
+    return Bad(absl::StrFormat(
+        "%s needs a duration with a unit such as 500ms or 5s, got '%s' (for "
+        "milliseconds write %sms)",
+        flag, text, text));
+  }
+  if (!absl::ParseDuration(std::string(text), &d) ||
+      d == absl::InfiniteDuration() || d < absl::Milliseconds(1)) {
+    return Bad(absl::StrFormat(
+        "%s needs a duration of at least 1ms such as 500ms or 5s, got '%s'",
+        flag, text));
+  }
+  *out = std::chrono::milliseconds(absl::ToInt64Milliseconds(d));
   return absl::OkStatus();
 }
 
@@ -172,6 +198,8 @@ absl::StatusOr<Options> ParseOptions(const std::vector<std::string>& args) {
   bool max_workers_given = false;
   bool workers_given = false;
   bool max_clients_given = false;
+  // --timeout and its deprecated spelling --timeout-ms, when given.
+  std::optional<std::chrono::milliseconds> timeout, timeout_ms;
   for (std::size_t i = 0; i < args.size(); ++i) {
     std::string_view arg = args[i];
     if (arg == "-h" || arg == "--help") {
@@ -266,10 +294,16 @@ absl::StatusOr<Options> ParseOptions(const std::vector<std::string>& args) {
       auto v = value();
       if (!v.ok()) return v.status();
       st = ParseIntTo(name, *v, 0, 64 * 1024 * 1024, &o.payload_bytes);
+    } else if (name == "--timeout") {
+      auto v = value();
+      if (!v.ok()) return v.status();
+      st = ParseDurationTo(name, *v, &timeout.emplace());
     } else if (name == "--timeout-ms") {
       auto v = value();
       if (!v.ok()) return v.status();
-      st = ParseIntTo(name, *v, 1, kMaxInt, &o.timeout_ms);
+      std::int64_t ms = 0;
+      st = ParseIntTo(name, *v, 1, kMaxInt, &ms);
+      timeout_ms = std::chrono::milliseconds(ms);
     } else if (name == "--cpus") {
       auto v = value();
       if (!v.ok()) return v.status();
@@ -297,6 +331,18 @@ absl::StatusOr<Options> ParseOptions(const std::vector<std::string>& args) {
   if (o.help) return o;
 
   // Cross-option rules.
+  if (timeout_ms) {
+    o.warnings.push_back(
+        "--timeout-ms is deprecated, use --timeout (docs/glossary.md)");
+    if (timeout && *timeout != *timeout_ms) {
+      return Bad(absl::StrFormat(
+          "--timeout %dms and its deprecated spelling --timeout-ms %d "
+          "disagree; give only --timeout",
+          timeout->count(), timeout_ms->count()));
+    }
+    o.timeout = *timeout_ms;
+  }
+  if (timeout) o.timeout = *timeout;
   if (!o.broker.empty()) {
     Transport t;
     if (o.broker.starts_with("tcp://")) {
@@ -384,8 +430,9 @@ Usage: zb-latency [options]
                        client would.  reactor: request() and
                        Reactor::RunOnce(), as a client whose reactor also
                        serves other sockets and timers
-  --timeout-ms N       a round trip slower than this is a failure
-                       (default 5000)
+  --timeout DURATION   a round trip slower than this is a failure, e.g.
+                       500ms, 5s (default 5s; --timeout-ms N, milliseconds,
+                       is its deprecated spelling)
   --cpus LIST          pin the whole test (every thread, and the child
                        processes of --placement processes) to these CPUs,
                        e.g. 0, 0,1 or 0-1.  On a small VM an unpinned run
@@ -412,8 +459,7 @@ be 0; the exit code is 1 when they are not, 2 for a bad option.
 }
 
 std::chrono::milliseconds RegistrationBound(const Options& o) {
-  return std::max(std::chrono::milliseconds(10000),
-                  std::chrono::milliseconds(o.timeout_ms));
+  return std::max(std::chrono::milliseconds(10000), o.timeout);
 }
 
 }  // namespace zb::latency

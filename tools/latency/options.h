@@ -80,15 +80,19 @@ struct Options {
   // --raw-only: run only the raw libzmq program (for profiling it alone);
   // its steps then take the place of zbrokers' in every output.
   bool raw_only = false;
-  // Per-request deadline: a round trip that takes longer counts as a
-  // failure.
-  int timeout_ms = 5000;
+  // --timeout: how long one round trip may take; a slower one counts as a
+  // failure (the glossary's `timeout`, as `zb --timeout`).
+  std::chrono::milliseconds timeout{5000};
   // --cpus LIST: the CPUs the whole test (every thread, every child
   // process) is pinned to, ascending and without duplicates; empty: not
   // pinned.  `cpus_text` is the list as given, for the output.
   std::vector<int> cpus;
   std::string cpus_text;
   bool help = false;
+  // Deprecated spellings the arguments used, one sentence each (e.g.
+  // "--timeout-ms is deprecated, use --timeout (docs/glossary.md)"), for
+  // the caller to print as warnings; the run goes on.
+  std::vector<std::string> warnings;
 
   // The largest worker and client counts of the run.
   int MostWorkers() const;
@@ -103,8 +107,11 @@ struct Options {
 // Parses the arguments after the program name.  Accepts "--name=value" and
 // "--name value".  Fails with InvalidArgument and a message meant for the
 // user (unknown option, missing or malformed value, value out of range,
-// conflicting options).  Does not touch the file system: whether output
-// files can be written is checked by the caller when it opens them.
+// conflicting options, a deprecated spelling that disagrees with its new
+// name).  The deprecated --timeout-ms N (milliseconds) still sets
+// `timeout` and adds a line to `warnings`.  Does not touch the file system:
+// whether output files can be written is checked by the caller when it opens
+// them.
 absl::StatusOr<Options> ParseOptions(const std::vector<std::string>& args);
 
 // Parses a CPU list as taskset -c and /proc's Cpus_allowed_list write it:
@@ -120,8 +127,8 @@ std::string FormatCpuList(const std::vector<int>& cpus);
 std::string HelpText();
 
 // How long a step's clients may probe for registration without one more of
-// the expected workers answering: 10 s, or --timeout-ms when that is longer
-// (a single probe may take up to --timeout-ms, e.g. under valgrind).
+// the expected workers answering: 10 s, or --timeout when that is longer
+// (a single probe may take up to --timeout, e.g. under valgrind).
 std::chrono::milliseconds RegistrationBound(const Options& o);
 
 }  // namespace zb::latency

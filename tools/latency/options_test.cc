@@ -179,14 +179,65 @@ TEST(OptionsTest, CpuLists) {
 }
 
 TEST(OptionsTest, RegistrationBoundFollowsTheRequestTimeout) {
-  // Below 10 s the bound stays 10 s; a longer --timeout-ms raises it, so
+  // Below 10 s the bound stays 10 s; a longer --timeout raises it, so
   // that one slow probe (valgrind, a loaded machine) cannot end the wait.
   EXPECT_EQ(RegistrationBound(Parse({}).value()),
             std::chrono::milliseconds(10000));
-  EXPECT_EQ(RegistrationBound(Parse({"--timeout-ms", "2000"}).value()),
+  EXPECT_EQ(RegistrationBound(Parse({"--timeout", "2000ms"}).value()),
             std::chrono::milliseconds(10000));
-  EXPECT_EQ(RegistrationBound(Parse({"--timeout-ms", "60000"}).value()),
+  EXPECT_EQ(RegistrationBound(Parse({"--timeout", "60s"}).value()),
             std::chrono::milliseconds(60000));
+}
+
+TEST(OptionsTest, TimeoutTakesADurationWithAUnit) {
+  EXPECT_EQ(Parse({}).value().timeout, std::chrono::milliseconds(5000));
+  absl::StatusOr<Options> o = Parse({"--timeout", "250ms"});
+  ASSERT_TRUE(o.ok()) << o.status();
+  EXPECT_EQ(o->timeout, std::chrono::milliseconds(250));
+  EXPECT_TRUE(o->warnings.empty());
+  EXPECT_EQ(Parse({"--timeout=1m30s"}).value().timeout,
+            std::chrono::milliseconds(90000));
+  EXPECT_EQ(Parse({"--timeout", "2.5s"}).value().timeout,
+            std::chrono::milliseconds(2500));
+}
+
+TEST(OptionsTest, TimeoutRefusesBareNumbersAndNonPositiveDurations) {
+  // A bare number was the old flag's milliseconds: refused rather than
+  // guessed, with the unit the user probably meant.
+  EXPECT_THAT(ErrorOf({"--timeout", "5000"}),
+              HasSubstr("--timeout needs a duration with a unit"));
+  EXPECT_THAT(ErrorOf({"--timeout", "5000"}), HasSubstr("5000ms"));
+  for (const char* bad : {"0s", "-1s", "inf", "soon", "", "500us"}) {
+    EXPECT_THAT(ErrorOf({"--timeout", bad}), HasSubstr("--timeout")) << bad;
+  }
+  EXPECT_THAT(ErrorOf({"--timeout"}), HasSubstr("needs a value"));
+}
+
+TEST(OptionsTest, DeprecatedTimeoutMsStillWorksWithAWarning) {
+  absl::StatusOr<Options> o = Parse({"--timeout-ms", "2000"});
+  ASSERT_TRUE(o.ok()) << o.status();
+  EXPECT_EQ(o->timeout, std::chrono::milliseconds(2000));
+  EXPECT_THAT(o->warnings,
+              ElementsAre("--timeout-ms is deprecated, use --timeout "
+                          "(docs/glossary.md)"));
+  EXPECT_EQ(Parse({"--timeout-ms=7"}).value().timeout,
+            std::chrono::milliseconds(7));
+  EXPECT_THAT(ErrorOf({"--timeout-ms", "0"}),
+              HasSubstr("--timeout-ms must be between 1"));
+  EXPECT_THAT(ErrorOf({"--timeout-ms", "2s"}), HasSubstr("whole number"));
+}
+
+TEST(OptionsTest, TimeoutAndItsDeprecatedSpellingMustAgree) {
+  absl::StatusOr<Options> same =
+      Parse({"--timeout", "2s", "--timeout-ms", "2000"});
+  ASSERT_TRUE(same.ok()) << same.status();
+  EXPECT_EQ(same->timeout, std::chrono::milliseconds(2000));
+  EXPECT_EQ(same->warnings.size(), 1u);
+  const std::string differ =
+      ErrorOf({"--timeout-ms", "2000", "--timeout", "1s"});
+  EXPECT_THAT(differ, HasSubstr("--timeout"));
+  EXPECT_THAT(differ, HasSubstr("--timeout-ms"));
+  EXPECT_THAT(differ, HasSubstr("disagree"));
 }
 
 }  // namespace

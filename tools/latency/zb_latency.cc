@@ -264,7 +264,7 @@ int Run(const Options& o) {
     cfg.service = service;
     cfg.payload_bytes = o.payload_bytes;
     cfg.client_uses_reactor = o.client_wait == ClientWait::kReactor;
-    cfg.timeout = std::chrono::milliseconds(o.timeout_ms);
+    cfg.timeout = o.timeout;
     // Every worker and client socket, the broker, and a margin for clients
     // being replaced between chunks.
     cfg.max_sockets = o.MostWorkers() + 2 * o.MostClients() + 16;
@@ -500,6 +500,9 @@ int main(int argc, char** argv) {
   if (o->help) {
     std::fputs(zb::latency::HelpText().c_str(), stdout);
     return 0;
+  }
+  for (const std::string& warning : o->warnings) {
+    std::fprintf(stderr, "zb-latency: warning: %s\n", warning.c_str());
   }
   // A child process that dies must not take us down with SIGPIPE.
   std::signal(SIGPIPE, SIG_IGN);
