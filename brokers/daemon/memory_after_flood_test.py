@@ -48,11 +48,16 @@ def main(argv):
             # needed here.
             p = zp.ZbBroker.start(args.broker, [
                 "--majordomo", "tcp://127.0.0.1:*", "--queue-expiry", "2s",
-                "--queue-limit", "0", "--stats-interval", "0s"],
+                "--max-queue-per-service", "0", "--stats-interval", "0s"],
                 max_lines=20000)
             endpoint = p.endpoint("majordomo")
         except zp.Failure as e:
             print(f"FAIL: zb-broker did not start: {e}", file=sys.stderr)
+            return 1
+        try:
+            p.check_no_deprecated_names()
+        except zp.Failure as e:
+            print(f"FAIL: {e}", file=sys.stderr)
             return 1
         before = rss_mib(p.pid)
         peak = [before]

@@ -173,7 +173,7 @@ class Run:
         # second; the clients' timeout is longer than that.
         broker = cl.Broker(self.args.broker, [
             "--heartbeat-interval", "100ms", "--heartbeat-liveness", "3",
-            "--request-deadline", "1500ms", "--max-redispatch", "2",
+            "--request-timeout", "1500ms", "--max-redispatch", "2",
             "--log-level", "info"])
         endpoint = broker.mdp if kind == "mdp" else broker.ccp
         workers = []

@@ -57,6 +57,7 @@ class Broker:
                 "--stats-interval", "0s"] + list(extra)
 
     def _started(self):
+        self.proc.check_no_deprecated_names()
         self.starts += 1
         self.mdp_port = self.proc.port("majordomo")
         self.ccp_port = self.proc.port("consensus")

@@ -293,6 +293,16 @@ class ZbBroker(Proc):
         """The /metrics page as bytes (Failure unless HTTP 200)."""
         return metrics_page(self.metrics_port(), timeout=timeout)
 
+    def check_no_deprecated_names(self):
+        """Failure when the daemon warned that a flag or key it was given
+        is a deprecated alias (docs/glossary.md): a harness that means to
+        test the current names must use them.  Call after ready()."""
+        with self.cond:
+            warned = [line for line in self.lines
+                      if re.search(r" is deprecated, use ", line)]
+        check(not warned, "zb-broker was given deprecated names:\n" +
+              "\n".join(warned))
+
 
 # --- HTTP and /metrics ----------------------------------------------------------
 
