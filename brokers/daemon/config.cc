@@ -54,7 +54,7 @@ struct Value {
   std::int64_t integer = 0;
   std::string text;
   std::vector<std::string> list;
-  LogLevel level = LogLevel::kInfo;
+  DaemonLogLevel level = DaemonLogLevel::kInfo;
   LogFormat format = LogFormat::kText;
 
   // Whether two values are the same setting (for an alias set beside its
@@ -488,7 +488,7 @@ absl::StatusOr<Value> ParseScalarText(Kind kind, std::string_view text) {
       return v;
     }
     case Kind::kLogLevel: {
-      absl::StatusOr<LogLevel> level = ParseLogLevel(text);
+      absl::StatusOr<DaemonLogLevel> level = ParseLogLevel(text);
       if (!level.ok()) return level.status();
       Value v;
       v.level = *level;
@@ -632,36 +632,36 @@ absl::StatusOr<Value> ParseNode(const KeySpec& spec, std::string_view typed,
 
 // --- Public helpers -------------------------------------------------------
 
-absl::StatusOr<LogLevel> ParseLogLevel(std::string_view name) {
+absl::StatusOr<DaemonLogLevel> ParseLogLevel(std::string_view name) {
   const std::string lower = absl::AsciiStrToLower(Absl(name));
-  if (lower == "trace") return LogLevel::kTrace;
-  if (lower == "debug") return LogLevel::kDebug;
-  if (lower == "info") return LogLevel::kInfo;
-  if (lower == "warn" || lower == "warning") return LogLevel::kWarn;
-  if (lower == "error") return LogLevel::kError;
-  if (lower == "critical") return LogLevel::kCritical;
-  if (lower == "off") return LogLevel::kOff;
+  if (lower == "trace") return DaemonLogLevel::kTrace;
+  if (lower == "debug") return DaemonLogLevel::kDebug;
+  if (lower == "info") return DaemonLogLevel::kInfo;
+  if (lower == "warn" || lower == "warning") return DaemonLogLevel::kWarn;
+  if (lower == "error") return DaemonLogLevel::kError;
+  if (lower == "critical") return DaemonLogLevel::kCritical;
+  if (lower == "off") return DaemonLogLevel::kOff;
   return absl::InvalidArgumentError(absl::StrFormat(
       "unknown log level \"%s\" (expected trace, debug, info, warn, error, "
       "critical or off)",
       name));
 }
 
-std::string_view LogLevelName(LogLevel level) {
+std::string_view LogLevelName(DaemonLogLevel level) {
   switch (level) {
-    case LogLevel::kTrace:
+    case DaemonLogLevel::kTrace:
       return "trace";
-    case LogLevel::kDebug:
+    case DaemonLogLevel::kDebug:
       return "debug";
-    case LogLevel::kInfo:
+    case DaemonLogLevel::kInfo:
       return "info";
-    case LogLevel::kWarn:
+    case DaemonLogLevel::kWarn:
       return "warn";
-    case LogLevel::kError:
+    case DaemonLogLevel::kError:
       return "error";
-    case LogLevel::kCritical:
+    case DaemonLogLevel::kCritical:
       return "critical";
-    case LogLevel::kOff:
+    case DaemonLogLevel::kOff:
       return "off";
   }
   return "?";

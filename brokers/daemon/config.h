@@ -87,12 +87,23 @@
 
 namespace zb {
 
-// Log levels, in spdlog's order (logging.h maps them to spdlog).
-enum class LogLevel { kTrace, kDebug, kInfo, kWarn, kError, kCritical, kOff };
+// The daemon's own log threshold (daemon.log_level, --log-level), in
+// spdlog's order (logging.h maps them to spdlog).  Not zb::LogLevel
+// (zbrokers/common/log.h), the level of one line a component reports: the
+// threshold also has trace, critical and off, which no component emits.
+enum class DaemonLogLevel {
+  kTrace,
+  kDebug,
+  kInfo,
+  kWarn,
+  kError,
+  kCritical,
+  kOff
+};
 
 // "trace", "debug", "info", "warn" (or "warning"), "error", "critical", "off".
-absl::StatusOr<LogLevel> ParseLogLevel(std::string_view name);
-std::string_view LogLevelName(LogLevel level);
+absl::StatusOr<DaemonLogLevel> ParseLogLevel(std::string_view name);
+std::string_view LogLevelName(DaemonLogLevel level);
 
 // How log lines are written (logging.h): plain text, or one JSON object per
 // line for log collectors.
@@ -171,7 +182,7 @@ struct DaemonConfig {
   MajordomoSettings majordomo;
   ConsensusSettings consensus;
 
-  LogLevel log_level = LogLevel::kInfo;
+  DaemonLogLevel log_level = DaemonLogLevel::kInfo;
   LogFormat log_format = LogFormat::kText;
   // Period of the "stats" log line with every broker's counters; 0 = off.
   std::chrono::milliseconds stats_interval = std::chrono::seconds(60);

@@ -97,7 +97,7 @@ max_message_size = 8192
 TEST(ConfigFileTest, GoodFileSetsEveryKey) {
   absl::StatusOr<DaemonConfig> c = ParseConfigText(kGoodFile, "good.toml");
   ASSERT_TRUE(c.ok()) << c.status();
-  EXPECT_EQ(c->log_level, LogLevel::kDebug);
+  EXPECT_EQ(c->log_level, DaemonLogLevel::kDebug);
   EXPECT_EQ(c->stats_interval, milliseconds(30'000));
   EXPECT_EQ(c->metrics, "127.0.0.1:9100");
   EXPECT_EQ(c->grace, milliseconds(2500));
@@ -161,7 +161,7 @@ TEST(CommandLineTest, ConsensusBoundsFlags) {
 TEST(ConfigFileTest, EmptyFileKeepsDefaults) {
   absl::StatusOr<DaemonConfig> c = ParseConfigText("", "empty.toml");
   ASSERT_TRUE(c.ok()) << c.status();
-  EXPECT_EQ(c->log_level, LogLevel::kInfo);
+  EXPECT_EQ(c->log_level, DaemonLogLevel::kInfo);
   EXPECT_EQ(c->stats_interval, milliseconds(60'000));
   EXPECT_EQ(c->metrics, "");
   EXPECT_EQ(c->grace, milliseconds(5000));
@@ -342,7 +342,7 @@ TEST(CommandLineTest, CommaSeparatedEndpointsUnderscoresAndAliases) {
               ElementsAre("tcp://*:1", "ipc:///tmp/x", "tcp://*:2"));
   absl::StatusOr<DaemonConfig> c = BuildConfig(*cli);
   ASSERT_TRUE(c.ok()) << c.status();
-  EXPECT_EQ(c->log_level, LogLevel::kDebug);
+  EXPECT_EQ(c->log_level, DaemonLogLevel::kDebug);
   EXPECT_EQ(c->consensus.request_timeout, milliseconds(2000));
   EXPECT_EQ(c->consensus.client_idle_timeout, milliseconds(60'000));
   // An error names the flag as the user typed it.
@@ -465,7 +465,7 @@ TEST(BuildConfigTest, FlagsOverrideTheFile) {
   ASSERT_TRUE(c.ok()) << c.status();
   // Overridden.
   EXPECT_THAT(c->majordomo.endpoints, ElementsAre("tcp://*:7000"));
-  EXPECT_EQ(c->log_level, LogLevel::kError);
+  EXPECT_EQ(c->log_level, DaemonLogLevel::kError);
   EXPECT_EQ(c->majordomo.max_queue_per_service, 7);
   EXPECT_EQ(c->grace, milliseconds(0));
   EXPECT_EQ(c->metrics, "");
@@ -546,12 +546,13 @@ TEST(DurationTest, ParseAndFormat) {
 }
 
 TEST(LogLevelTest, RoundTrip) {
-  for (LogLevel l :
-       {LogLevel::kTrace, LogLevel::kDebug, LogLevel::kInfo, LogLevel::kWarn,
-        LogLevel::kError, LogLevel::kCritical, LogLevel::kOff}) {
+  for (DaemonLogLevel l :
+       {DaemonLogLevel::kTrace, DaemonLogLevel::kDebug, DaemonLogLevel::kInfo,
+        DaemonLogLevel::kWarn, DaemonLogLevel::kError,
+        DaemonLogLevel::kCritical, DaemonLogLevel::kOff}) {
     EXPECT_EQ(*ParseLogLevel(LogLevelName(l)), l);
   }
-  EXPECT_EQ(*ParseLogLevel("WARNING"), LogLevel::kWarn);
+  EXPECT_EQ(*ParseLogLevel("WARNING"), DaemonLogLevel::kWarn);
   EXPECT_FALSE(ParseLogLevel("verbose").ok());
 }
 

@@ -47,7 +47,7 @@ const auto* const kBlockSignals =
 struct CapturedLog {
   std::ostringstream out;
   std::shared_ptr<spdlog::logger> logger = MakeDaemonLogger(
-      LogLevel::kDebug,
+      DaemonLogLevel::kDebug,
       std::make_shared<spdlog::sinks::ostream_sink_mt>(out, true));
   // Only after the daemon has stopped (its threads are joined), so that
   // nothing writes to `out` concurrently.

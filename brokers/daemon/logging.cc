@@ -7,21 +7,21 @@
 
 namespace zb {
 
-spdlog::level::level_enum ToSpdlogLevel(LogLevel level) {
+spdlog::level::level_enum ToSpdlogLevel(DaemonLogLevel level) {
   switch (level) {
-    case LogLevel::kTrace:
+    case DaemonLogLevel::kTrace:
       return spdlog::level::trace;
-    case LogLevel::kDebug:
+    case DaemonLogLevel::kDebug:
       return spdlog::level::debug;
-    case LogLevel::kInfo:
+    case DaemonLogLevel::kInfo:
       return spdlog::level::info;
-    case LogLevel::kWarn:
+    case DaemonLogLevel::kWarn:
       return spdlog::level::warn;
-    case LogLevel::kError:
+    case DaemonLogLevel::kError:
       return spdlog::level::err;
-    case LogLevel::kCritical:
+    case DaemonLogLevel::kCritical:
       return spdlog::level::critical;
-    case LogLevel::kOff:
+    case DaemonLogLevel::kOff:
       return spdlog::level::off;
   }
   return spdlog::level::info;
@@ -156,7 +156,7 @@ void SetLogFormat(spdlog::logger& logger, LogFormat format) {
   logger.set_formatter(MakeFormatter(format));
 }
 
-std::shared_ptr<spdlog::logger> MakeDaemonLogger(LogLevel level,
+std::shared_ptr<spdlog::logger> MakeDaemonLogger(DaemonLogLevel level,
                                                  LogFormat format,
                                                  spdlog::sink_ptr sink) {
   auto logger = std::make_shared<spdlog::logger>("zb-broker", std::move(sink));
@@ -168,12 +168,12 @@ std::shared_ptr<spdlog::logger> MakeDaemonLogger(LogLevel level,
   return logger;
 }
 
-std::shared_ptr<spdlog::logger> MakeDaemonLogger(LogLevel level,
+std::shared_ptr<spdlog::logger> MakeDaemonLogger(DaemonLogLevel level,
                                                  spdlog::sink_ptr sink) {
   return MakeDaemonLogger(level, LogFormat::kText, std::move(sink));
 }
 
-std::shared_ptr<spdlog::logger> MakeDaemonLogger(LogLevel level,
+std::shared_ptr<spdlog::logger> MakeDaemonLogger(DaemonLogLevel level,
                                                  LogFormat format) {
   return MakeDaemonLogger(level, format,
                           std::make_shared<spdlog::sinks::stderr_sink_mt>());

@@ -3,7 +3,7 @@
 // Logging for the zb-broker daemon, through spdlog.
 //
 //   std::shared_ptr<spdlog::logger> log = zb::MakeDaemonLogger(
-//       zb::LogLevel::kInfo);
+//       zb::DaemonLogLevel::kInfo);
 //   log->info("majordomo: worker {} joined service {}",
 //             zb::PrintableIdentity(identity), zb::QuotedText(service));
 //
@@ -46,16 +46,16 @@
 
 namespace zb {
 
-spdlog::level::level_enum ToSpdlogLevel(LogLevel level);
+spdlog::level::level_enum ToSpdlogLevel(DaemonLogLevel level);
 
 // A logger named "zb-broker" writing to stderr at `level`.
 std::shared_ptr<spdlog::logger> MakeDaemonLogger(
-    LogLevel level, LogFormat format = LogFormat::kText);
+    DaemonLogLevel level, LogFormat format = LogFormat::kText);
 
 // The same, writing to `sink` (tests use an ostream sink).
-std::shared_ptr<spdlog::logger> MakeDaemonLogger(LogLevel level,
+std::shared_ptr<spdlog::logger> MakeDaemonLogger(DaemonLogLevel level,
                                                  spdlog::sink_ptr sink);
-std::shared_ptr<spdlog::logger> MakeDaemonLogger(LogLevel level,
+std::shared_ptr<spdlog::logger> MakeDaemonLogger(DaemonLogLevel level,
                                                  LogFormat format,
                                                  spdlog::sink_ptr sink);
 

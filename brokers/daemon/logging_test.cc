@@ -22,7 +22,7 @@ using ::testing::Not;
 TEST(DaemonLoggerTest, FormatAndLevel) {
   std::ostringstream out;
   auto sink = std::make_shared<spdlog::sinks::ostream_sink_mt>(out);
-  auto log = MakeDaemonLogger(LogLevel::kInfo, sink);
+  auto log = MakeDaemonLogger(DaemonLogLevel::kInfo, sink);
   log->debug("hidden {}", 1);
   log->info("majordomo: worker {} joined", "w1");
   log->warn("careful");
@@ -35,10 +35,10 @@ TEST(DaemonLoggerTest, FormatAndLevel) {
 }
 
 TEST(DaemonLoggerTest, LevelsMapToSpdlog) {
-  EXPECT_EQ(ToSpdlogLevel(LogLevel::kTrace), spdlog::level::trace);
-  EXPECT_EQ(ToSpdlogLevel(LogLevel::kWarn), spdlog::level::warn);
-  EXPECT_EQ(ToSpdlogLevel(LogLevel::kError), spdlog::level::err);
-  EXPECT_EQ(ToSpdlogLevel(LogLevel::kOff), spdlog::level::off);
+  EXPECT_EQ(ToSpdlogLevel(DaemonLogLevel::kTrace), spdlog::level::trace);
+  EXPECT_EQ(ToSpdlogLevel(DaemonLogLevel::kWarn), spdlog::level::warn);
+  EXPECT_EQ(ToSpdlogLevel(DaemonLogLevel::kError), spdlog::level::err);
+  EXPECT_EQ(ToSpdlogLevel(DaemonLogLevel::kOff), spdlog::level::off);
 }
 
 // Sets TZ for the test's lifetime (the logger's offset comes from the C
@@ -66,7 +66,7 @@ class ScopedTimeZone {
 std::string LogOnce(LogFormat format, std::string_view message) {
   std::ostringstream out;
   auto sink = std::make_shared<spdlog::sinks::ostream_sink_mt>(out);
-  auto log = MakeDaemonLogger(LogLevel::kInfo, format, sink);
+  auto log = MakeDaemonLogger(DaemonLogLevel::kInfo, format, sink);
   log->info("{}", message);
   return out.str();
 }
@@ -112,7 +112,7 @@ TEST(DaemonLoggerTest, JsonLinesAreEscaped) {
   // Every level name, and no text-format leftovers.
   std::ostringstream out;
   auto sink = std::make_shared<spdlog::sinks::ostream_sink_mt>(out);
-  auto log = MakeDaemonLogger(LogLevel::kTrace, LogFormat::kJson, sink);
+  auto log = MakeDaemonLogger(DaemonLogLevel::kTrace, LogFormat::kJson, sink);
   log->warn("w");
   log->error("e");
   log->debug("d");
@@ -126,7 +126,7 @@ TEST(DaemonLoggerTest, JsonLinesAreEscaped) {
 TEST(DaemonLoggerTest, SetLogFormatSwitchesARunningLogger) {
   std::ostringstream out;
   auto sink = std::make_shared<spdlog::sinks::ostream_sink_mt>(out);
-  auto log = MakeDaemonLogger(LogLevel::kInfo, LogFormat::kText, sink);
+  auto log = MakeDaemonLogger(DaemonLogLevel::kInfo, LogFormat::kText, sink);
   log->info("one");
   SetLogFormat(*log, LogFormat::kJson);
   log->info("two");

@@ -81,7 +81,7 @@ class LinesSink : public spdlog::sinks::base_sink<std::mutex> {
 struct CapturedLog {
   std::shared_ptr<LinesSink> sink = std::make_shared<LinesSink>();
   std::shared_ptr<spdlog::logger> logger =
-      MakeDaemonLogger(LogLevel::kInfo, sink);
+      MakeDaemonLogger(DaemonLogLevel::kInfo, sink);
   std::string text() { return sink->text(); }
 };
 
