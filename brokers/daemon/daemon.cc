@@ -164,9 +164,10 @@ struct RunningBroker {
   // Reactor-thread state.
   std::unique_ptr<BrokerRuntime> runtime;
   BrokerSnapshot last_logged;
-  // Every timer that calls into the broker; cancelled before the broker is
-  // destroyed (the reactor keeps running until its thread is stopped).
-  std::vector<TimerId> timers;
+  // Every timer that calls into the broker; cleared (so cancelled) before
+  // the broker is destroyed (the reactor keeps running until its thread is
+  // stopped).
+  std::vector<Reactor::Timer> timers;
   // Set on the reactor thread just before the broker is destroyed.  Drain
   // steps may still be queued on the reactor then (a broker's destructor
   // posts the `done` of an unfinished drain): they must find the broker
@@ -255,6 +256,11 @@ struct Daemon::Impl {
   // control->reactor(), fixed at start; used on the control thread only.
   Reactor* control_reactor = nullptr;
   int signal_fd = -1;
+  // The control reactor's registrations (control thread only), reset on it
+  // by Teardown() before the thread ends.
+  Reactor::SocketWatch signal_watch;  // signal_fd
+  Reactor::Timer trim_timer;          // kMemoryTrimInterval
+  Reactor::Timer drain_deadline;      // set by BeginDrain()
   enum class State { kRunning, kDraining, kStopped };
   State state = State::kRunning;  // control thread only
   int drains_pending = 0;         // control thread only
@@ -361,11 +367,11 @@ absl::Status Daemon::Impl::BindCurve(
 
 void Daemon::Impl::InstallTimers(RunningBroker& rb, Reactor& reactor) {
   RunningBroker* r = &rb;
-  r->timers.push_back(*reactor.every(
+  r->timers.push_back(*reactor.Every(
       kMetricsRefresh, [r] { r->metrics->Update(r->runtime->Snapshot()); }));
   if (config.stats_interval.count() > 0) {
     spdlog::logger* lg = log.get();
-    r->timers.push_back(*reactor.every(config.stats_interval, [r, lg] {
+    r->timers.push_back(*reactor.Every(config.stats_interval, [r, lg] {
       BrokerSnapshot now = r->runtime->Snapshot();
       lg->info("{}", StatsLine(r->name, now, r->last_logged));
       r->last_logged = std::move(now);
@@ -424,14 +430,18 @@ absl::Status Daemon::Impl::StartControl() {
   std::lock_guard<std::mutex> lock(control_mu);
   control = std::make_unique<ReactorThread>();
   control_reactor = &control->reactor();
-  return control->Invoke([this](Reactor& reactor) {
-    *reactor.every(kMemoryTrimInterval, [this] {
+  return control->Invoke([this](Reactor& reactor) -> absl::Status {
+    trim_timer = *reactor.Every(kMemoryTrimInterval, [this] {
       if (const std::size_t held = TrimFreeMemory(); held > 0) {
         log->debug("memory: gave {} MiB of free heap back to the system",
                    held >> 20);
       }
     });
-    return reactor.add_fd(signal_fd, [this] { OnSignal(); });
+    absl::StatusOr<Reactor::SocketWatch> watch =
+        reactor.AddFd(signal_fd, [this] { OnSignal(); });
+    if (!watch.ok()) return watch.status();
+    signal_watch = *std::move(watch);
+    return absl::OkStatus();
   });
 }
 
@@ -481,8 +491,9 @@ void Daemon::Impl::BeginDrain(std::string_view why) {
       });
     });
   }
-  *control_reactor->after(config.grace + kDrainSlack,
-                          [this] { Finish("drain did not finish in time"); });
+  drain_deadline = *control_reactor->After(
+      config.grace + kDrainSlack,
+      [this] { Finish("drain did not finish in time"); });
 }
 
 void Daemon::Impl::OnBrokerDrained(const std::string& name) {
@@ -572,8 +583,10 @@ void Daemon::Impl::Teardown() {
     ctl = std::move(control);
   }
   if (ctl != nullptr) {
-    ctl->Invoke([this](Reactor& reactor) {
-      if (signal_fd >= 0) reactor.RemoveFd(signal_fd).IgnoreError();
+    ctl->Invoke([this](Reactor&) {
+      signal_watch.Reset();
+      trim_timer.Reset();
+      drain_deadline.Reset();
     });
     StopThread(*ctl);
     ctl.reset();
@@ -585,8 +598,7 @@ void Daemon::Impl::Teardown() {
   // Final counters, then the brokers themselves, each on its own thread.
   for (const std::unique_ptr<RunningBroker>& rb : runtimes) {
     RunningBroker* r = rb.get();
-    r->thread->Invoke([this, r](Reactor& reactor) {
-      for (TimerId id : r->timers) reactor.Cancel(id);
+    r->thread->Invoke([this, r](Reactor&) {
       r->timers.clear();
       if (r->runtime != nullptr && ready) {
         const BrokerSnapshot last = r->runtime->Snapshot();

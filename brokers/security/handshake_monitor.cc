@@ -54,24 +54,20 @@ HandshakeMonitor::HandshakeMonitor(Reactor& reactor, zmq::context_t& context,
   socket_.set(zmq::sockopt::linger, 0);
 }
 
-HandshakeMonitor::~HandshakeMonitor() {
-  if (started_) reactor_.Remove(socket_).IgnoreError();
-}
+HandshakeMonitor::~HandshakeMonitor() = default;
 
 absl::Status HandshakeMonitor::Start() {
-  if (started_) return absl::FailedPreconditionError("already started");
+  if (watch_) return absl::FailedPreconditionError("already started");
   try {
     socket_.connect(endpoint_);
   } catch (const zmq::error_t& e) {
     return absl::InvalidArgumentError(
         absl::StrFormat("connect %s: %s", endpoint_, e.what()));
   }
-  if (absl::Status s = reactor_.add(
-          socket_, [this](std::span<zmq::message_t> f) { OnEvent(f); });
-      !s.ok()) {
-    return s;
-  }
-  started_ = true;
+  absl::StatusOr<Reactor::SocketWatch> watch = reactor_.Add(
+      socket_, [this](std::span<zmq::message_t> f) { OnEvent(f); });
+  if (!watch.ok()) return watch.status();
+  watch_ = *std::move(watch);
   return absl::OkStatus();
 }
 

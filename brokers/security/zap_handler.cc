@@ -142,12 +142,10 @@ ZapHandler::ZapHandler(Reactor& reactor, zmq::context_t& context)
   out_.reserve(8);
 }
 
-ZapHandler::~ZapHandler() {
-  if (started_) reactor_.Remove(socket_).IgnoreError();
-}
+ZapHandler::~ZapHandler() = default;
 
 absl::Status ZapHandler::Start() {
-  if (started_) return absl::FailedPreconditionError("already started");
+  if (watch_) return absl::FailedPreconditionError("already started");
   try {
     socket_.bind(std::string(kEndpoint));
   } catch (const zmq::error_t& e) {
@@ -158,12 +156,10 @@ absl::Status ZapHandler::Start() {
     return absl::InternalError(
         absl::StrFormat("bind %s: %s", kEndpoint, e.what()));
   }
-  if (absl::Status s = reactor_.add(
-          socket_, [this](std::span<zmq::message_t> f) { OnRequest(f); });
-      !s.ok()) {
-    return s;
-  }
-  started_ = true;
+  absl::StatusOr<Reactor::SocketWatch> watch = reactor_.Add(
+      socket_, [this](std::span<zmq::message_t> f) { OnRequest(f); });
+  if (!watch.ok()) return watch.status();
+  watch_ = *std::move(watch);
   return absl::OkStatus();
 }
 

@@ -95,7 +95,8 @@ class HandshakeMonitor {
   zmq::socket_t socket_;
   const std::string endpoint_;
   Callback on_failure_;
-  bool started_ = false;
+  // Set by Start(); declared after socket_ so that the watch goes first.
+  Reactor::SocketWatch watch_;
 };
 
 }  // namespace zb

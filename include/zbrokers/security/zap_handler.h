@@ -162,7 +162,8 @@ class ZapHandler {
 
   Reactor& reactor_;
   zmq::socket_t socket_;
-  bool started_ = false;
+  // Set by Start(); declared after socket_ so that the watch goes first.
+  Reactor::SocketWatch watch_;
   std::shared_ptr<const CurveAllowlist> allowlist_;
   std::vector<std::string> domains_;
   DecisionHook hook_;
