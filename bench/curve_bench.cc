@@ -159,24 +159,27 @@ struct Rig {
       for (bool curve : {false, true}) {
         ConsensusWorker::Options co;
         if (curve) co.curve = *wk;
-        ccp_workers.push_back(std::make_unique<ConsensusWorker>(
-            r, ctx, curve ? ccp_curve : ccp_plain, curve ? "curve" : "plain",
-            [](std::span<zmq::message_t> payload,
-               ConsensusWorker::Responder responder) {
-              responder.succeed(payload);
-            },
-            co));
+        absl::StatusOr<std::unique_ptr<ConsensusWorker>> cw =
+            ConsensusWorker::Create(
+                r, ctx, curve ? ccp_curve : ccp_plain,
+                curve ? "curve" : "plain",
+                [](std::span<zmq::message_t> payload,
+                   ConsensusWorker::Responder responder) {
+                  responder.Succeed(payload);
+                },
+                co);
+        if (!cw.ok()) Die("worker", cw.status());
+        ccp_workers.push_back(*std::move(cw));
         MdpWorker::Options mo;
         if (curve) mo.curve = *wk;
-        mdp_workers.push_back(std::make_unique<MdpWorker>(
+        absl::StatusOr<std::unique_ptr<MdpWorker>> mw = MdpWorker::Create(
             r, ctx, curve ? mdp_curve : mdp_plain, curve ? "curve" : "plain",
             [](Frames body, MdpWorker::Replier replier) {
               replier.Reply(std::move(body));
             },
-            mo));
-        if (absl::Status s = mdp_workers.back()->Start(); !s.ok()) {
-          Die("worker", s);
-        }
+            mo);
+        if (!mw.ok()) Die("worker", mw.status());
+        mdp_workers.push_back(*std::move(mw));
       }
     });
     // Every worker registered before measuring.

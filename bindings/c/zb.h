@@ -530,20 +530,20 @@ typedef void (*zb_consensus_handler_fn)(void* user, zb_responder_t* responder,
 
 /* Creates a worker for `service` connected to a consensus broker at
  * `endpoint`; it sends READY and heartbeats every `heartbeat_interval_us`
- * (<= 0: 1 s), and reconnects after `heartbeat_retries` (<= 0: 3) silent
+ * (<= 0: 1 s), and reconnects after `heartbeat_liveness` (<= 0: 3) silent
  * intervals.  handler(user, ...) gets every request on the reactor thread;
  * free_user(user) is called when the worker is destroyed.  A bad endpoint
  * fails here (ZB_ERR_ZMQ). */
 int zb_consensus_worker_new(zb_reactor_t* reactor, const char* endpoint,
                             const void* service, size_t service_size,
                             int64_t heartbeat_interval_us,
-                            int heartbeat_retries,
+                            int heartbeat_liveness,
                             zb_consensus_handler_fn handler, void* user,
                             zb_free_fn free_user, zb_consensus_worker_t** out);
 /* The same with CURVE keys (NULL: plaintext). */
 int zb_consensus_worker_new_curve(
     zb_reactor_t* reactor, const char* endpoint, const void* service,
-    size_t service_size, int64_t heartbeat_interval_us, int heartbeat_retries,
+    size_t service_size, int64_t heartbeat_interval_us, int heartbeat_liveness,
     const zb_curve_keys_t* curve, zb_consensus_handler_fn handler, void* user,
     zb_free_fn free_user, zb_consensus_worker_t** out);
 

@@ -95,9 +95,9 @@ int Answer(zb_responder_t* token, bool success, size_t count,
     return ZB_ERR_INVALID;  // the dropped responder answers "unanswered"
   }
   if (success) {
-    owned->responder.succeed(std::move(payload));
+    owned->responder.Succeed(std::move(payload));
   } else {
-    owned->responder.fail(std::move(payload));
+    owned->responder.Fail(std::move(payload));
   }
   return ZB_OK;
 }
@@ -236,18 +236,18 @@ extern "C" int zb_consensus_client_open_requests(zb_consensus_client_t* c,
 extern "C" int zb_consensus_worker_new(zb_reactor_t* r, const char* endpoint,
                                        const void* service, size_t service_size,
                                        int64_t heartbeat_interval_us,
-                                       int heartbeat_retries,
+                                       int heartbeat_liveness,
                                        zb_consensus_handler_fn handler,
                                        void* user, zb_free_fn free_user,
                                        zb_consensus_worker_t** out) {
-  return zb_consensus_worker_new_curve(r, endpoint, service, service_size,
-                                       heartbeat_interval_us, heartbeat_retries,
-                                       nullptr, handler, user, free_user, out);
+  return zb_consensus_worker_new_curve(
+      r, endpoint, service, service_size, heartbeat_interval_us,
+      heartbeat_liveness, nullptr, handler, user, free_user, out);
 }
 
 extern "C" int zb_consensus_worker_new_curve(
     zb_reactor_t* r, const char* endpoint, const void* service,
-    size_t service_size, int64_t heartbeat_interval_us, int heartbeat_retries,
+    size_t service_size, int64_t heartbeat_interval_us, int heartbeat_liveness,
     const zb_curve_keys_t* curve, zb_consensus_handler_fn handler, void* user,
     zb_free_fn free_user, zb_consensus_worker_t** out) {
   constexpr absl::string_view kWhere = "zb_consensus_worker_new";
@@ -256,35 +256,37 @@ extern "C" int zb_consensus_worker_new_curve(
                                  handler != nullptr, out != nullptr, kWhere)) {
       return rc;
     }
-    if (heartbeat_retries > 255) {
+    if (heartbeat_liveness > 255) {
       return Fail(ZB_ERR_INVALID,
-                  absl::StrCat(kWhere, ": heartbeat retries must be <= 255"));
+                  absl::StrCat(kWhere, ": heartbeat liveness must be <= 255"));
     }
     if (int rc = CheckOwner(r, kWhere)) return rc;
     zb::ConsensusWorker::Options options;
     if (heartbeat_interval_us > 0) {
       options.heartbeat_interval = MillisUp(heartbeat_interval_us);
     }
-    if (heartbeat_retries > 0) options.heartbeat_retries = heartbeat_retries;
+    if (heartbeat_liveness > 0) options.heartbeat_liveness = heartbeat_liveness;
     if (int rc = CurveFromC(kWhere, curve, options.curve)) return rc;
     auto w = std::make_unique<zb_consensus_worker_t>(r);
     w->handler = handler;
     zb_consensus_worker_t* wp = w.get();
-    w->worker = std::make_unique<zb::ConsensusWorker>(
-        *r->loop, *r->context, endpoint,
-        std::string(ServiceView(service, service_size)),
-        [wp](std::span<zmq::message_t> payload,
-             zb::ConsensusWorker::Responder responder) {
-          auto token = std::make_unique<zb_responder_t>();
-          token->responder = std::move(responder);
-          wp->Deliver(payload, std::move(token));
-        },
-        options);
-    if (!w->worker->status().ok()) {
+    absl::StatusOr<std::unique_ptr<zb::ConsensusWorker>> worker =
+        zb::ConsensusWorker::Create(
+            *r->loop, *r->context, endpoint,
+            std::string(ServiceView(service, service_size)),
+            [wp](std::span<zmq::message_t> payload,
+                 zb::ConsensusWorker::Responder responder) {
+              auto token = std::make_unique<zb_responder_t>();
+              token->responder = std::move(responder);
+              wp->Deliver(payload, std::move(token));
+            },
+            options);
+    if (!worker.ok()) {
       // Not adopted: the caller keeps `user` (free_user is not called).
-      return Fail(ZB_ERR_ZMQ, absl::StrCat(kWhere, "(\"", endpoint, "\"): ",
-                                           w->worker->status().message()));
+      return Fail(ZB_ERR_ZMQ, absl::StrCat(kWhere, "(\"", endpoint,
+                                           "\"): ", worker.status().message()));
     }
+    w->worker = *std::move(worker);
     w->user = UserRef(user, free_user);
     *out = Handle::Adopt(std::move(w));
     return ZB_OK;

@@ -182,22 +182,13 @@ inline std::string_view ServiceView(const void* service, size_t size) {
   return std::string_view(static_cast<const char*>(service), size);
 }
 
-// ---- The shared ZeroMQ context and the reactor's lifetime -------------------
+// ---- The shared ZeroMQ context ----------------------------------------------
 
 // One context per process, shared by every reactor so that inproc://
 // endpoints work across reactors.  It is created with the first reactor and
 // terminated with the last one (all its sockets are closed by then), so a
 // process that destroys its reactors never leaves ZeroMQ threads behind.
 std::shared_ptr<zmq::context_t> SharedContext();
-
-// Whether a reactor's loop still exists, for reply tokens answered on other
-// threads: MdpWorker::Replier posts to the reactor without knowing whether
-// it is gone.  zb_reactor_destroy() clears `alive` under `mu` before it
-// destroys the loop, and a token posts only under `mu` while `alive`.
-struct ReactorLife {
-  std::mutex mu;
-  bool alive = true;
-};
 
 // ---- Handles ----------------------------------------------------------------
 
@@ -287,7 +278,10 @@ class Handle {
 }  // namespace zb::capi
 
 // The reactor handle.  Its owner-thread state is touched only on the owner
-// thread; stop_requested and life are the cross-thread parts.
+// thread; stop_requested is the cross-thread part.  (Reply tokens answered
+// on other threads never touch it: they go through their worker's
+// zb::ReplyChannel, which the worker closes when it is destroyed, and
+// zb_reactor_destroy() destroys every worker before the loop.)
 struct zb_reactor_t {
   std::shared_ptr<zmq::context_t> context;
   std::unique_ptr<zb::Reactor> loop;
@@ -312,8 +306,6 @@ struct zb_reactor_t {
   // the reactor (Handle::DestroyAll).
   std::array<absl::flat_hash_set<zb::capi::Handle*>, zb::capi::Handle::kKinds>
       owned;
-  std::shared_ptr<zb::capi::ReactorLife> life =
-      std::make_shared<zb::capi::ReactorLife>();
 };
 
 namespace zb::capi {

@@ -22,9 +22,10 @@ struct zb_mdp_worker_t
   using WorkerHandle::WorkerHandle;
 };
 
+// A Replier is safe on any thread, also after its worker and reactor are
+// gone (zb::ReplyChannel), so the token needs nothing else.
 struct zb_mdp_replier_t {
   zb::MdpWorker::Replier replier;
-  std::shared_ptr<zb::capi::ReactorLife> life;
 };
 
 struct zb_mdp_broker_t : zb::capi::BrokerHandle<zb::MajordomoBroker> {
@@ -36,15 +37,9 @@ namespace {
 
 // Destroys a reply token without a reply.  The worker then gives the
 // request back (DISCONNECT and reconnect, so the broker redispatches it);
-// from another thread that posts to the worker's loop, so it happens under
-// the loop's life lock, and not at all once the loop is gone.
-void DiscardMdpReplier(zb_mdp_replier_t* replier) {
-  if (replier == nullptr) return;
-  std::unique_ptr<zb_mdp_replier_t> owned(replier);
-  std::lock_guard<std::mutex> lock(owned->life->mu);
-  if (!owned->life->alive) owned->replier.Forget();
-  owned->replier = zb::MdpWorker::Replier();  // gives it back, if live
-}
+// from another thread that is posted to the worker's loop, and dropped once
+// the worker is gone.
+void DiscardMdpReplier(zb_mdp_replier_t* replier) { delete replier; }
 
 int CheckMdpClient(const zb_mdp_client_t* c, absl::string_view where) {
   return Handle::Check(c, "client", where);
@@ -188,21 +183,21 @@ extern "C" int zb_mdp_worker_new_curve(
     auto w = std::make_unique<zb_mdp_worker_t>(r);
     w->handler = handler;
     zb_mdp_worker_t* wp = w.get();
-    std::shared_ptr<ReactorLife> life = r->life;
-    w->worker = std::make_unique<zb::MdpWorker>(
-        *r->loop, *r->context, endpoint,
-        std::string(ServiceView(service, service_size)),
-        [wp, life](zb::Frames body, zb::MdpWorker::Replier replier) {
-          auto token = std::make_unique<zb_mdp_replier_t>();
-          token->replier = std::move(replier);
-          token->life = life;
-          wp->Deliver(body, std::move(token));
-        },
-        options);
-    if (const absl::Status started = w->worker->Start(); !started.ok()) {
+    absl::StatusOr<std::unique_ptr<zb::MdpWorker>> worker =
+        zb::MdpWorker::Create(
+            *r->loop, *r->context, endpoint,
+            std::string(ServiceView(service, service_size)),
+            [wp](zb::Frames body, zb::MdpWorker::Replier replier) {
+              auto token = std::make_unique<zb_mdp_replier_t>();
+              token->replier = std::move(replier);
+              wp->Deliver(body, std::move(token));
+            },
+            options);
+    if (!worker.ok()) {
       return Fail(ZB_ERR_ZMQ, absl::StrCat(kWhere, "(\"", endpoint,
-                                           "\"): ", started.message()));
+                                           "\"): ", worker.status().message()));
     }
+    w->worker = *std::move(worker);
     w->user = UserRef(user, free_user);
     *out = Handle::Adopt(std::move(w));
     return ZB_OK;
@@ -226,13 +221,7 @@ extern "C" int zb_mdp_reply(zb_mdp_replier_t* replier, size_t count,
       DiscardMdpReplier(owned.release());  // the request is given back
       return ZB_ERR_INVALID;
     }
-    // Held while Reply() may post, so the loop cannot be destroyed under it.
-    std::lock_guard<std::mutex> lock(owned->life->mu);
-    if (owned->life->alive) {
-      owned->replier.Reply(std::move(body));
-    } else {
-      owned->replier.Forget();  // no loop left to tell
-    }
+    owned->replier.Reply(std::move(body));
     return ZB_OK;
   });
 }

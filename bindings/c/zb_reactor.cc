@@ -88,13 +88,10 @@ extern "C" int zb_reactor_destroy(zb_reactor_t* r) {
     // Every handle first (clients, workers, brokers, sockets: Handle::Kind
     // says why in that order), then the loop, which drops pending timers and
     // tasks and so releases their users.
+    // Destroying the workers closes their reply channels: from now on reply
+    // tokens on other threads drop their answers instead of posting to the
+    // loop that is about to go.
     Handle::DestroyAll(r);
-    {
-      // From now on reply tokens on other threads drop their answers
-      // instead of posting to a loop that is about to go.
-      std::lock_guard<std::mutex> lock(r->life->mu);
-      r->life->alive = false;
-    }
     r->loop.reset();
     if (r->epoll_fd >= 0) ::close(r->epoll_fd);
     delete r;  // releases this reactor's share of the context last

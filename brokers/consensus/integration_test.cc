@@ -27,6 +27,7 @@
 #include <zmq.hpp>
 #include <zmq_addon.hpp>
 
+#include "test/testing/must.h"
 #include "test/testing/wait.h"
 #include "zbrokers/consensus/blocking_client.h"
 #include "zbrokers/consensus/broker.h"
@@ -100,13 +101,13 @@ ConsensusBroker::Options BrokerOptions(
 // A worker answering success with one frame naming it.
 ConsensusWorker::Handler Named(std::string name) {
   return [name](std::span<zmq::message_t>, ConsensusWorker::Responder r) {
-    r.succeed(MakeFrames({name}));
+    r.Succeed(MakeFrames({name}));
   };
 }
 
 ConsensusWorker::Handler Echo() {
   return [](std::span<zmq::message_t> payload, ConsensusWorker::Responder r) {
-    r.succeed(payload);
+    r.Succeed(payload);
   };
 }
 
@@ -168,8 +169,8 @@ class Cluster {
                              ConsensusWorker::Options options = {}) {
     const std::size_t before = WorkerCount(service);
     ConsensusWorker* w = worker_thread_.Invoke([&](Reactor& r) {
-      workers_.push_back(std::make_unique<ConsensusWorker>(
-          r, ctx_, endpoint_, service, std::move(handler), options));
+      workers_.push_back(test::Must(ConsensusWorker::Create(
+          r, ctx_, endpoint_, service, std::move(handler), options)));
       return workers_.back().get();
     });
     EXPECT_TRUE(WaitFor([&] { return WorkerCount(service) == before + 1; }))
@@ -232,7 +233,7 @@ TEST_P(ConsensusIntegrationTest, OneWorkerFailureFailsTheRequest) {
   cluster.AddWorker("svc", Named("good"));
   cluster.AddWorker(
       "svc", [](std::span<zmq::message_t>, ConsensusWorker::Responder r) {
-        r.fail(MakeFrames({"disk-full", "no space left"}));
+        r.Fail(MakeFrames({"disk-full", "no space left"}));
       });
   cluster.AddWorker("svc", Named("good too"));
   BlockingConsensusClient client(cluster.ctx(), cluster.endpoint());
@@ -555,7 +556,7 @@ TEST_P(ConsensusIntegrationTest, ClientStartedBeforeItsWorkersIsServed) {
 TEST(ConsensusRestartTest, WorkersReRegisterAndClientsRecover) {
   Cluster cluster("tcp://127.0.0.1:*");
   const ConsensusWorker::Options fast{.heartbeat_interval = milliseconds(50),
-                                      .heartbeat_retries = 3};
+                                      .heartbeat_liveness = 3};
   cluster.AddWorker("svc", Named("a"), fast);
   cluster.AddWorker("svc", Named("b"), fast);
   BlockingConsensusClient client(cluster.ctx(), cluster.endpoint());
@@ -568,7 +569,7 @@ TEST(ConsensusRestartTest, WorkersReRegisterAndClientsRecover) {
   ASSERT_TRUE(WaitFor([&] { return cluster.WorkerCount("svc") == 2; }))
       << "workers did not re-register";
   // A worker whose reconnect happened while no broker was up may register
-  // twice (its first new socket, then another after interval x retries of
+  // twice (its first new socket, then another after interval x liveness of
   // silence); the broker drops the abandoned registration at its next send.
   // Let that settle.
   std::this_thread::sleep_for(milliseconds(400));
@@ -599,7 +600,7 @@ TEST(ConsensusRestartTest, WorkersReRegisterAndClientsRecover) {
 TEST(ConsensusRestartTest, RequestSentWhileTheBrokerIsDownIsRetried) {
   Cluster cluster("tcp://127.0.0.1:*");
   const ConsensusWorker::Options fast{.heartbeat_interval = milliseconds(50),
-                                      .heartbeat_retries = 3};
+                                      .heartbeat_liveness = 3};
   cluster.AddWorker("svc", Named("a"), fast);
   BlockingConsensusClient client(cluster.ctx(), cluster.endpoint());
   ASSERT_TRUE(client.Request("svc", MakeFrames({"x"})).ok());
@@ -695,11 +696,11 @@ TEST(ZbBrokerProcessTest, ServesClientsAndWorkersAndSurvivesARestart) {
   ReactorThread worker_thread;
   std::vector<std::unique_ptr<ConsensusWorker>> workers;
   const ConsensusWorker::Options fast{.heartbeat_interval = milliseconds(50),
-                                      .heartbeat_retries = 3};
+                                      .heartbeat_liveness = 3};
   worker_thread.Invoke([&](Reactor& r) {
     for (const char* name : {"one", "two", "three"}) {
-      workers.push_back(std::make_unique<ConsensusWorker>(
-          r, ctx, endpoint, "svc", Named(name), fast));
+      workers.push_back(test::Must(
+          ConsensusWorker::Create(r, ctx, endpoint, "svc", Named(name), fast)));
     }
   });
   {

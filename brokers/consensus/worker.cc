@@ -3,48 +3,34 @@
 #include "zbrokers/consensus/worker.h"
 
 #include <algorithm>
-#include <mutex>
-#include <thread>
 #include <utility>
 
 #include "brokers/common/dealer.h"
 
 namespace zb {
-namespace internal {
-
-// What a Responder needs to reach its worker from any thread, and to notice
-// that the worker is gone.  Shared by the worker and its responders.
-struct ConsensusWorkerLink {
-  std::mutex mu;
-  // Written only on the owner thread, under `mu`; read on the owner thread
-  // without the lock (no concurrent writer there) and elsewhere under it.
-  ConsensusWorker* worker = nullptr;
-  Reactor* reactor = nullptr;
-  std::thread::id owner;
-};
-
-}  // namespace internal
 
 // --- Responder ---------------------------------------------------------------
 
 ConsensusWorker::Responder::Responder(
-    std::shared_ptr<internal::ConsensusWorkerLink> link,
+    std::shared_ptr<ReplyChannel<ConsensusWorker>> channel,
     ccp::SequenceId sequence, std::uint64_t connection)
-    : link_(std::move(link)), sequence_(sequence), connection_(connection) {}
+    : channel_(std::move(channel)),
+      sequence_(sequence),
+      connection_(connection) {}
 
 ConsensusWorker::Responder::Responder(Responder&& other) noexcept
-    : link_(std::move(other.link_)),
+    : channel_(std::move(other.channel_)),
       sequence_(other.sequence_),
       connection_(other.connection_) {}
 
 ConsensusWorker::Responder& ConsensusWorker::Responder::operator=(
     Responder&& other) noexcept {
   if (this != &other) {
-    if (link_) {
+    if (channel_) {
       zmq::message_t reason(kUnansweredReason.data(), kUnansweredReason.size());
-      answer(ccp::MessageType::kReplyFailure, std::span(&reason, 1));
+      Answer(ccp::MessageType::kReplyFailure, std::span(&reason, 1));
     }
-    link_ = std::move(other.link_);
+    channel_ = std::move(other.channel_);
     sequence_ = other.sequence_;
     connection_ = other.connection_;
   }
@@ -52,50 +38,45 @@ ConsensusWorker::Responder& ConsensusWorker::Responder::operator=(
 }
 
 ConsensusWorker::Responder::~Responder() {
-  if (link_) {
+  if (channel_) {
     zmq::message_t reason(kUnansweredReason.data(), kUnansweredReason.size());
-    answer(ccp::MessageType::kReplyFailure, std::span(&reason, 1));
+    Answer(ccp::MessageType::kReplyFailure, std::span(&reason, 1));
   }
 }
 
-void ConsensusWorker::Responder::succeed(std::span<zmq::message_t> payload) {
-  answer(ccp::MessageType::kReplySuccess, payload);
+void ConsensusWorker::Responder::Succeed(std::span<zmq::message_t> payload) {
+  Answer(ccp::MessageType::kReplySuccess, payload);
 }
 
-void ConsensusWorker::Responder::fail(std::span<zmq::message_t> payload) {
-  answer(ccp::MessageType::kReplyFailure, payload);
+void ConsensusWorker::Responder::Fail(std::span<zmq::message_t> payload) {
+  Answer(ccp::MessageType::kReplyFailure, payload);
 }
 
-void ConsensusWorker::Responder::answer(ccp::MessageType type,
+void ConsensusWorker::Responder::Answer(ccp::MessageType type,
                                         std::span<zmq::message_t> payload) {
-  // Taking the link makes this responder answered whatever happens next.
-  std::shared_ptr<internal::ConsensusWorkerLink> link = std::move(link_);
-  if (!link) return;
+  // Taking the channel makes this responder answered whatever happens next.
+  std::shared_ptr<ReplyChannel<ConsensusWorker>> channel = std::move(channel_);
+  if (!channel) return;
   const bool unanswered = type == ccp::MessageType::kReplyFailure &&
                           payload.size() == 1 &&
                           View(payload[0]) == kUnansweredReason;
-  if (std::this_thread::get_id() == link->owner) {
-    // The hot path: no lock, no allocation, sent before returning.
-    if (ConsensusWorker* worker = link->worker) {
-      worker->send_answer(type, sequence_, connection_, payload, unanswered);
-    }
+  if (channel->on_target_thread()) {
+    // The hot path: delivered before Send() returns, so the payload span
+    // may be used as it is (no copy, no allocation).
+    channel->Send([&](ConsensusWorker& worker) {
+      worker.SendAnswer(type, sequence_, connection_, payload, unanswered);
+    });
     return;
   }
-  // Another thread: the frames travel to the reactor inside a posted task.
-  // Holding the lock while posting keeps the worker (and so its reactor)
-  // alive until the task is queued; the task checks again when it runs.
+  // Another thread: the frames travel to the reactor inside the delivery.
   Frames frames;
   frames.reserve(payload.size());
   for (zmq::message_t& f : payload) frames.push_back(std::move(f));
-  std::lock_guard<std::mutex> lock(link->mu);
-  if (link->worker == nullptr) return;
-  link->reactor->Post([link, type, sequence = sequence_,
-                       connection = connection_, unanswered,
-                       frames = std::move(frames)]() mutable {
-    if (ConsensusWorker* worker = link->worker) {
-      worker->send_answer(type, sequence, connection, std::span(frames),
-                          unanswered);
-    }
+  channel->Send([type, sequence = sequence_, connection = connection_,
+                 unanswered,
+                 frames = std::move(frames)](ConsensusWorker& worker) mutable {
+    worker.SendAnswer(type, sequence, connection, std::span(frames),
+                      unanswered);
   });
 }
 
@@ -109,34 +90,38 @@ ConsensusWorker::ConsensusWorker(Reactor& reactor, zmq::context_t& context,
       endpoint_(std::move(endpoint)),
       service_(std::move(service)),
       handler_(std::move(handler)),
-      options_(options),
-      link_(std::make_shared<internal::ConsensusWorkerLink>()) {
-  link_->worker = this;
-  link_->reactor = &reactor_;
-  link_->owner = std::this_thread::get_id();
+      options_(options) {
   out_.reserve(8);
+}
 
-  if (service_.empty() || service_.size() > 255) {
-    status_ = absl::InvalidArgumentError(
+absl::StatusOr<std::unique_ptr<ConsensusWorker>> ConsensusWorker::Create(
+    Reactor& reactor, zmq::context_t& context, std::string endpoint,
+    std::string service, Handler handler, Options options) {
+  if (service.empty() || service.size() > 255) {
+    return absl::InvalidArgumentError(
         "ConsensusWorker: the service name must be 1..255 bytes");
-  } else if (!handler_) {
-    status_ = absl::InvalidArgumentError("ConsensusWorker: no handler");
-  } else if (options_.heartbeat_interval < std::chrono::milliseconds(1) ||
-             options_.heartbeat_interval.count() > 0xffffffffLL) {
-    status_ = absl::InvalidArgumentError(
-        "ConsensusWorker: heartbeat_interval must be 1 ms .. 2^32-1 ms");
-  } else if (options_.heartbeat_retries < 1 ||
-             options_.heartbeat_retries > 255) {
-    status_ = absl::InvalidArgumentError(
-        "ConsensusWorker: heartbeat_retries must be 1..255");
   }
-  if (!status_.ok()) return;
-
-  status_ = open_socket();
-  if (!status_.ok()) return;
-  tick_period_ = std::max<Clock::duration>(options_.heartbeat_interval / 2,
-                                           std::chrono::microseconds(500));
-  arm_tick(NextTick(Clock::now(), tick_period_));
+  if (!handler) {
+    return absl::InvalidArgumentError("ConsensusWorker: no handler");
+  }
+  if (options.heartbeat_interval < std::chrono::milliseconds(1) ||
+      options.heartbeat_interval.count() > 0xffffffffLL) {
+    return absl::InvalidArgumentError(
+        "ConsensusWorker: heartbeat_interval must be 1 ms .. 2^32-1 ms");
+  }
+  if (options.heartbeat_liveness < 1 || options.heartbeat_liveness > 255) {
+    return absl::InvalidArgumentError(
+        "ConsensusWorker: heartbeat_liveness must be 1..255");
+  }
+  std::unique_ptr<ConsensusWorker> worker(
+      new ConsensusWorker(reactor, context, std::move(endpoint),
+                          std::move(service), std::move(handler), options));
+  worker->channel_ = ReplyChannel<ConsensusWorker>::Open(reactor, *worker);
+  if (absl::Status s = worker->OpenSocket(); !s.ok()) return s;
+  worker->tick_period_ = std::max<Clock::duration>(
+      options.heartbeat_interval / 2, std::chrono::microseconds(500));
+  worker->ArmTick(NextTick(Clock::now(), worker->tick_period_));
+  return worker;
 }
 
 // Ticks fall on multiples of the period on the steady clock, the same grid
@@ -149,7 +134,7 @@ ConsensusWorker::Clock::time_point ConsensusWorker::NextTick(
   return Clock::time_point((after.time_since_epoch() / period + 1) * period);
 }
 
-void ConsensusWorker::arm_tick(Clock::time_point deadline) {
+void ConsensusWorker::ArmTick(Clock::time_point deadline) {
   tick_deadline_ = deadline;
   // Capturing only `this` keeps the callback in AnyInvocable's inline
   // storage: re-arming allocates nothing.
@@ -160,20 +145,19 @@ void ConsensusWorker::arm_tick(Clock::time_point deadline) {
     Clock::time_point next = tick_deadline_ + tick_period_;
     const Clock::time_point now = Clock::now();
     if (next <= now) next = NextTick(now, tick_period_);
-    arm_tick(next);
-    on_tick();
+    ArmTick(next);
+    OnTick();
   });
 }
 
 ConsensusWorker::~ConsensusWorker() {
-  shutdown();
-  std::lock_guard<std::mutex> lock(link_->mu);
-  link_->worker = nullptr;
+  Shutdown();
+  channel_.Close();
 }
 
-absl::Status ConsensusWorker::open_socket() {
+absl::Status ConsensusWorker::OpenSocket() {
   // Linger 0: closing a socket on reconnect drops what is queued for a
-  // broker that is gone; shutdown() raises the linger for its DISCONNECT.
+  // broker that is gone; Shutdown() raises the linger for its DISCONNECT.
   absl::StatusOr<zmq::socket_t> socket = OpenDealer(
       context_, endpoint_,
       {.max_message_size = options_.max_message_size, .curve = options_.curve},
@@ -181,7 +165,7 @@ absl::Status ConsensusWorker::open_socket() {
   if (!socket.ok()) return socket.status();
   socket_.emplace(*std::move(socket));
   absl::StatusOr<Reactor::SocketWatch> watch = reactor_.Add(
-      *socket_, [this](std::span<zmq::message_t> f) { on_message(f); });
+      *socket_, [this](std::span<zmq::message_t> f) { OnMessage(f); });
   if (!watch.ok()) {
     socket_.reset();
     return watch.status();
@@ -190,22 +174,22 @@ absl::Status ConsensusWorker::open_socket() {
   ++connection_;
   last_heard_ = Clock::now();
   heard_since_tick_ = false;
-  send_ready();
+  SendReady();
   return absl::OkStatus();
 }
 
-void ConsensusWorker::send_ready() {
+void ConsensusWorker::SendReady() {
   heard_since_ready_ = false;
   out_.clear();
   out_.emplace_back();  // DEALER delimiter
   ccp::AppendReady(
       out_, service_,
       static_cast<std::uint32_t>(options_.heartbeat_interval.count()),
-      static_cast<std::uint8_t>(options_.heartbeat_retries));
-  send_out({});
+      static_cast<std::uint8_t>(options_.heartbeat_liveness));
+  SendOut({});
 }
 
-void ConsensusWorker::close_socket(std::chrono::milliseconds linger) {
+void ConsensusWorker::CloseSocket(std::chrono::milliseconds linger) {
   if (!socket_) return;
   // Safe inside this socket's own handler: the reactor never calls a removed
   // socket's handler again.
@@ -214,24 +198,26 @@ void ConsensusWorker::close_socket(std::chrono::milliseconds linger) {
   socket_.reset();
 }
 
-void ConsensusWorker::reconnect() {
+void ConsensusWorker::Reconnect() {
   ++stats_.reconnects;
-  close_socket(std::chrono::milliseconds(0));
-  status_ = open_socket();
+  CloseSocket(std::chrono::milliseconds(0));
+  // The endpoint and options were good for the first socket; should a new
+  // one still fail, running() turns false and the worker stays quiet.
+  OpenSocket().IgnoreError();
 }
 
-void ConsensusWorker::shutdown() {
+void ConsensusWorker::Shutdown() {
   tick_timer_.Reset();
   ready_timer_.Reset();
   if (!socket_) return;
   out_.clear();
   out_.emplace_back();
   ccp::AppendDisconnect(out_, service_);
-  send_out({});
-  close_socket(options_.linger);
+  SendOut({});
+  CloseSocket(options_.linger);
 }
 
-bool ConsensusWorker::send(std::span<zmq::message_t> head,
+bool ConsensusWorker::Send(std::span<zmq::message_t> head,
                            std::span<zmq::message_t> payload) {
   const absl::Status s = SendFrames(*socket_, head, payload);
   if (!s.ok()) {
@@ -242,24 +228,24 @@ bool ConsensusWorker::send(std::span<zmq::message_t> head,
   return true;
 }
 
-bool ConsensusWorker::send_out(std::span<zmq::message_t> payload) {
-  const bool sent = send(out_, payload);
+bool ConsensusWorker::SendOut(std::span<zmq::message_t> payload) {
+  const bool sent = Send(out_, payload);
   out_.clear();
   return sent;
 }
 
-void ConsensusWorker::send_heartbeat() {
+void ConsensusWorker::SendHeartbeat() {
   out_.clear();
   out_.emplace_back();
   ccp::AppendHeader(out_, ccp::MessageType::kHeartbeat);
-  if (send_out({})) ++stats_.heartbeats_sent;
+  if (SendOut({})) ++stats_.heartbeats_sent;
 }
 
-void ConsensusWorker::send_answer(ccp::MessageType type,
-                                  const ccp::SequenceId& sequence,
-                                  std::uint64_t connection,
-                                  std::span<zmq::message_t> payload,
-                                  bool unanswered) {
+void ConsensusWorker::SendAnswer(ccp::MessageType type,
+                                 const ccp::SequenceId& sequence,
+                                 std::uint64_t connection,
+                                 std::span<zmq::message_t> payload,
+                                 bool unanswered) {
   if (unanswered) ++stats_.unanswered;
   if (!socket_ || connection != connection_) {
     ++stats_.dropped_answers;
@@ -279,12 +265,12 @@ void ConsensusWorker::send_answer(ccp::MessageType type,
     current_envelope_[1 + ccp::kTypeIndex] = zmq::message_t(&type_byte, 1);
     std::span<zmq::message_t> envelope = current_envelope_;
     current_envelope_ = {};  // used up
-    sent = send(envelope, body);
+    sent = Send(envelope, body);
   } else {
     out_.clear();
     out_.emplace_back();
     ccp::AppendHeader(out_, type, service_, sequence);
-    sent = send_out(body);
+    sent = SendOut(body);
   }
   if (!sent) return;
   if (type == ccp::MessageType::kReplySuccess) {
@@ -294,7 +280,7 @@ void ConsensusWorker::send_answer(ccp::MessageType type,
   }
 }
 
-void ConsensusWorker::on_message(std::span<zmq::message_t> frames) {
+void ConsensusWorker::OnMessage(std::span<zmq::message_t> frames) {
   heard_since_tick_ = true;
   absl::StatusOr<std::span<zmq::message_t>> body = ccp::DealerBody(frames);
   if (!body.ok()) {
@@ -317,8 +303,8 @@ void ConsensusWorker::on_message(std::span<zmq::message_t> frames) {
         // Not ours: answer failure rather than leave the request open.
         ++stats_.malformed;
         zmq::message_t reason("worker:wrong-service", 20);
-        send_answer(ccp::MessageType::kReplyFailure, h->sequence, connection_,
-                    std::span(&reason, 1), false);
+        SendAnswer(ccp::MessageType::kReplyFailure, h->sequence, connection_,
+                   std::span(&reason, 1), false);
         return;
       }
       ++stats_.requests;
@@ -331,7 +317,7 @@ void ConsensusWorker::on_message(std::span<zmq::message_t> frames) {
       current_envelope_ = frames.first(1 + ccp::kPayloadIndex);
       current_sequence_ = h->sequence;
       handler_(body->subspan(h->payload_index),
-               Responder(link_, h->sequence, connection_));
+               Responder(channel_.channel(), h->sequence, connection_));
       return;
     }
     case ccp::MessageType::kHeartbeat:
@@ -347,7 +333,7 @@ void ConsensusWorker::on_message(std::span<zmq::message_t> frames) {
         if (!ready_timer_) {
           ready_timer_ = *reactor_.After(next_refusal_backoff_, [this] {
             ready_timer_.Release();  // fired: nothing left to cancel
-            if (socket_) send_ready();
+            if (socket_) SendReady();
           });
         }
         next_refusal_backoff_ = std::min<Clock::duration>(
@@ -355,7 +341,7 @@ void ConsensusWorker::on_message(std::span<zmq::message_t> frames) {
         return;
       }
       // The broker dropped us (e.g. it expired us); register again.
-      reconnect();
+      Reconnect();
       return;
     default:
       ++stats_.malformed;
@@ -363,7 +349,7 @@ void ConsensusWorker::on_message(std::span<zmq::message_t> frames) {
   }
 }
 
-void ConsensusWorker::on_tick() {
+void ConsensusWorker::OnTick() {
   const Clock::time_point now = Clock::now();
   if (heard_since_tick_) {
     // The tick time is an upper bound for when we last heard from the broker,
@@ -371,8 +357,8 @@ void ConsensusWorker::on_tick() {
     heard_since_tick_ = false;
     last_heard_ = now;
   } else if (now - last_heard_ >=
-             options_.heartbeat_interval * options_.heartbeat_retries) {
-    reconnect();
+             options_.heartbeat_interval * options_.heartbeat_liveness) {
+    Reconnect();
     return;
   }
   // Ticks come every half interval: two quiet ticks in a row mean nothing
@@ -381,7 +367,7 @@ void ConsensusWorker::on_tick() {
   sent_since_tick_ = false;
   if (quiet_ticks_ >= 2) {
     quiet_ticks_ = 0;
-    send_heartbeat();
+    SendHeartbeat();
     sent_since_tick_ = false;
   }
 }

@@ -451,7 +451,7 @@ TEST_F(MdpIntegrationTest, HooksSeeWorkersAndLatency) {
   MdpClient client(endpoint_, Quick(), &ctx_);
   ASSERT_TRUE(client.Request("echo", MakeFrames({"1"})).ok());
   ASSERT_TRUE(client.Request("echo", MakeFrames({"2"})).ok());
-  worker_thread_.Invoke([&](Reactor&) { workers_[w]->Stop(); });
+  worker_thread_.Invoke([&](Reactor&) { workers_[w]->Shutdown(); });
   ASSERT_TRUE(WaitFor([&] { return Workers("echo") == 0; }));
   EXPECT_EQ(latencies.load(), 2);
   auto got = broker_thread_.Invoke([&](Reactor&) { return events; });

@@ -23,6 +23,7 @@
 #include "brokers/majordomo/test_util.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "test/testing/must.h"
 #include "test/testing/wait.h"
 #include "zbrokers/majordomo/broker.h"
 #include "zbrokers/majordomo/client.h"
@@ -206,11 +207,10 @@ TEST_F(MdpInteropTest, PythonClientWithCppWorker) {
   worker_thread_.Invoke([&](Reactor& r) {
     MdpWorker::Options o;
     o.heartbeat_interval = 100ms;
-    workers_.push_back(std::make_unique<MdpWorker>(
+    workers_.push_back(test::Must(MdpWorker::Create(
         r, ctx_, endpoint_, "cpp.echo",
         [](Frames body, MdpWorker::Replier rep) { rep.Reply(std::move(body)); },
-        o));
-    ASSERT_TRUE(workers_.back()->Start().ok());
+        o)));
   });
   ASSERT_TRUE(WaitFor([&] { return Workers("cpp.echo") == 1; }));
   Peer sync({"client", endpoint_, "cpp.echo", "--requests", "500"});

@@ -24,6 +24,7 @@
 #include <zmq_addon.hpp>
 
 #include "gtest/gtest.h"
+#include "test/testing/must.h"
 #include "test/testing/wait.h"
 #include "zbrokers/majordomo/broker.h"
 #include "zbrokers/majordomo/client.h"
@@ -109,9 +110,8 @@ class MdpIntegrationTest : public ::testing::Test {
   std::size_t AddWorker(const std::string& service, MdpWorker::Handler h,
                         MdpWorker::Options o = FastWorker()) {
     return worker_thread_.Invoke([&](Reactor& r) {
-      workers_.push_back(std::make_unique<MdpWorker>(r, ctx_, endpoint_,
-                                                     service, std::move(h), o));
-      EXPECT_TRUE(workers_.back()->Start().ok());
+      workers_.push_back(test::Must(
+          MdpWorker::Create(r, ctx_, endpoint_, service, std::move(h), o)));
       return workers_.size() - 1;
     });
   }

@@ -11,7 +11,7 @@
 
 namespace zb {
 
-class MdpWorker::Core : public std::enable_shared_from_this<Core> {
+class MdpWorker::Core {
  public:
   Core(Reactor& reactor, zmq::context_t& context, std::string endpoint,
        std::string service, Handler handler, Options options)
@@ -20,26 +20,23 @@ class MdpWorker::Core : public std::enable_shared_from_this<Core> {
         endpoint_(std::move(endpoint)),
         service_(std::move(service)),
         handler_(std::move(handler)),
-        options_(options) {
+        options_(options),
+        channel_(ReplyChannel<Core>::Open(reactor_, *this)) {
     if (options_.heartbeat_interval.count() <= 0) {
       options_.heartbeat_interval = std::chrono::milliseconds(1);
     }
     if (options_.heartbeat_liveness < 1) options_.heartbeat_liveness = 1;
   }
 
-  ~Core() { Stop(); }
+  // Repliers answering from now on find no worker (as their answers to a
+  // stopped one would be dropped anyway).
+  ~Core() {
+    channel_.Close();
+    Shutdown();
+  }
 
+  // Connects, sends READY and starts heartbeating (MdpWorker::Create).
   absl::Status Start() {
-    if (service_.empty()) {
-      return absl::InvalidArgumentError("MdpWorker: empty service name");
-    }
-    if (mdp::IsMmiService(service_)) {
-      return absl::InvalidArgumentError(
-          "MdpWorker: \"mmi.*\" services are reserved for the broker");
-    }
-    if (!handler_) return absl::InvalidArgumentError("MdpWorker: no handler");
-    if (started_) return absl::FailedPreconditionError("already started");
-    started_ = true;
     absl::Status s = Connect();
     if (!s.ok()) return s;
     tick_timer_ =
@@ -47,7 +44,7 @@ class MdpWorker::Core : public std::enable_shared_from_this<Core> {
     return absl::OkStatus();
   }
 
-  void Stop() {
+  void Shutdown() {
     if (stopped_) return;
     stopped_ = true;
     tick_timer_.Reset();
@@ -192,8 +189,7 @@ class MdpWorker::Core : public std::enable_shared_from_this<Core> {
         f.seq = ++next_seq_;
         f.client.assign(View(*m->address));
         Replier r;
-        r.core_ = weak_from_this();
-        r.reactor_ = &reactor_;
+        r.channel_ = channel_.channel();
         r.address_ = std::move(*m->address);
         r.epoch_ = epoch_;
         r.seq_ = f.seq;
@@ -252,84 +248,72 @@ class MdpWorker::Core : public std::enable_shared_from_this<Core> {
   int missed_ticks_ = 0;
   bool heard_since_tick_ = false;
   bool sent_since_tick_ = false;
-  bool started_ = false;
   bool stopped_ = false;
   Stats stats_;
+  // Carries what Repliers answer, from any thread.  Closed first by ~Core.
+  ReplyChannel<Core>::Binding channel_;
 };
 
 MdpWorker::Replier::Replier(Replier&& other) noexcept
-    : core_(std::move(other.core_)),
-      reactor_(std::exchange(other.reactor_, nullptr)),
+    : channel_(std::move(other.channel_)),
       address_(std::move(other.address_)),
       epoch_(other.epoch_),
-      seq_(other.seq_),
-      used_(std::exchange(other.used_, true)) {}
+      seq_(other.seq_) {}
 
 MdpWorker::Replier& MdpWorker::Replier::operator=(Replier&& other) noexcept {
   if (this != &other) {
     Abandon();  // the request this one held, if unanswered
-    core_ = std::move(other.core_);
-    reactor_ = std::exchange(other.reactor_, nullptr);
+    channel_ = std::move(other.channel_);
     address_ = std::move(other.address_);
     epoch_ = other.epoch_;
     seq_ = other.seq_;
-    used_ = std::exchange(other.used_, true);
   }
   return *this;
 }
 
 MdpWorker::Replier::~Replier() { Abandon(); }
 
-void MdpWorker::Replier::Forget() {
-  used_ = true;
-  reactor_ = nullptr;
-  core_.reset();
-}
-
 void MdpWorker::Replier::Abandon() {
-  if (used_ || reactor_ == nullptr || core_.expired()) return;
-  used_ = true;
-  if (reactor_->on_owner_thread()) {
-    if (std::shared_ptr<Core> core = core_.lock()) core->Abandon(epoch_);
-    return;
-  }
-  reactor_->Post([core = core_, epoch = epoch_]() mutable {
-    if (std::shared_ptr<Core> c = core.lock()) c->Abandon(epoch);
-  });
+  std::shared_ptr<ReplyChannel<Core>> channel = std::move(channel_);
+  if (!channel) return;
+  channel->Send([epoch = epoch_](Core& core) { core.Abandon(epoch); });
 }
 
 bool MdpWorker::Replier::Reply(Frames body) {
-  if (used_ || reactor_ == nullptr) return false;
-  used_ = true;
-  if (reactor_->on_owner_thread()) {
-    if (std::shared_ptr<Core> core = core_.lock()) {
-      core->SendReply(std::move(address_), epoch_, seq_, std::move(body));
-    }
-    return true;
-  }
-  // Another thread: hand the reply to the reactor.  The Core may be gone by
-  // the time the task runs; the weak pointer is only locked there, on the
-  // thread that owns (and destroys) it.
-  reactor_->Post([core = core_, address = std::move(address_), epoch = epoch_,
-                  seq = seq_, body = std::move(body)]() mutable {
-    if (std::shared_ptr<Core> c = core.lock()) {
-      c->SendReply(std::move(address), epoch, seq, std::move(body));
-    }
+  std::shared_ptr<ReplyChannel<Core>> channel = std::move(channel_);
+  if (!channel) return false;
+  // On the reactor thread this runs before Send() returns; elsewhere it is
+  // posted with the reply inside, and dropped if the worker is gone by then.
+  channel->Send([address = std::move(address_), epoch = epoch_, seq = seq_,
+                 body = std::move(body)](Core& core) mutable {
+    core.SendReply(std::move(address), epoch, seq, std::move(body));
   });
   return true;
 }
 
-MdpWorker::MdpWorker(Reactor& reactor, zmq::context_t& context,
-                     std::string endpoint, std::string service, Handler handler,
-                     Options options)
-    : core_(std::make_shared<Core>(reactor, context, std::move(endpoint),
-                                   std::move(service), std::move(handler),
-                                   options)) {}
+MdpWorker::MdpWorker(std::unique_ptr<Core> core) : core_(std::move(core)) {}
+
+absl::StatusOr<std::unique_ptr<MdpWorker>> MdpWorker::Create(
+    Reactor& reactor, zmq::context_t& context, std::string endpoint,
+    std::string service, Handler handler, Options options) {
+  if (service.empty()) {
+    return absl::InvalidArgumentError("MdpWorker: empty service name");
+  }
+  if (mdp::IsMmiService(service)) {
+    return absl::InvalidArgumentError(
+        "MdpWorker: \"mmi.*\" services are reserved for the broker");
+  }
+  if (!handler) return absl::InvalidArgumentError("MdpWorker: no handler");
+  auto core =
+      std::make_unique<Core>(reactor, context, std::move(endpoint),
+                             std::move(service), std::move(handler), options);
+  if (absl::Status s = core->Start(); !s.ok()) return s;
+  return std::unique_ptr<MdpWorker>(new MdpWorker(std::move(core)));
+}
 
 MdpWorker::~MdpWorker() = default;
 
-absl::Status MdpWorker::Start() { return core_->Start(); }
-void MdpWorker::Stop() { core_->Stop(); }
+void MdpWorker::Shutdown() { core_->Shutdown(); }
 MdpWorker::Stats MdpWorker::stats() const { return core_->stats(); }
 
 }  // namespace zb

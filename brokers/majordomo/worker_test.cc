@@ -8,6 +8,7 @@
 #include <atomic>
 #include <chrono>
 #include <functional>
+#include <memory>
 #include <mutex>
 #include <stdexcept>
 #include <string>
@@ -17,6 +18,7 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "test/testing/must.h"
 #include "test/testing/raw_router.h"
 #include "zbrokers/reactor/reactor_thread.h"
 
@@ -43,9 +45,10 @@ class MdpWorkerTest : public ::testing::Test {
   void StartWorker(MdpWorker::Handler handler, MdpWorker::Options o = Fast(),
                    std::string service = "svc") {
     thread_.Invoke([&](Reactor& r) {
-      worker_ = std::make_unique<MdpWorker>(r, ctx_, endpoint_, service,
-                                            std::move(handler), o);
-      ASSERT_TRUE(worker_->Start().ok());
+      absl::StatusOr<std::unique_ptr<MdpWorker>> w =
+          MdpWorker::Create(r, ctx_, endpoint_, service, std::move(handler), o);
+      ASSERT_TRUE(w.ok()) << w.status();
+      worker_ = *std::move(w);
     });
   }
 
@@ -212,10 +215,53 @@ TEST_F(MdpWorkerTest, ReplyForAClosedConnectionIsDropped) {
   }
 }
 
+// A Replier may outlive its worker and then its reactor: a reply, or a drop,
+// made afterwards on another thread is dropped without touching either.  (It
+// used to post to the destroyed reactor: a use-after-free that ASan reports
+// as a heap-use-after-free in Reactor::on_owner_thread.)
+TEST(MdpWorkerLifetimeTest, ReplierOutlivingTheWorkerAndTheReactorIsHarmless) {
+  zmq::context_t ctx;
+  test::RawRouter router(ctx);
+  std::vector<MdpWorker::Replier> held;  // reactor thread, then this one
+  auto thread = std::make_unique<ReactorThread>();
+  std::unique_ptr<MdpWorker> worker;
+  thread->Invoke([&](Reactor& r) {
+    worker = test::Must(MdpWorker::Create(
+        r, ctx, router.endpoint(), "svc",
+        [&](Frames, MdpWorker::Replier rep) { held.push_back(std::move(rep)); },
+        {.heartbeat_interval = 1000ms}));
+  });
+  std::vector<std::string> ready = router.Recv(5000ms);
+  ASSERT_EQ(ready.size(), 5u);
+  router.Send({ready[0], "", "MDPW01", kRequest, "c1", "", "x"});
+  router.Send({ready[0], "", "MDPW01", kRequest, "c2", "", "y"});
+  for (int i = 0; i < 2500; ++i) {
+    if (thread->Invoke([&](Reactor&) { return held.size(); }) == 2) break;
+    std::this_thread::sleep_for(2ms);
+  }
+  ASSERT_EQ(thread->Invoke([&](Reactor&) { return held.size(); }), 2u);
+  thread->Invoke([&](Reactor&) { worker.reset(); });
+  thread.reset();  // the reactor is gone too
+  std::thread([&] {
+    EXPECT_FALSE(held[0].valid());
+    EXPECT_TRUE(held[0].Reply(MakeFrames({"late"})));  // taken, dropped
+    EXPECT_FALSE(held[0].Reply(MakeFrames({"twice"})));
+    held[1] = MdpWorker::Replier();  // unanswered: nothing left to tell
+  }).join();
+  held.clear();
+  // Nothing reached the broker after the worker's DISCONNECT.
+  std::vector<std::string> last;
+  for (std::vector<std::string> m; !(m = router.Recv(100ms)).empty();) {
+    last = m;
+  }
+  ASSERT_GE(last.size(), 4u);
+  EXPECT_EQ(last[3], kDisconnect);
+}
+
 TEST_F(MdpWorkerTest, StopSendsDisconnect) {
   StartWorker(Echo());
   const std::string id = Recv()[0];
-  thread_.Invoke([&](Reactor&) { worker_->Stop(); });
+  thread_.Invoke([&](Reactor&) { worker_->Shutdown(); });
   EXPECT_THAT(Recv(), ElementsAre(id, "", "MDPW01", kDisconnect));
 }
 
@@ -379,15 +425,21 @@ TEST_F(MdpWorkerTest, RequestOverMaxMessageSizeNeverReachesTheHandler) {
 TEST(MdpWorkerStartTest, RejectsReservedAndEmptyServices) {
   zmq::context_t ctx;
   Reactor reactor;
-  MdpWorker mmi(reactor, ctx, "tcp://127.0.0.1:1", "mmi.service",
-                [](Frames, MdpWorker::Replier) {});
-  EXPECT_EQ(mmi.Start().code(), absl::StatusCode::kInvalidArgument);
-  MdpWorker empty(reactor, ctx, "tcp://127.0.0.1:1", "",
-                  [](Frames, MdpWorker::Replier) {});
-  EXPECT_EQ(empty.Start().code(), absl::StatusCode::kInvalidArgument);
-  MdpWorker bad(reactor, ctx, "nonsense://x", "svc",
-                [](Frames, MdpWorker::Replier) {});
-  EXPECT_EQ(bad.Start().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(MdpWorker::Create(reactor, ctx, "tcp://127.0.0.1:1", "mmi.service",
+                              [](Frames, MdpWorker::Replier) {})
+                .status()
+                .code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(MdpWorker::Create(reactor, ctx, "tcp://127.0.0.1:1", "",
+                              [](Frames, MdpWorker::Replier) {})
+                .status()
+                .code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(MdpWorker::Create(reactor, ctx, "nonsense://x", "svc",
+                              [](Frames, MdpWorker::Replier) {})
+                .status()
+                .code(),
+            absl::StatusCode::kInvalidArgument);
 }
 
 }  // namespace

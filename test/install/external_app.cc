@@ -16,6 +16,7 @@
 #include <memory>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 #include <zmq.hpp>
 
@@ -42,13 +43,12 @@ std::vector<std::string> Strings(const zb::Frames& frames) {
 }
 
 // A consensus worker that answers PREFIX + each payload frame.
-std::unique_ptr<zb::ConsensusWorker> PrefixWorker(zb::Reactor& reactor,
-                                                  zmq::context_t& ctx,
-                                                  const std::string& endpoint,
-                                                  std::string prefix) {
+absl::StatusOr<std::unique_ptr<zb::ConsensusWorker>> PrefixWorker(
+    zb::Reactor& reactor, zmq::context_t& ctx, const std::string& endpoint,
+    std::string prefix) {
   zb::ConsensusWorker::Options options;
   options.heartbeat_interval = std::chrono::milliseconds(200);
-  return std::make_unique<zb::ConsensusWorker>(
+  return zb::ConsensusWorker::Create(
       reactor, ctx, endpoint, "echo",
       [prefix](std::span<zmq::message_t> payload,
                zb::ConsensusWorker::Responder responder) {
@@ -56,7 +56,7 @@ std::unique_ptr<zb::ConsensusWorker> PrefixWorker(zb::Reactor& reactor,
         for (const zmq::message_t& f : payload) {
           answer.emplace_back(prefix + f.to_string());
         }
-        responder.succeed(std::move(answer));
+        responder.Succeed(std::move(answer));
       },
       options);
 }
@@ -81,8 +81,15 @@ int main() {
       return;
     }
     ccp_endpoint = ccp_broker->endpoints().front();
-    worker_a = PrefixWorker(reactor, ctx, ccp_endpoint, "a:");
-    worker_b = PrefixWorker(reactor, ctx, ccp_endpoint, "b:");
+    for (auto [worker, prefix] :
+         {std::pair{&worker_a, "a:"}, std::pair{&worker_b, "b:"}}) {
+      auto w = PrefixWorker(reactor, ctx, ccp_endpoint, prefix);
+      if (!w.ok()) {
+        setup_error = "consensus worker: " + w.status().ToString();
+        return;
+      }
+      *worker = *std::move(w);
+    }
 
     mdp_broker = std::make_unique<zb::MajordomoBroker>(
         reactor, ctx, zb::MajordomoBroker::Options{});
@@ -91,14 +98,16 @@ int main() {
       return;
     }
     mdp_endpoint = mdp_broker->endpoints().front();
-    mdp_worker = std::make_unique<zb::MdpWorker>(
+    auto w = zb::MdpWorker::Create(
         reactor, ctx, mdp_endpoint, "echo",
         [](zb::Frames body, zb::MdpWorker::Replier replier) {
           replier.Reply(std::move(body));
         });
-    if (absl::Status s = mdp_worker->Start(); !s.ok()) {
-      setup_error = "mdp worker: " + s.ToString();
+    if (!w.ok()) {
+      setup_error = "mdp worker: " + w.status().ToString();
+      return;
     }
+    mdp_worker = *std::move(w);
   });
   int rc = 0;
   if (!setup_error.empty()) rc = Fail(setup_error);

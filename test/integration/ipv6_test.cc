@@ -12,11 +12,13 @@
 
 #include <chrono>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <zmq.hpp>
 
 #include "absl/cleanup/cleanup.h"
+#include "test/testing/must.h"
 #include "test/testing/wait.h"
 #include "zbrokers/consensus/broker.h"
 #include "zbrokers/consensus/client.h"
@@ -51,10 +53,12 @@ TEST(Ipv6Test, ConsensusRoundTripOverIpv6Loopback) {
   // The IPv4 endpoint bound first stays IPv4.
   EXPECT_THAT(broker.endpoints().front(), HasSubstr("tcp://127.0.0.1:"));
 
-  ConsensusWorker worker(
-      reactor, ctx, endpoint, "echo",
-      [](std::span<zmq::message_t> payload,
-         ConsensusWorker::Responder responder) { responder.succeed(payload); });
+  std::unique_ptr<ConsensusWorker> worker = test::Must(
+      ConsensusWorker::Create(reactor, ctx, endpoint, "echo",
+                              [](std::span<zmq::message_t> payload,
+                                 ConsensusWorker::Responder responder) {
+                                responder.Succeed(payload);
+                              }));
   ASSERT_TRUE(RunUntil(reactor, [&] { return broker.worker_count("echo"); }));
 
   ConsensusClient client(reactor, ctx, endpoint);
@@ -73,7 +77,7 @@ TEST(Ipv6Test, MajordomoRoundTripOverIpv6Loopback) {
   ReactorThread thread;
   std::string endpoint;
   std::optional<MajordomoBroker> broker;
-  std::optional<MdpWorker> worker;
+  std::unique_ptr<MdpWorker> worker;
   std::optional<MdpAsyncClient> async_client;
   std::optional<absl::StatusOr<Frames>> async_reply;
   // Whatever happens, the reactor's objects die on the reactor's thread.
@@ -100,11 +104,13 @@ TEST(Ipv6Test, MajordomoRoundTripOverIpv6Loopback) {
   ASSERT_TRUE(
       thread
           .Invoke([&](Reactor& reactor) -> absl::Status {
-            worker.emplace(reactor, ctx, endpoint, "echo",
-                           [](Frames body, MdpWorker::Replier r) {
-                             r.Reply(std::move(body));
-                           });
-            if (absl::Status s = worker->Start(); !s.ok()) return s;
+            absl::StatusOr<std::unique_ptr<MdpWorker>> w =
+                MdpWorker::Create(reactor, ctx, endpoint, "echo",
+                                  [](Frames body, MdpWorker::Replier r) {
+                                    r.Reply(std::move(body));
+                                  });
+            if (!w.ok()) return w.status();
+            worker = *std::move(w);
             async_client.emplace(reactor, ctx, endpoint,
                                  MdpAsyncClientOptions{.timeout = 5s});
             if (absl::Status s = async_client->Start(); !s.ok()) {

@@ -124,15 +124,17 @@ class CurveLibrariesTest : public ::testing::Test {
     worker_thread_.Invoke([&](Reactor& r) {
       ConsensusWorker::Options o;
       o.curve = curve;
-      ccp_workers_.push_back(std::make_unique<ConsensusWorker>(
-          r, ctx_, endpoint, "echo",
-          [this](std::span<zmq::message_t> payload,
-                 ConsensusWorker::Responder responder) {
-            ++ccp_handled_;
-            responder.succeed(payload);
-          },
-          o));
-      ASSERT_TRUE(ccp_workers_.back()->status().ok());
+      absl::StatusOr<std::unique_ptr<ConsensusWorker>> w =
+          ConsensusWorker::Create(
+              r, ctx_, endpoint, "echo",
+              [this](std::span<zmq::message_t> payload,
+                     ConsensusWorker::Responder responder) {
+                ++ccp_handled_;
+                responder.Succeed(payload);
+              },
+              o);
+      ASSERT_TRUE(w.ok()) << w.status();
+      ccp_workers_.push_back(*std::move(w));
     });
   }
 
@@ -143,14 +145,15 @@ class CurveLibrariesTest : public ::testing::Test {
       o.heartbeat_interval = milliseconds(200);
       o.reconnect_delay = milliseconds(100);
       o.curve = curve;
-      mdp_workers_.push_back(std::make_unique<MdpWorker>(
+      absl::StatusOr<std::unique_ptr<MdpWorker>> w = MdpWorker::Create(
           r, ctx_, endpoint, "echo",
           [this](Frames body, MdpWorker::Replier replier) {
             ++mdp_handled_;
             replier.Reply(std::move(body));
           },
-          o));
-      ASSERT_TRUE(mdp_workers_.back()->Start().ok());
+          o);
+      ASSERT_TRUE(w.ok()) << w.status();
+      mdp_workers_.push_back(*std::move(w));
     });
   }
 

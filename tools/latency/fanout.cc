@@ -83,14 +83,15 @@ class ZbWorkerHost : public WorkerHost {
   absl::Status Add(int n) override {
     return thread_.Invoke([&](Reactor& r) -> absl::Status {
       for (int i = 0; i < n; ++i) {
-        auto w = std::make_unique<ConsensusWorker>(
-            r, context_, endpoint_, service_,
-            [](std::span<zmq::message_t> payload,
-               ConsensusWorker::Responder responder) {
-              responder.succeed(payload);  // echo, moving the frames back
-            });
-        if (!w->status().ok()) return w->status();
-        workers_.push_back(std::move(w));
+        absl::StatusOr<std::unique_ptr<ConsensusWorker>> w =
+            ConsensusWorker::Create(
+                r, context_, endpoint_, service_,
+                [](std::span<zmq::message_t> payload,
+                   ConsensusWorker::Responder responder) {
+                  responder.Succeed(payload);  // echo, moving the frames back
+                });
+        if (!w.ok()) return w.status();
+        workers_.push_back(*std::move(w));
       }
       return absl::OkStatus();
     });

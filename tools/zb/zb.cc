@@ -360,33 +360,36 @@ int Worker(const Options& o, const std::optional<CurveClientKeys>& keys,
     ConsensusWorker::Options wo;
     if (o.heartbeat_interval) wo.heartbeat_interval = *o.heartbeat_interval;
     wo.curve = keys;
-    ccp = std::make_unique<ConsensusWorker>(
-        reactor, ctx, o.endpoint, o.service,
-        [&served](std::span<zmq::message_t> payload,
-                  ConsensusWorker::Responder responder) {
-          ++served;
-          responder.succeed(payload);
-        },
-        wo);
-    if (!ccp->status().ok()) {
+    absl::StatusOr<std::unique_ptr<ConsensusWorker>> w =
+        ConsensusWorker::Create(
+            reactor, ctx, o.endpoint, o.service,
+            [&served](std::span<zmq::message_t> payload,
+                      ConsensusWorker::Responder responder) {
+              ++served;
+              responder.Succeed(payload);
+            },
+            wo);
+    if (!w.ok()) {
       close(sfd);
-      return Fail(kExitUsage, Msg(ccp->status()));
+      return Fail(kExitUsage, Msg(w.status()));
     }
+    ccp = *std::move(w);
   } else {
     MdpWorker::Options wo;
     if (o.heartbeat_interval) wo.heartbeat_interval = *o.heartbeat_interval;
     wo.curve = keys;
-    mdp = std::make_unique<MdpWorker>(
+    absl::StatusOr<std::unique_ptr<MdpWorker>> w = MdpWorker::Create(
         reactor, ctx, o.endpoint, o.service,
         [&served](Frames body, MdpWorker::Replier replier) {
           ++served;
           replier.Reply(std::move(body));
         },
         wo);
-    if (absl::Status s = mdp->Start(); !s.ok()) {
+    if (!w.ok()) {
       close(sfd);
-      return Fail(ExitFor(s), Msg(s));
+      return Fail(ExitFor(w.status()), Msg(w.status()));
     }
+    mdp = *std::move(w);
   }
   if (absl::Status s = reactor.add_fd(
           sfd,
@@ -411,8 +414,8 @@ int Worker(const Options& o, const std::optional<CurveClientKeys>& keys,
   reactor.RemoveFd(sfd).IgnoreError();
   close(sfd);
   // DISCONNECT to the broker (the consensus worker lingers for it).
-  if (ccp) ccp->shutdown();
-  if (mdp) mdp->Stop();
+  if (ccp) ccp->Shutdown();
+  if (mdp) mdp->Shutdown();
   ccp.reset();
   mdp.reset();
   if (!run.ok()) return Fail(kExitError, Msg(run));

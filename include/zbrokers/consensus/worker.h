@@ -2,29 +2,34 @@
 //
 // zb::ConsensusWorker serves one service of a consensus (CCp100) broker on a
 // zb::Reactor.  It connects a DEALER socket to the broker, announces itself
-// with READY (service, heartbeat interval, heartbeat retries), hands every
+// with READY (service, heartbeat interval, heartbeat liveness), hands every
 // REQUEST to a handler, and sends the handler's answer back as
 // REPLY_SUCCESS or REPLY_FAILURE.  docs/consensus.md is the user guide;
 // docs/protocols/ccp.md describes the wire protocol.
 //
 //   zmq::context_t ctx;
 //   zb::Reactor reactor;
-//   zb::ConsensusWorker worker(
-//       reactor, ctx, "tcp://127.0.0.1:5556", "echo",
-//       [](std::span<zmq::message_t> payload,
-//          zb::ConsensusWorker::Responder responder) {
-//         responder.succeed(payload);  // echo: moves the frames back out
-//       });
+//   absl::StatusOr<std::unique_ptr<zb::ConsensusWorker>> worker =
+//       zb::ConsensusWorker::Create(
+//           reactor, ctx, "tcp://127.0.0.1:5556", "echo",
+//           [](std::span<zmq::message_t> payload,
+//              zb::ConsensusWorker::Responder responder) {
+//             responder.Succeed(payload);  // echo: moves the frames back out
+//           });
+//   if (!worker.ok()) { ... }  // a bad endpoint, service or option
 //   reactor.Run();
 //
 // Answering later.  The handler receives a move-only Responder.  It may
 // answer at once, keep the responder and answer from a later callback, or
 // move it (together with the payload frames it needs; the span is only valid
 // during the call) to another thread and answer there: an answer given on a
-// thread other than the reactor's is posted to the reactor, which sends it.
-// A responder destroyed without an answer answers REPLY_FAILURE with the
+// thread other than the reactor's is posted to the reactor, which sends it
+// (through a zb::ReplyChannel, zbrokers/common/reply_channel.h).  A
+// responder destroyed without an answer answers REPLY_FAILURE with the
 // single frame kUnansweredReason, so no request is left hanging because its
-// responder was dropped (for example when the handler threw).
+// responder was dropped (for example when the handler threw): the policy of
+// both workers for an unanswered request, docs/reliability.md "Unanswered
+// requests".
 //
 // Heartbeats and reconnects.  The worker runs one periodic timer per worker
 // at half the heartbeat interval (never a timer per message; sending only
@@ -32,25 +37,24 @@
 // the workers sharing a reactor tick together.  It sends HEARTBEAT when it has
 // sent nothing else for one interval, so the broker hears from it at least
 // every 1.5 intervals.  When it has heard nothing from the broker (no request,
-// no heartbeat) for interval x retries (checked at tick granularity, never
+// no heartbeat) for interval x liveness (checked at tick granularity, never
 // early), it treats the broker as gone: it closes its socket, opens a NEW
 // socket (the broker sees a new identity) and sends READY again.  A DISCONNECT
 // from the broker triggers the same reconnect at once.  Answers for requests
 // received before a reconnect are dropped (the broker that sent them forgot
 // them).
 //
-// Shutdown.  shutdown() (also run by the destructor) sends DISCONNECT and
+// Shutdown.  Shutdown() (also run by the destructor) sends DISCONNECT and
 // closes the socket with ZMQ_LINGER = Options::linger, so the DISCONNECT
 // gets out while the zmq::context_t lives.  Afterwards answers are dropped.
 //
 // Ownership and threads.  The worker belongs to the reactor's thread: create
 // it, call its methods and destroy it there (with zb::ReactorThread, inside
-// invoke()).  The reactor and the context must outlive the worker.  Do not
+// Invoke()).  The reactor and the context must outlive the worker.  Do not
 // destroy the worker from inside its own handler (post the destruction).
 // Responders are the exception: a Responder may be moved to and used on any
-// thread, and it stays safe to use after the worker is gone (the answer is
-// then dropped).  Answer or destroy responders before the *reactor* is
-// destroyed unless the worker was destroyed first.
+// thread, and it stays safe to use after the worker, and then its reactor,
+// are gone (the answer is then dropped).
 
 #ifndef ZBROKERS_CONSENSUS_WORKER_H_
 #define ZBROKERS_CONSENSUS_WORKER_H_
@@ -66,6 +70,8 @@
 
 #include "absl/functional/any_invocable.h"
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "zbrokers/common/reply_channel.h"
 #include "zbrokers/consensus/codec.h"
 #include "zbrokers/frames/frames.h"
 #include "zbrokers/reactor/reactor.h"
@@ -73,22 +79,19 @@
 
 namespace zb {
 
-namespace internal {
-struct ConsensusWorkerLink;
-}  // namespace internal
-
 // Options of a zb::ConsensusWorker (ConsensusWorker::Options).  Declared
 // outside the class so that `Options options = {}` works as a default
 // argument.
 struct ConsensusWorkerOptions {
   // Announced in READY.  The worker heartbeats at this period and the
-  // broker expects to hear from the worker within interval x retries.
+  // broker expects to hear from the worker within interval x liveness.
   // Sent on the wire in whole milliseconds (at least 1).
   std::chrono::milliseconds heartbeat_interval{1000};
-  // Announced in READY (1..255).  The worker reconnects after
-  // interval x retries without a message from the broker.
-  int heartbeat_retries = 3;
-  // ZMQ_LINGER of the socket closed by shutdown(): how long libzmq keeps
+  // Announced in READY (1..255; the wire field is CCp100's "heartbeat
+  // retries").  The worker reconnects after interval x liveness without a
+  // message from the broker.
+  int heartbeat_liveness = 3;
+  // ZMQ_LINGER of the socket closed by Shutdown(): how long libzmq keeps
   // trying to deliver the DISCONNECT (and answers still queued).
   std::chrono::milliseconds linger{200};
   // CURVE encryption and authentication (docs/security.md): the broker's
@@ -107,7 +110,7 @@ struct ConsensusWorkerOptions {
   // before allocating, and drops the connection when a bigger one arrives.
   // libzmq 4.3 does not reconnect a connection it dropped that way: the
   // request is lost (the broker fails it at its deadline) and the worker
-  // reconnects when the broker has been silent for interval x retries.  Not
+  // reconnects when the broker has been silent for interval x liveness.  Not
   // checked over inproc://.  The broker's default (16 MiB).
   std::int64_t max_message_size = ccp::kDefaultMaxMessageSize;
 };
@@ -137,10 +140,10 @@ class ConsensusWorker {
     std::uint64_t refusals = 0;    // READYs answered with DISCONNECT
   };
 
-  // Answers one request.  Move-only.  The first succeed()/fail() answers;
+  // Answers one request.  Move-only.  The first Succeed()/Fail() answers;
   // later calls, and calls on a moved-from responder, do nothing.
   //
-  // succeed()/fail() move the payload frames out of what they are given (a
+  // Succeed()/Fail() move the payload frames out of what they are given (a
   // span of frames you own, e.g. the handler's payload span or a Frames
   // lvalue, or a Frames rvalue).  An empty payload is sent as one empty
   // frame.  On the reactor thread the answer is sent at once, without any
@@ -160,23 +163,23 @@ class ConsensusWorker {
     // Answers REPLY_FAILURE [kUnansweredReason] when still pending.
     ~Responder();
 
-    void succeed(std::span<zmq::message_t> payload);
-    void succeed(Frames&& payload) { succeed(std::span(payload)); }
-    void fail(std::span<zmq::message_t> payload);
-    void fail(Frames&& payload) { fail(std::span(payload)); }
+    void Succeed(std::span<zmq::message_t> payload);
+    void Succeed(Frames&& payload) { Succeed(std::span(payload)); }
+    void Fail(std::span<zmq::message_t> payload);
+    void Fail(Frames&& payload) { Fail(std::span(payload)); }
 
     // True until the request has been answered (or the responder moved).
-    bool pending() const { return link_ != nullptr; }
+    bool pending() const { return channel_ != nullptr; }
     // The request's sequence id as the broker sent it.
     const ccp::SequenceId& sequence() const { return sequence_; }
 
    private:
     friend class ConsensusWorker;
-    Responder(std::shared_ptr<internal::ConsensusWorkerLink> link,
+    Responder(std::shared_ptr<ReplyChannel<ConsensusWorker>> channel,
               ccp::SequenceId sequence, std::uint64_t connection);
-    void answer(ccp::MessageType type, std::span<zmq::message_t> payload);
+    void Answer(ccp::MessageType type, std::span<zmq::message_t> payload);
 
-    std::shared_ptr<internal::ConsensusWorkerLink> link_;
+    std::shared_ptr<ReplyChannel<ConsensusWorker>> channel_;
     ccp::SequenceId sequence_;
     std::uint64_t connection_ = 0;
   };
@@ -188,51 +191,56 @@ class ConsensusWorker {
   using Handler =
       absl::AnyInvocable<void(std::span<zmq::message_t> payload, Responder)>;
 
-  // Connects to `endpoint` and sends READY for `service`.  Never throws: a
-  // failure (for instance a malformed endpoint) is kept in status() and the
-  // worker then does nothing.
-  ConsensusWorker(Reactor& reactor, zmq::context_t& context,
-                  std::string endpoint, std::string service, Handler handler,
-                  Options options = {});
-  // shutdown(), then detaches outstanding responders (their answers are
-  // dropped from then on).
+  // Connects to `endpoint` and sends READY for `service`.  InvalidArgument
+  // for a service name that is not 1..255 bytes, a missing handler, or
+  // options out of range; the socket's error (OpenDealer) for an endpoint
+  // libzmq refuses.
+  static absl::StatusOr<std::unique_ptr<ConsensusWorker>> Create(
+      Reactor& reactor, zmq::context_t& context, std::string endpoint,
+      std::string service, Handler handler, Options options = {});
+  // Shutdown(), then closes the reply channel: outstanding responders'
+  // answers are dropped from then on.
   ~ConsensusWorker();
 
   ConsensusWorker(const ConsensusWorker&) = delete;
   ConsensusWorker& operator=(const ConsensusWorker&) = delete;
 
   // Sends DISCONNECT, closes the socket and stops heartbeating.  Idempotent.
-  void shutdown();
+  void Shutdown();
 
-  // OK, or why the socket could not be set up.
-  const absl::Status& status() const { return status_; }
   const Stats& stats() const { return stats_; }
   const std::string& service() const { return service_; }
   const Options& options() const { return options_; }
-  // True between construction and shutdown() when the socket is open.
+  // True between Create() and Shutdown() when the socket is open.
   bool running() const { return socket_.has_value(); }
 
  private:
-  absl::Status open_socket();
-  void close_socket(std::chrono::milliseconds linger);
-  void reconnect();
-  void on_message(std::span<zmq::message_t> frames);
-  void on_tick();
-  // Schedules the next on_tick() at `deadline`, a point of the tick grid.
-  void arm_tick(Clock::time_point deadline);
+  // Only stores its arguments; Create() opens the socket.
+  ConsensusWorker(Reactor& reactor, zmq::context_t& context,
+                  std::string endpoint, std::string service, Handler handler,
+                  Options options);
+
+  absl::Status OpenSocket();
+  void CloseSocket(std::chrono::milliseconds linger);
+  void Reconnect();
+  void OnMessage(std::span<zmq::message_t> frames);
+  void OnTick();
+  // Schedules the next OnTick() at `deadline`, a point of the tick grid.
+  void ArmTick(Clock::time_point deadline);
   // The first multiple of `period` on the steady clock after `after`.
   static Clock::time_point NextTick(Clock::time_point after,
                                     Clock::duration period);
   // Sends head + payload (moved) as one message; false when refused.
-  bool send(std::span<zmq::message_t> head, std::span<zmq::message_t> payload);
-  // send(out_, payload), then clears out_ for the next message.
-  bool send_out(std::span<zmq::message_t> payload);
-  void send_heartbeat();
-  void send_ready();
-  // Sends an answer unless it belongs to an earlier connection.
-  void send_answer(ccp::MessageType type, const ccp::SequenceId& sequence,
-                   std::uint64_t connection, std::span<zmq::message_t> payload,
-                   bool unanswered);
+  bool Send(std::span<zmq::message_t> head, std::span<zmq::message_t> payload);
+  // Send(out_, payload), then clears out_ for the next message.
+  bool SendOut(std::span<zmq::message_t> payload);
+  void SendHeartbeat();
+  void SendReady();
+  // Sends an answer unless it belongs to an earlier connection.  (Reached by
+  // Responder, a nested class, through the reply channel.)
+  void SendAnswer(ccp::MessageType type, const ccp::SequenceId& sequence,
+                  std::uint64_t connection, std::span<zmq::message_t> payload,
+                  bool unanswered);
 
   Reactor& reactor_;
   zmq::context_t& context_;
@@ -240,7 +248,9 @@ class ConsensusWorker {
   const std::string service_;
   Handler handler_;
   const Options options_;
-  std::shared_ptr<internal::ConsensusWorkerLink> link_;
+  // Carries answers from Responders on any thread; closed by the
+  // destructor, before anything else goes.
+  ReplyChannel<ConsensusWorker>::Binding channel_;
 
   std::optional<zmq::socket_t> socket_;
   // The socket's registration; declared after it, so it goes first.
@@ -265,7 +275,6 @@ class ConsensusWorker {
   // instead of building new ones (the raw-libzmq way).  Empty otherwise.
   std::span<zmq::message_t> current_envelope_;
   ccp::SequenceId current_sequence_;
-  absl::Status status_;
   Stats stats_;
 };
 

@@ -5,11 +5,12 @@
 // exchanges heartbeats, and hands every REQUEST to a handler together with a
 // Replier that answers it, now or later, from any thread.
 //
-//   zb::MdpWorker worker(reactor, ctx, "tcp://127.0.0.1:5555", "echo",
-//       [](zb::Frames body, zb::MdpWorker::Replier replier) {
-//         replier.Reply(std::move(body));  // or keep it and reply later
-//       });
-//   if (absl::Status s = worker.Start(); !s.ok()) { ... }
+//   absl::StatusOr<std::unique_ptr<zb::MdpWorker>> worker =
+//       zb::MdpWorker::Create(reactor, ctx, "tcp://127.0.0.1:5555", "echo",
+//           [](zb::Frames body, zb::MdpWorker::Replier replier) {
+//             replier.Reply(std::move(body));  // or keep it, reply later
+//           });
+//   if (!worker.ok()) { ... }  // a bad endpoint or service name
 //   reactor.Run();
 //
 // Connection.  The worker treats the broker as gone when it has heard nothing
@@ -45,12 +46,16 @@
 // request that breaks every handler cannot take the whole pool down), and
 // replies made later for requests of the old connection are dropped.  MDP
 // has no failure reply; to tell a client that its request failed, reply
-// with an error of your own making.  The C and Python bindings follow the
-// same policy (docs/majordomo.md).
+// with an error of your own making.  This is the policy of both workers for
+// an unanswered request (docs/reliability.md, "Unanswered requests"); the C
+// and Python bindings follow it too (docs/majordomo.md).
 //
-// Threading.  Construct, use and destroy the worker on the reactor's thread.
-// Replier::Reply may be called on any thread (it posts to the reactor when
-// called elsewhere); the reactor must still be running then.
+// Threading.  Create, use and destroy the worker on the reactor's thread;
+// the reactor and the context must outlive it.  A Replier may be moved to
+// and used on any thread (Reply, or destroying it, posts to the reactor
+// through a zb::ReplyChannel, zbrokers/common/reply_channel.h), and it stays
+// safe to use after the worker, and then its reactor, are gone: the answer
+// is then dropped.
 
 #ifndef ZBROKERS_MAJORDOMO_WORKER_H_
 #define ZBROKERS_MAJORDOMO_WORKER_H_
@@ -64,6 +69,8 @@
 
 #include "absl/functional/any_invocable.h"
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "zbrokers/common/reply_channel.h"
 #include "zbrokers/frames/frames.h"
 #include "zbrokers/reactor/reactor.h"
 #include "zbrokers/security/curve.h"
@@ -106,12 +113,12 @@ class MdpWorker {
                                   // the worker give its requests back)
   };
 
-  class Core;  // shared with outstanding Repliers
+  class Core;  // what outstanding Repliers reach through the reply channel
 
   // Answers one request.  Move-only; valid until Reply() is called.
   // Destroying (or move-assigning over) a valid Replier without a reply
   // gives its request back (see "An unanswered request" above); on another
-  // thread that posts to the reactor, which must still be running then.
+  // thread that is posted to the reactor.
   class Replier {
    public:
     Replier() = default;
@@ -123,45 +130,44 @@ class MdpWorker {
     // since MDP replies carry at least one frame).  Any thread.  Returns
     // false when this Replier was already used or is empty.
     bool Reply(Frames body);
-    bool valid() const { return !core_.expired() && !used_; }
-
-    // Makes this Replier inert without telling the worker anything, for an
-    // owner that knows the worker's reactor is gone (the C binding, whose
-    // tokens may outlive their reactor).  Rarely what you want otherwise.
-    void Forget();
+    // Unused, and its worker still exists.
+    bool valid() const { return channel_ != nullptr && channel_->open(); }
 
    private:
     friend class Core;
     // Gives the request back when this Replier is still unanswered.
     void Abandon();
 
-    std::weak_ptr<Core> core_;
-    Reactor* reactor_ = nullptr;
+    std::shared_ptr<ReplyChannel<Core>> channel_;  // null once used
     zmq::message_t address_;   // the client's address, echoed in REPLY
     std::uint64_t epoch_ = 0;  // which connection the request came on
     std::uint64_t seq_ = 0;    // which request of that connection
-    bool used_ = false;
   };
 
   using Handler = absl::AnyInvocable<void(Frames body, Replier replier)>;
 
-  MdpWorker(Reactor& reactor, zmq::context_t& context, std::string endpoint,
-            std::string service, Handler handler, Options options = {});
-  // Sends DISCONNECT when connected, then closes the socket.
+  // Connects to `endpoint` and sends READY for `service`.  InvalidArgument
+  // for an empty or "mmi.*" service name, a missing handler, or an endpoint
+  // libzmq refuses.
+  static absl::StatusOr<std::unique_ptr<MdpWorker>> Create(
+      Reactor& reactor, zmq::context_t& context, std::string endpoint,
+      std::string service, Handler handler, Options options = {});
+  // Drops what outstanding Repliers answer from now on, then Shutdown().
   ~MdpWorker();
 
   MdpWorker(const MdpWorker&) = delete;
   MdpWorker& operator=(const MdpWorker&) = delete;
 
-  // Connects and sends READY.  Fails on an invalid endpoint or service.
-  absl::Status Start();
   // Sends DISCONNECT and closes the socket; no reconnection after this.
-  void Stop();
+  // Idempotent.
+  void Shutdown();
 
   Stats stats() const;
 
  private:
-  std::shared_ptr<Core> core_;
+  explicit MdpWorker(std::unique_ptr<Core> core);
+
+  std::unique_ptr<Core> core_;
 };
 
 }  // namespace zb
