@@ -1038,6 +1038,95 @@ static void broker_log_destroys(void* user, int level, const char* line) {
   CHECK(st->freed == 0); /* not while its own callback runs */
 }
 
+/* Keeps the reply token it gets (one request at a time). */
+static void keep_responder(void* user, zb_responder_t* responder, size_t count,
+                           const void* const* data, const size_t* sizes) {
+  (void)count, (void)data, (void)sizes;
+  *(zb_responder_t**)user = responder;
+}
+
+static void keep_mdp_replier(void* user, zb_mdp_replier_t* replier,
+                             size_t count, const void* const* data,
+                             const size_t* sizes) {
+  (void)count, (void)data, (void)sizes;
+  *(zb_mdp_replier_t**)user = replier;
+}
+
+typedef struct {
+  zb_responder_t* responders[2];
+  zb_mdp_replier_t* repliers[2];
+} late_tokens;
+
+/* Consumes every kind of token the way a late application thread would. */
+static void* consume_late(void* arg) {
+  late_tokens* t = (late_tokens*)arg;
+  const void* d[1] = {"late"};
+  const size_t z[1] = {4};
+  CHECK_OK(zb_responder_succeed(t->responders[0], 1, d, z));
+  CHECK_OK(zb_responder_discard(t->responders[1]));
+  CHECK_OK(zb_mdp_reply(t->repliers[0], 1, d, z));
+  CHECK_OK(zb_mdp_replier_discard(t->repliers[1]));
+  return NULL;
+}
+
+/* Reply tokens outlive their workers and their reactor: consumed on another
+ * thread after zb_reactor_destroy(), each answer is dropped (through the
+ * worker's zb::ReplyChannel, closed when the worker was destroyed) and
+ * nothing freed is touched (run under ASan). */
+static void test_tokens_outlive_the_reactor(void) {
+  late_tokens t;
+  memset(&t, 0, sizeof t);
+  for (int i = 0; i < 2; ++i) {
+    zb_reactor_t* r;
+    CHECK_OK(zb_reactor_new(&r));
+    zb_consensus_broker_t* cb;
+    CHECK_OK(zb_consensus_broker_new(r, 5 * 1000 * 1000, &cb));
+    char ccp[256];
+    CHECK_OK(
+        zb_consensus_broker_bind(cb, "tcp://127.0.0.1:*", ccp, sizeof ccp));
+    zb_consensus_worker_t* cw;
+    CHECK_OK(zb_consensus_worker_new(r, ccp, "keep", 4, 0, 0, keep_responder,
+                                     &t.responders[i], NULL, &cw));
+    zb_mdp_broker_t* mb;
+    CHECK_OK(zb_mdp_broker_new(r, 200 * 1000, 3, &mb));
+    char mdp[256];
+    CHECK_OK(zb_mdp_broker_bind(mb, "tcp://127.0.0.1:*", mdp, sizeof mdp));
+    zb_mdp_worker_t* mw;
+    CHECK_OK(zb_mdp_worker_new(r, mdp, "keep", 4, 200 * 1000, 3, 50 * 1000,
+                               keep_mdp_replier, &t.repliers[i], NULL, &mw));
+    const int64_t deadline = zb_now_us() + 10 * 1000 * 1000;
+    while (worker_count(cb, "keep") < 1 && zb_now_us() < deadline) {
+      CHECK_OK(zb_reactor_run_once(r, 50 * 1000, NULL));
+    }
+    zb_consensus_client_t* cc;
+    CHECK_OK(zb_consensus_client_new(r, ccp, &cc));
+    zb_mdp_client_t* mc;
+    CHECK_OK(zb_mdp_client_new(r, mdp, 5 * 1000 * 1000, 0, &mc));
+    const void* d[1] = {"x"};
+    const size_t z[1] = {1};
+    reply_state cst;
+    memset(&cst, 0, sizeof cst);
+    CHECK_OK(zb_consensus_client_request(
+        cc, "keep", 4, 1, d, z, 5 * 1000 * 1000, 0, on_reply, &cst, NULL));
+    mdp_reply_state mst;
+    memset(&mst, 0, sizeof mst);
+    CHECK_OK(zb_mdp_client_request(mc, "keep", 4, 1, d, z, 5 * 1000 * 1000,
+                                   on_mdp_reply, &mst, NULL));
+    while ((t.responders[i] == NULL || t.repliers[i] == NULL) &&
+           zb_now_us() < deadline) {
+      CHECK_OK(zb_reactor_run_once(r, 50 * 1000, NULL));
+    }
+    CHECK(t.responders[i] != NULL && t.repliers[i] != NULL);
+    /* Everything goes with the reactor; the clients' requests end
+     * (cancelled) while the tokens are still out. */
+    CHECK_OK(zb_reactor_destroy(r));
+    CHECK(cst.calls == 1 && mst.calls == 1);
+  }
+  pthread_t th;
+  CHECK(pthread_create(&th, NULL, consume_late, &t) == 0);
+  CHECK(pthread_join(th, NULL) == 0);
+}
+
 static void test_destroy_inside_callbacks(void) {
   const void* d[1] = {"x"};
   const size_t z[1] = {1};
@@ -1351,6 +1440,7 @@ int main(void) {
   test_consensus();
   test_majordomo();
   test_majordomo_discard_gives_back();
+  test_tokens_outlive_the_reactor();
   test_destroy_inside_callbacks();
   test_curve();
   test_external_loop();

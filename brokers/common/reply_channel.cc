@@ -2,12 +2,17 @@
 
 #include "zbrokers/common/reply_channel.h"
 
+#include <cassert>
+
 namespace zb::internal {
 
 ReplyChannelCore::ReplyChannelCore(Reactor& reactor, void* target)
-    : reactor_(&reactor),
-      thread_(std::this_thread::get_id()),
-      target_(target) {}
+    : reactor_(&reactor), thread_(std::this_thread::get_id()), target_(target) {
+  // The channel learns the target's thread from this call: opened anywhere
+  // else, every answer would take the wrong path.
+  assert(reactor.on_owner_thread() &&
+         "ReplyChannel::Open must be called on the reactor's thread");
+}
 
 bool ReplyChannelCore::open() const {
   if (on_target_thread()) return target_ != nullptr;
