@@ -238,7 +238,7 @@ void ConsensusBroker::OnReady(std::span<zmq::message_t> frames,
   auto existing = workers_.find(Key(identity));
   if (h.heartbeat_interval_ms >
           static_cast<std::uint64_t>(options_.max_heartbeat_interval.count()) ||
-      h.heartbeat_retries > options_.max_heartbeat_retries) {
+      h.heartbeat_retries > options_.max_heartbeat_liveness) {
     // Such a worker would be kept for interval x retries after its socket
     // is gone.  A registered worker that sends it is dropped as well.
     ++stats_.refused_heartbeat;
@@ -250,7 +250,7 @@ void ConsensusBroker::OnReady(std::span<zmq::message_t> frames,
                                 "most %d ms x %d)",
                                 h.heartbeat_interval_ms, h.heartbeat_retries,
                                 options_.max_heartbeat_interval.count(),
-                                options_.max_heartbeat_retries));
+                                options_.max_heartbeat_liveness));
     return;
   }
   if (existing != workers_.end()) {

@@ -167,7 +167,7 @@ class ConsensusBrokerTest : public ::testing::Test {
     o.linger = milliseconds(0);
     // Tests use long expiries (many retries) so that a loaded machine never
     // expires a worker early; the default bound is tested on its own.
-    o.max_heartbeat_retries = 255;
+    o.max_heartbeat_liveness = 255;
     return o;
   }
 
@@ -832,8 +832,8 @@ TEST_F(ConsensusBrokerTest, RepliesMatchingNothingAreDropped) {
 // the bounds is refused with DISCONNECT and counted.
 TEST_F(ConsensusBrokerTest, ReadyWithAbsurdHeartbeatIsRefused) {
   auto options = TestOptions();
-  options.max_heartbeat_retries =
-      ConsensusBroker::Options{}.max_heartbeat_retries;
+  options.max_heartbeat_liveness =
+      ConsensusBroker::Options{}.max_heartbeat_liveness;
   Start(options);  // the default bounds: 60 s x 10
   std::vector<std::unique_ptr<Peer>> gone;
   for (int i = 0; i < 20; ++i) {

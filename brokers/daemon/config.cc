@@ -301,7 +301,7 @@ const std::array<KeySpec, 32> kKeys = {{
      },
      [](const DaemonConfig& c) {
        return TomlInt(c.consensus.max_heartbeat_liveness.value_or(
-           kConsensusDefaults.max_heartbeat_retries));
+           kConsensusDefaults.max_heartbeat_liveness));
      }},
     {"consensus", "max_workers", Kind::kNonNegativeInt,
      "--consensus-max-workers",
@@ -1221,10 +1221,10 @@ a usage or config error.
       m.max_services, m.max_workers, m.max_requests_per_client,
       m.max_message_size, m.worker_prefetch, dur(c.request_timeout),
       dur(c.client_idle_timeout), dur(c.max_heartbeat_interval),
-      c.max_heartbeat_retries, c.max_workers, c.max_services, c.max_clients,
+      c.max_heartbeat_liveness, c.max_workers, c.max_services, c.max_clients,
       c.max_requests_per_client, c.max_message_size, m.max_queue_per_service,
       dur(c.request_timeout), dur(c.client_idle_timeout),
-      c.max_heartbeat_retries);
+      c.max_heartbeat_liveness);
 }
 
 }  // namespace zb

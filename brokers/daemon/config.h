@@ -166,9 +166,7 @@ struct ConsensusSettings {
   // client_expiry.)
   std::optional<std::chrono::milliseconds> client_idle_timeout;
   // The rest are ConsensusBroker::Options of the same names (0 = no bound
-  // for the caps and the message size), except max_heartbeat_liveness,
-  // which is still ConsensusBroker::Options::max_heartbeat_retries
-  // (docs/glossary.md).
+  // for the caps and the message size).
   std::optional<std::chrono::milliseconds> max_heartbeat_interval;
   std::optional<std::int64_t> max_heartbeat_liveness;
   std::optional<std::int64_t> max_workers;

@@ -637,7 +637,7 @@ TEST(UsageTest, PrintsEveryDefault) {
       {"--client-expiry", ms(ccp.client_idle_timeout)},
       {"--consensus-max-heartbeat-interval", ms(ccp.max_heartbeat_interval)},
       {"--consensus-max-heartbeat-retries",
-       absl::StrCat("[", ccp.max_heartbeat_retries, "]")},
+       absl::StrCat("[", ccp.max_heartbeat_liveness, "]")},
       {"--consensus-max-workers", absl::StrCat("[", ccp.max_workers, "]")},
       {"--consensus-max-services", absl::StrCat("[", ccp.max_services, "]")},
       {"--consensus-max-clients", absl::StrCat("[", ccp.max_clients, "]")},
@@ -1116,7 +1116,7 @@ TEST(DeprecatedNamesTest, UsageListsNewFlagsAndTheirOldNames) {
   EXPECT_THAT(UsageLine(usage, "--client-idle-timeout"),
               HasSubstr("[" + FormatDuration(ccp.client_idle_timeout) + "]"));
   EXPECT_THAT(UsageLine(usage, "--consensus-max-heartbeat-liveness"),
-              HasSubstr(absl::StrCat("[", ccp.max_heartbeat_retries, "]")));
+              HasSubstr(absl::StrCat("[", ccp.max_heartbeat_liveness, "]")));
   for (const RenamedFlag& r : kRenamedFlags) {
     if (std::string_view(r.old_flag).find('_') != std::string_view::npos) {
       continue;  // underscores are a spelling, not a name

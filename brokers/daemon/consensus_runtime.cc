@@ -26,7 +26,7 @@ ConsensusBroker::Options OptionsFrom(const ConsensusSettings& s,
     options.max_heartbeat_interval = *s.max_heartbeat_interval;
   }
   if (s.max_heartbeat_liveness) {
-    options.max_heartbeat_retries = static_cast<int>(*s.max_heartbeat_liveness);
+    options.max_heartbeat_liveness = static_cast<int>(*s.max_heartbeat_liveness);
   }
   auto size = [](std::int64_t n) { return static_cast<std::size_t>(n); };
   if (s.max_workers) options.max_workers = size(*s.max_workers);

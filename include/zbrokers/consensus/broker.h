@@ -83,13 +83,14 @@ class ConsensusBroker {
     // Longest accepted service name.
     std::size_t max_service_size = 255;
     // The heartbeat settings a READY may announce.  A worker is kept until
-    // interval x retries of silence, so absurd values (0xffffffff ms x 255)
-    // would keep a worker whose socket is gone for months.  A READY above
-    // either bound is refused: the broker answers DISCONNECT and counts it
+    // interval x liveness (the READY's "heartbeat retries" field) of
+    // silence, so absurd values (0xffffffff ms x 255) would keep a worker
+    // whose socket is gone for months.  A READY above either bound is
+    // refused: the broker answers DISCONNECT and counts it
     // (refused_heartbeat).  The defaults allow up to 10 minutes of silence,
     // far above zbrokers' worker (1 s x 3) and the 2011 worker (10 s x 3).
     std::chrono::milliseconds max_heartbeat_interval{60000};
-    int max_heartbeat_retries = 10;
+    int max_heartbeat_liveness = 10;
     // Most workers registered at once, and most services known at once (a
     // service is known while it has workers or open requests); 0 = no
     // bound.  A READY beyond either is refused with DISCONNECT and counted
