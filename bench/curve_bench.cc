@@ -220,13 +220,22 @@ struct Rig {
 
 // --- Measurements (each returns one round's number) ------------------------
 
+// A consensus client of the plaintext or the CURVE endpoint.
+std::unique_ptr<ConsensusClient> CcpClient(Rig& rig, Reactor& reactor,
+                                           bool curve) {
+  ConsensusClient::Options o;
+  o.curve = rig.Keys(curve);
+  absl::StatusOr<std::unique_ptr<ConsensusClient>> client =
+      ConsensusClient::Create(reactor, rig.ctx,
+                              curve ? rig.ccp_curve : rig.ccp_plain, o);
+  if (!client.ok()) Die("ccp client", client.status());
+  return *std::move(client);
+}
+
 // Median round trip in microseconds.
 double CcpRoundTrip(Rig& rig, bool curve, int n, int size) {
   Reactor reactor;
-  ConsensusClient::Options o;
-  o.curve = rig.Keys(curve);
-  ConsensusClient client(reactor, rig.ctx,
-                         curve ? rig.ccp_curve : rig.ccp_plain, o);
+  std::unique_ptr<ConsensusClient> client = CcpClient(rig, reactor, curve);
   const std::string body(static_cast<std::size_t>(size), 'x');
   const char* service = curve ? "curve" : "plain";
   std::vector<double> us;
@@ -236,8 +245,8 @@ double CcpRoundTrip(Rig& rig, bool curve, int n, int size) {
     payload[0] = Frame(body);
     const Clock::time_point t0 = Clock::now();
     bool ok = false;
-    client.call(service, std::span(payload), {.timeout = milliseconds(10000)},
-                [&](ConsensusClient::Result&& r) { ok = r.ok(); });
+    client->Call(service, std::span(payload), {.timeout = milliseconds(10000)},
+                 [&](ConsensusClient::Result&& r) { ok = r.ok(); });
     if (!ok) Die("ccp round trip", absl::DeadlineExceededError("failed"));
     if (i >= 0) us.push_back(Micros(Clock::now() - t0));
   }
@@ -266,26 +275,23 @@ double MdpRoundTrip(Rig& rig, bool curve, int n, int size) {
 // Requests per second with `window` outstanding.
 double CcpThroughput(Rig& rig, bool curve, int total, int window, int size) {
   Reactor reactor;
-  ConsensusClient::Options o;
-  o.curve = rig.Keys(curve);
-  ConsensusClient client(reactor, rig.ctx,
-                         curve ? rig.ccp_curve : rig.ccp_plain, o);
+  std::unique_ptr<ConsensusClient> client = CcpClient(rig, reactor, curve);
   const std::string body(static_cast<std::size_t>(size), 'x');
   const char* service = curve ? "curve" : "plain";
   int sent = 0, done = 0, failed = 0;
   std::function<void()> send_one = [&] {
     ++sent;
-    client.request(service, MakeFrames({body}),
-                   {.timeout = milliseconds(30000)},
-                   [&](ConsensusClient::Result&& r) {
-                     ++done;
-                     if (!r.ok()) ++failed;
-                     if (sent < total) send_one();
-                     if (done == total) reactor.Stop();
-                   });
+    client->Request(service, MakeFrames({body}),
+                    {.timeout = milliseconds(30000)},
+                    [&](ConsensusClient::Result&& r) {
+                      ++done;
+                      if (!r.ok()) ++failed;
+                      if (sent < total) send_one();
+                      if (done == total) reactor.Stop();
+                    });
   };
   // Warm-up: one round trip, so that the handshake is not timed.
-  client.call(service, std::span<zmq::message_t>(), {}, [](auto&&) {});
+  client->Call(service, std::span<zmq::message_t>(), {}, [](auto&&) {});
   const Clock::time_point t0 = Clock::now();
   for (int i = 0; i < window && sent < total; ++i) send_one();
   if (absl::Status s = reactor.Run(); !s.ok()) Die("reactor", s);
@@ -342,14 +348,11 @@ double Handshake(Rig& rig, bool curve, int n) {
   Reactor reactor;
   std::vector<double> us;
   for (int i = 0; i < n; ++i) {
-    ConsensusClient::Options o;
-    o.curve = rig.Keys(curve);
     const Clock::time_point t0 = Clock::now();
-    ConsensusClient client(reactor, rig.ctx,
-                           curve ? rig.ccp_curve : rig.ccp_plain, o);
+    std::unique_ptr<ConsensusClient> client = CcpClient(rig, reactor, curve);
     bool done = false;
     absl::Status result;
-    client.ping(milliseconds(10000), [&](absl::Status s) {
+    client->Ping(milliseconds(10000), [&](absl::Status s) {
       result = s;
       done = true;
     });

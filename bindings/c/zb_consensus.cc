@@ -124,14 +124,15 @@ extern "C" int zb_consensus_client_new_curve(zb_reactor_t* r,
     if (int rc = CurveFromC("zb_consensus_client_new", curve, options.curve)) {
       return rc;
     }
-    auto c = std::make_unique<zb_consensus_client_t>(r);
-    c->client = std::make_unique<zb::ConsensusClient>(*r->loop, *r->context,
-                                                      endpoint, options);
-    if (!c->client->status().ok()) {
+    absl::StatusOr<std::unique_ptr<zb::ConsensusClient>> client =
+        zb::ConsensusClient::Create(*r->loop, *r->context, endpoint, options);
+    if (!client.ok()) {
       return Fail(ZB_ERR_ZMQ,
                   absl::StrCat("zb_consensus_client_new(\"", endpoint,
-                               "\"): ", c->client->status().message()));
+                               "\"): ", client.status().message()));
     }
+    auto c = std::make_unique<zb_consensus_client_t>(r);
+    c->client = *std::move(client);
     *out = Handle::Adopt(std::move(c));
     return ZB_OK;
   });
@@ -179,7 +180,7 @@ extern "C" int zb_consensus_client_request_flags(
     options.timeout = MillisUp(timeout_us);
     options.retries = retries;
     options.retry_no_workers = (flags & ZB_REQUEST_RETRY_NO_WORKERS) != 0;
-    c->client->request(ServiceView(service, service_size), std::move(payload),
+    c->client->Request(ServiceView(service, service_size), std::move(payload),
                        options,
                        [c, fn, ref = UserRef(user, free_user)](
                            zb::ConsensusClient::Result&& result) mutable {
@@ -200,7 +201,7 @@ extern "C" int zb_consensus_client_ping(zb_consensus_client_t* c,
       return Fail(ZB_ERR_INVALID,
                   absl::StrCat(kWhere, ": needs a callback and a timeout"));
     }
-    c->client->ping(MillisUp(timeout_us), [fn, ref = UserRef(user, free_user)](
+    c->client->Ping(MillisUp(timeout_us), [fn, ref = UserRef(user, free_user)](
                                               absl::Status status) mutable {
       int code = ZB_OK;
       if (absl::IsDeadlineExceeded(status)) {

@@ -7,14 +7,20 @@
 
 namespace zb {
 
-BlockingConsensusClient::BlockingConsensusClient(
-    zmq::context_t& context, std::string endpoint,
-    ConsensusClient::Options options) {
+absl::StatusOr<std::unique_ptr<BlockingConsensusClient>>
+BlockingConsensusClient::Create(zmq::context_t& context, std::string endpoint,
+                                ConsensusClient::Options options) {
+  std::unique_ptr<BlockingConsensusClient> b(new BlockingConsensusClient());
   // Created on the reactor thread, which owns it from then on.
-  client_ = thread_.Invoke([&](Reactor& reactor) {
-    return std::make_unique<ConsensusClient>(reactor, context,
-                                             std::move(endpoint), options);
+  absl::Status created = b->thread_.Invoke([&](Reactor& reactor) {
+    absl::StatusOr<std::unique_ptr<ConsensusClient>> client =
+        ConsensusClient::Create(reactor, context, std::move(endpoint), options);
+    if (!client.ok()) return client.status();
+    b->client_ = *std::move(client);
+    return absl::OkStatus();
   });
+  if (!created.ok()) return created;
+  return b;
 }
 
 BlockingConsensusClient::~BlockingConsensusClient() {
@@ -28,10 +34,10 @@ ConsensusClient::Result BlockingConsensusClient::Request(
     const ConsensusClient::RequestOptions& options) {
   std::promise<ConsensusClient::Result> done;
   std::future<ConsensusClient::Result> result = done.get_future();
-  // invoke() waits until the request is sent, so references to this frame
-  // stay valid; the callback never runs inside request() itself.
+  // Invoke() waits until the request is sent, so references to this frame
+  // stay valid; the callback never runs inside Request() itself.
   thread_.Invoke([&](Reactor&) {
-    client_->request(
+    client_->Request(
         service, std::move(payload), options,
         [&done](ConsensusClient::Result&& r) { done.set_value(std::move(r)); });
   });
@@ -42,13 +48,9 @@ bool BlockingConsensusClient::Ping(std::chrono::milliseconds timeout) {
   std::promise<bool> done;
   std::future<bool> result = done.get_future();
   thread_.Invoke([&](Reactor&) {
-    client_->ping(timeout, [&done](absl::Status s) { done.set_value(s.ok()); });
+    client_->Ping(timeout, [&done](absl::Status s) { done.set_value(s.ok()); });
   });
   return result.get();
-}
-
-absl::Status BlockingConsensusClient::status() {
-  return thread_.Invoke([this](Reactor&) { return client_->status(); });
 }
 
 ConsensusClient::Stats BlockingConsensusClient::stats() {

@@ -18,6 +18,15 @@ constexpr std::size_t kMaxSpareResults = 16;
 
 }  // namespace
 
+absl::StatusOr<std::unique_ptr<ConsensusClient>> ConsensusClient::Create(
+    Reactor& reactor, zmq::context_t& context, std::string endpoint,
+    Options options) {
+  std::unique_ptr<ConsensusClient> client(
+      new ConsensusClient(reactor, context, std::move(endpoint), options));
+  if (absl::Status s = client->OpenSocket(); !s.ok()) return s;
+  return client;
+}
+
 ConsensusClient::ConsensusClient(Reactor& reactor, zmq::context_t& context,
                                  std::string endpoint, Options options)
     : reactor_(reactor),
@@ -27,15 +36,14 @@ ConsensusClient::ConsensusClient(Reactor& reactor, zmq::context_t& context,
   client_id_ = options_.client_id;
   while (client_id_ == 0) client_id_ = absl::Uniform<std::uint32_t>(random_);
   out_.reserve(8);
-  status_ = open_socket();
 }
 
-ConsensusClient::~ConsensusClient() { close(); }
+ConsensusClient::~ConsensusClient() { Close(); }
 
 // --- Socket
 // --------------------------------------------------------------------
 
-absl::Status ConsensusClient::open_socket() {
+absl::Status ConsensusClient::OpenSocket() {
   try {
     socket_.emplace(context_, zmq::socket_type::dealer);
     // What is still queued when the client closes or reopens belongs to
@@ -59,7 +67,7 @@ absl::Status ConsensusClient::open_socket() {
         "ConsensusClient: cannot connect to \"%s\": %s", endpoint_, e.what()));
   }
   absl::StatusOr<Reactor::SocketWatch> watch = reactor_.Add(
-      *socket_, [this](std::span<zmq::message_t> f) { on_message(f); });
+      *socket_, [this](std::span<zmq::message_t> f) { OnMessage(f); });
   if (!watch.ok()) {
     socket_.reset();
     return watch.status();
@@ -69,7 +77,7 @@ absl::Status ConsensusClient::open_socket() {
   return absl::OkStatus();
 }
 
-void ConsensusClient::close_socket() {
+void ConsensusClient::CloseSocket() {
   if (!socket_) return;
   // Safe inside this socket's own handler: the reactor never calls a removed
   // socket's handler again.
@@ -77,18 +85,26 @@ void ConsensusClient::close_socket() {
   socket_.reset();
 }
 
-void ConsensusClient::reopen() {
+void ConsensusClient::Reopen() {
   ++stats_.reopens;
-  close_socket();
+  CloseSocket();
   // Attempts sent on the old socket can no longer be answered.
   attempts_.clear();
   for (Slot& s : slots_) s.sequences.clear();
-  renew_client_id();
+  RenewClientId();
   timeouts_in_a_row_ = 0;
-  status_ = open_socket();
+  socket_error_ = OpenSocket();
 }
 
-void ConsensusClient::renew_client_id() {
+void ConsensusClient::DropSocketForTesting() {
+  CloseSocket();
+  attempts_.clear();
+  for (Slot& s : slots_) s.sequences.clear();
+  socket_error_ = absl::FailedPreconditionError(
+      "ConsensusClient: the socket was dropped for testing");
+}
+
+void ConsensusClient::RenewClientId() {
   ++stats_.new_client_ids;
   const std::uint32_t old_id = client_id_;
   do {
@@ -100,12 +116,12 @@ void ConsensusClient::renew_client_id() {
 // --- Requests
 // ------------------------------------------------------------------
 
-void ConsensusClient::request(std::string_view service, Frames payload,
+void ConsensusClient::Request(std::string_view service, Frames payload,
                               const RequestOptions& options, Callback done) {
-  request(service, std::span(payload), options, std::move(done));
+  Request(service, std::span(payload), options, std::move(done));
 }
 
-std::string_view ConsensusClient::immediate_failure(
+std::string_view ConsensusClient::ImmediateFailure(
     std::string_view service) const {
   if (closed_) return kReasonClientClosed;
   if (!socket_) return kReasonNotConnected;
@@ -113,19 +129,19 @@ std::string_view ConsensusClient::immediate_failure(
   return {};
 }
 
-void ConsensusClient::request(std::string_view service,
+void ConsensusClient::Request(std::string_view service,
                               std::span<zmq::message_t> payload,
                               const RequestOptions& options, Callback done) {
-  if (std::string_view reason = immediate_failure(service); !reason.empty()) {
-    return post_failure(std::move(done), reason);
+  if (std::string_view reason = ImmediateFailure(service); !reason.empty()) {
+    return PostFailure(std::move(done), reason);
   }
-  start(service, payload, options, std::move(done));
+  StartRequest(service, payload, options, std::move(done));
 }
 
-std::uint32_t ConsensusClient::start(std::string_view service,
-                                     std::span<zmq::message_t> payload,
-                                     const RequestOptions& options,
-                                     Callback done) {
+std::uint32_t ConsensusClient::StartRequest(std::string_view service,
+                                            std::span<zmq::message_t> payload,
+                                            const RequestOptions& options,
+                                            Callback done) {
   ++stats_.requests;
   std::uint32_t index;
   if (!free_slots_.empty()) {
@@ -152,23 +168,23 @@ std::uint32_t ConsensusClient::start(std::string_view service,
   ++open_;
 
   zmq::message_t empty;
-  if (keeps_payload(s)) {
+  if (KeepsPayload(s)) {
     // Keep the frames: every attempt but the last sends copies of them.
     for (zmq::message_t& f : payload) s.payload.push_back(std::move(f));
     if (s.payload.empty()) s.payload.push_back(std::move(empty));
-    send_attempt(index);
+    SendAttempt(index);
   } else {
     std::span<zmq::message_t> body =
         payload.empty() ? std::span(&empty, 1) : payload;
-    send_attempt(index, &body);
+    SendAttempt(index, &body);
   }
   return index;
 }
 
-void ConsensusClient::call(std::string_view service,
+void ConsensusClient::Call(std::string_view service,
                            std::span<zmq::message_t> payload,
                            const RequestOptions& options, Callback done) {
-  if (std::string_view reason = immediate_failure(service); !reason.empty()) {
+  if (std::string_view reason = ImmediateFailure(service); !reason.empty()) {
     Result r;
     r.outcome = Outcome::kFailure;
     r.failed_by = FailedBy::kClient;
@@ -176,27 +192,28 @@ void ConsensusClient::call(std::string_view service,
     done(std::move(r));
     return;
   }
-  const std::uint32_t index = start(service, payload, options, std::move(done));
+  const std::uint32_t index =
+      StartRequest(service, payload, options, std::move(done));
   const std::uint64_t generation = slots_[index].generation;
   // slots_ may grow while waiting (callbacks may add requests): index it
   // afresh every time.
-  while (slots_[index].generation == generation) wait_once();
+  while (slots_[index].generation == generation) WaitOnce();
 }
 
-void ConsensusClient::wait_once() {
+void ConsensusClient::WaitOnce() {
   // Every open request has a deadline, and timer_ is armed at or before the
   // earliest one.
   const Clock::time_point now = Clock::now();
   if (timer_ && timer_at_ <= now) {
     // Due: do what the reactor's timer would have done.
     timer_.Reset();
-    on_timer();
+    OnTimer();
     return;
   }
   if (!socket_) {
     // Reopening failed: nothing can arrive; sleep in the reactor until the
     // deadline ends the request.
-    idle(timer_ ? timer_at_ - now : std::chrono::seconds(1));
+    Idle(timer_ ? timer_at_ - now : std::chrono::seconds(1));
     return;
   }
   int timeout_ms = -1;
@@ -212,32 +229,31 @@ void ConsensusClient::wait_once() {
   if (n < 0) {
     // EAGAIN: the deadline came first (handled on the next call); EINTR: try
     // again; anything else ends the request at its deadline.
-    if (errno != EAGAIN && errno != EINTR) idle(std::chrono::milliseconds(1));
+    if (errno != EAGAIN && errno != EINTR) Idle(std::chrono::milliseconds(1));
     return;
   }
-  on_message(
-      std::span<zmq::message_t>(in_.data(), static_cast<std::size_t>(n)));
+  OnMessage(std::span<zmq::message_t>(in_.data(), static_cast<std::size_t>(n)));
 }
 
-void ConsensusClient::idle(Clock::duration wait) {
+void ConsensusClient::Idle(Clock::duration wait) {
   // Inside a reactor callback the reactor refuses to run (a nested
   // iteration would corrupt the outer one): just sleep, bounded, and let the
-  // deadline check in wait_once() end the request.
+  // deadline check in WaitOnce() end the request.
   if (!reactor_.RunOnce(wait).ok()) {
     std::this_thread::sleep_for(
         std::min<Clock::duration>(wait, std::chrono::milliseconds(10)));
   }
 }
 
-void ConsensusClient::send_attempt(std::uint32_t index,
-                                   std::span<zmq::message_t>* payload,
-                                   bool new_deadline) {
+void ConsensusClient::SendAttempt(std::uint32_t index,
+                                  std::span<zmq::message_t>* payload,
+                                  bool new_deadline) {
   Slot& s = slots_[index];
   if (new_deadline) s.deadline = Clock::now() + s.timeout;
   s.resend_pending = false;
   s.socket_epoch = socket_epoch_;
   ++s.attempts;
-  arm_timer(s.deadline);
+  ArmTimer(s.deadline);
   if (!socket_) {
     ++stats_.send_failures;
     return;
@@ -250,7 +266,7 @@ void ConsensusClient::send_attempt(std::uint32_t index,
   std::span<zmq::message_t> body;
   if (payload != nullptr) {
     body = *payload;
-  } else if (!keeps_payload(s)) {
+  } else if (!KeepsPayload(s)) {
     body = s.payload;  // the last attempt: no copies needed any more
   } else {
     copies_.clear();
@@ -270,13 +286,13 @@ void ConsensusClient::send_attempt(std::uint32_t index,
     ++stats_.send_failures;
     return;
   }
-  if (!keeps_payload(s)) s.payload.clear();
+  if (!KeepsPayload(s)) s.payload.clear();
   attempts_.emplace(sequence, index);
   s.sequences.push_back(sequence);
   ++next_sequence_;
 }
 
-void ConsensusClient::finish(std::uint32_t index, Outcome outcome,
+void ConsensusClient::Finish(std::uint32_t index, Outcome outcome,
                              FailedBy failed_by, std::string_view reason,
                              std::span<zmq::message_t> payload) {
   Slot& s = slots_[index];
@@ -290,7 +306,7 @@ void ConsensusClient::finish(std::uint32_t index, Outcome outcome,
   r.failed_by = failed_by;
   r.reason.assign(reason);  // before the frames `reason` may point into move
   r.attempts = s.attempts;
-  r.payload = take_spare();
+  r.payload = TakeSpare();
   for (zmq::message_t& f : payload) r.payload.push_back(std::move(f));
 
   Callback done = std::move(s.done);
@@ -321,40 +337,39 @@ void ConsensusClient::finish(std::uint32_t index, Outcome outcome,
   }
 }
 
-Frames ConsensusClient::take_spare() {
+Frames ConsensusClient::TakeSpare() {
   if (spare_.empty()) return Frames();
   Frames f = std::move(spare_.back());
   spare_.pop_back();
   return f;
 }
 
-void ConsensusClient::post_failure(Callback done, std::string_view reason) {
+void ConsensusClient::PostFailure(Callback done, std::string_view reason) {
   immediate_.push_back(Immediate{std::move(done), nullptr, reason, {}});
   // Not reactor_.Post(): a posted task outlives the client, and the
   // callback may capture what the client's owner frees with it.  The
-  // client's own timer is cancelled by close(), which delivers the rest.
+  // client's own timer is cancelled by Close(), which delivers the rest.
   if (!immediate_timer_ && !closed_) {
     immediate_timer_ = *reactor_.After(Clock::duration::zero(), [this] {
       immediate_timer_.Release();  // fired: nothing left to cancel
-      deliver_immediate();
+      DeliverImmediate();
     });
   }
 }
 
-void ConsensusClient::post_ping_failure(PingCallback done,
-                                        absl::Status status) {
+void ConsensusClient::PostPingFailure(PingCallback done, absl::Status status) {
   immediate_.push_back(Immediate{nullptr, std::move(done), {}, status});
   if (!immediate_timer_ && !closed_) {
     immediate_timer_ = *reactor_.After(Clock::duration::zero(), [this] {
       immediate_timer_.Release();  // fired: nothing left to cancel
-      deliver_immediate();
+      DeliverImmediate();
     });
   }
 }
 
-void ConsensusClient::deliver_immediate() {
-  // Callbacks may queue more (a request() from inside one); those wait for
-  // the next timer, or for the loop in close().
+void ConsensusClient::DeliverImmediate() {
+  // Callbacks may queue more (a Request() from inside one); those wait for
+  // the next timer, or for the loop in Close().
   std::vector<Immediate> batch = std::move(immediate_);
   immediate_.clear();
   for (Immediate& i : batch) {
@@ -373,7 +388,7 @@ void ConsensusClient::deliver_immediate() {
 // --- Incoming
 // ------------------------------------------------------------------
 
-void ConsensusClient::on_message(std::span<zmq::message_t> frames) {
+void ConsensusClient::OnMessage(std::span<zmq::message_t> frames) {
   // Any message shows that the broker is there.
   timeouts_in_a_row_ = 0;
   absl::StatusOr<std::span<zmq::message_t>> body = ccp::DealerBody(frames);
@@ -389,7 +404,7 @@ void ConsensusClient::on_message(std::span<zmq::message_t> frames) {
   switch (h->type) {
     case ccp::MessageType::kReplySuccess:
     case ccp::MessageType::kReplyFailure:
-      on_reply(*h, body->subspan(h->payload_index));
+      OnReply(*h, body->subspan(h->payload_index));
       return;
     case ccp::MessageType::kPing:
       if (!pings_.empty()) {
@@ -406,8 +421,8 @@ void ConsensusClient::on_message(std::span<zmq::message_t> frames) {
   }
 }
 
-void ConsensusClient::on_reply(const ccp::Header& h,
-                               std::span<zmq::message_t> payload) {
+void ConsensusClient::OnReply(const ccp::Header& h,
+                              std::span<zmq::message_t> payload) {
   const auto it = attempts_.find(h.sequence);
   if (it == attempts_.end()) {
     ++stats_.stale_replies;
@@ -415,16 +430,16 @@ void ConsensusClient::on_reply(const ccp::Header& h,
   }
   const std::uint32_t index = it->second;
   if (h.type == ccp::MessageType::kReplySuccess) {
-    finish(index, Outcome::kSuccess, FailedBy::kNone, {}, payload);
+    Finish(index, Outcome::kSuccess, FailedBy::kNone, {}, payload);
     return;
   }
   if (!ccp::IsBrokerFailure(payload)) {
-    finish(index, Outcome::kFailure, FailedBy::kWorker, {}, payload);
+    Finish(index, Outcome::kFailure, FailedBy::kWorker, {}, payload);
     return;
   }
   const std::string_view code = View(payload[0]);
   if (code == ccp::kReasonNoWorkers && slots_[index].retry_no_workers &&
-      schedule_no_workers_resend(index)) {
+      ScheduleNoWorkersResend(index)) {
     slots_[index].answered_no_workers = true;
     slots_[index].no_workers_text.assign(
         payload.size() > 1 ? View(payload[1]) : std::string_view());
@@ -438,19 +453,19 @@ void ConsensusClient::on_reply(const ccp::Header& h,
     // old id stay answerable.  Unless the id was already renewed after an
     // earlier rejection.
     ++stats_.rejected;
-    if (h.sequence.client_id == client_id_) renew_client_id();
+    if (h.sequence.client_id == client_id_) RenewClientId();
     Slot& s = slots_[index];
     if (s.retries_left > 0) {
       --s.retries_left;
       ++stats_.retries;
-      send_attempt(index);
+      SendAttempt(index);
       return;
     }
   }
-  finish(index, Outcome::kFailure, FailedBy::kBroker, code, payload);
+  Finish(index, Outcome::kFailure, FailedBy::kBroker, code, payload);
 }
 
-bool ConsensusClient::schedule_no_workers_resend(std::uint32_t index) {
+bool ConsensusClient::ScheduleNoWorkersResend(std::uint32_t index) {
   Slot& s = slots_[index];
   const Clock::time_point at = Clock::now() + s.backoff;
   if (at >= s.deadline) return false;  // no time left: end with the answer
@@ -458,67 +473,67 @@ bool ConsensusClient::schedule_no_workers_resend(std::uint32_t index) {
   s.resend_at = at;
   s.backoff =
       std::min<Clock::duration>(s.backoff * 2, options_.no_workers_backoff_max);
-  arm_timer(at);
+  ArmTimer(at);
   return true;
 }
 
 // --- Deadlines
 // -----------------------------------------------------------------
 
-void ConsensusClient::arm_timer(Clock::time_point deadline) {
+void ConsensusClient::ArmTimer(Clock::time_point deadline) {
   if (timer_ && timer_at_ <= deadline) return;
   timer_at_ = deadline;
   // Replacing the handle cancels the later timer it held.
-  timer_ = *reactor_.At(deadline, [this] { on_timer(); });
+  timer_ = *reactor_.At(deadline, [this] { OnTimer(); });
 }
 
-void ConsensusClient::note_timeout(std::uint64_t socket_epoch) {
+void ConsensusClient::NoteTimeout(std::uint64_t socket_epoch) {
   ++stats_.attempt_timeouts;
   // An attempt lost with an older socket says nothing about this one.
   if (socket_epoch != socket_epoch_ || options_.reopen_after_timeouts <= 0) {
     return;
   }
-  if (++timeouts_in_a_row_ >= options_.reopen_after_timeouts) reopen();
+  if (++timeouts_in_a_row_ >= options_.reopen_after_timeouts) Reopen();
 }
 
-void ConsensusClient::expire(std::uint32_t index, Clock::time_point /*now*/) {
-  note_timeout(slots_[index].socket_epoch);
+void ConsensusClient::Expire(std::uint32_t index, Clock::time_point /*now*/) {
+  NoteTimeout(slots_[index].socket_epoch);
   Slot& s = slots_[index];
   s.resend_pending = false;
   if (s.retries_left > 0) {
     --s.retries_left;
     ++stats_.retries;
-    send_attempt(index);
+    SendAttempt(index);
   } else if (s.answered_no_workers) {
     // The last answer was "zb:no-workers" and the resend after it is still
     // unanswered: that answer is the outcome, not a timeout.
     Frames failure = MakeFrames({ccp::kReasonNoWorkers, s.no_workers_text});
-    finish(index, Outcome::kFailure, FailedBy::kBroker, ccp::kReasonNoWorkers,
+    Finish(index, Outcome::kFailure, FailedBy::kBroker, ccp::kReasonNoWorkers,
            failure);
   } else {
-    finish(index, Outcome::kTimeout, FailedBy::kNone, {}, {});
+    Finish(index, Outcome::kTimeout, FailedBy::kNone, {}, {});
   }
 }
 
-void ConsensusClient::on_timer() {
-  timer_.Release();  // fired (or already reset by wait_once())
+void ConsensusClient::OnTimer() {
+  timer_.Release();  // fired (or already reset by WaitOnce())
   const Clock::time_point now = Clock::now();
   // Callbacks run from here may add requests (slots_ may grow: index, never
   // hold references across a call).
   for (std::uint32_t i = 0; i < slots_.size(); ++i) {
     if (!slots_[i].open) continue;
     if (slots_[i].deadline <= now) {
-      expire(i, now);
+      Expire(i, now);
     } else if (slots_[i].resend_pending && slots_[i].resend_at <= now) {
       ++stats_.no_workers_resends;
-      send_attempt(i, nullptr, /*new_deadline=*/false);
+      SendAttempt(i, nullptr, /*new_deadline=*/false);
     }
   }
   if (!pings_.empty()) {
     std::vector<PingCallback> expired;
     for (auto it = pings_.begin(); it != pings_.end();) {
       if (it->deadline <= now) {
-        note_timeout(it->socket_epoch);
+        NoteTimeout(it->socket_epoch);
         expired.push_back(std::move(it->done));
         it = pings_.erase(it);
       } else {
@@ -536,22 +551,22 @@ void ConsensusClient::on_timer() {
     if (s.resend_pending) next = std::min(next, s.resend_at);
   }
   for (const PendingPing& p : pings_) next = std::min(next, p.deadline);
-  if (next != Clock::time_point::max()) arm_timer(next);
+  if (next != Clock::time_point::max()) ArmTimer(next);
 }
 
 // --- Ping
 // ----------------------------------------------------------------------
 
-void ConsensusClient::ping(std::chrono::milliseconds timeout,
+void ConsensusClient::Ping(std::chrono::milliseconds timeout,
                            PingCallback done) {
   if (closed_) {
-    post_ping_failure(std::move(done),
-                      absl::CancelledError("the client is closed"));
+    PostPingFailure(std::move(done),
+                    absl::CancelledError("the client is closed"));
     return;
   }
   if (!socket_) {
-    post_ping_failure(std::move(done),
-                      absl::FailedPreconditionError(status_.message()));
+    PostPingFailure(std::move(done),
+                    absl::FailedPreconditionError(socket_error_.message()));
     return;
   }
   out_.clear();
@@ -561,20 +576,20 @@ void ConsensusClient::ping(std::chrono::milliseconds timeout,
   out_.clear();
   const Clock::time_point deadline = Clock::now() + timeout;
   pings_.push_back(PendingPing{deadline, socket_epoch_, std::move(done)});
-  arm_timer(deadline);
+  ArmTimer(deadline);
 }
 
 // --- Closing
 // -------------------------------------------------------------------
 
-void ConsensusClient::close() {
+void ConsensusClient::Close() {
   if (closed_) return;
   closed_ = true;
   timer_.Reset();
-  close_socket();
+  CloseSocket();
   for (std::uint32_t i = 0; i < slots_.size(); ++i) {
     if (slots_[i].open) {
-      finish(i, Outcome::kFailure, FailedBy::kClient, kReasonClientClosed, {});
+      Finish(i, Outcome::kFailure, FailedBy::kClient, kReasonClientClosed, {});
     }
   }
   attempts_.clear();
@@ -586,7 +601,7 @@ void ConsensusClient::close() {
   // Immediate failures not delivered yet end here, inside the destructor:
   // after it nothing of this client may run.
   immediate_timer_.Reset();
-  while (!immediate_.empty()) deliver_immediate();
+  while (!immediate_.empty()) DeliverImmediate();
 }
 
 }  // namespace zb

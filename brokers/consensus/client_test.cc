@@ -32,6 +32,7 @@ namespace {
 
 using std::chrono::milliseconds;
 using ::testing::ElementsAre;
+using ::testing::HasSubstr;
 using Clock = std::chrono::steady_clock;
 using test::RunFor;
 using test::RunUntil;
@@ -128,10 +129,10 @@ class ConsensusClientTest : public ::testing::TestWithParam<std::string> {
 
   std::unique_ptr<ConsensusClient> MakeClient(
       ConsensusClient::Options options = {}) {
-    auto c = std::make_unique<ConsensusClient>(reactor_, ctx_,
-                                               broker_.endpoint(), options);
-    EXPECT_TRUE(c->status().ok()) << c->status();
-    return c;
+    absl::StatusOr<std::unique_ptr<ConsensusClient>> c =
+        ConsensusClient::Create(reactor_, ctx_, broker_.endpoint(), options);
+    EXPECT_TRUE(c.ok()) << c.status();
+    return std::move(c).value();
   }
 
   zmq::context_t ctx_;
@@ -148,9 +149,9 @@ TEST_P(ConsensusClientTest, ConsecutiveSequenceIdsAndPayloadsOnSuccess) {
   };
   auto client = MakeClient({.client_id = 0xabcdef01});
   EXPECT_EQ(client->client_id(), 0xabcdef01u);
-  client->request("echo", MakeFrames({"a", "b"}), {}, results_.For(1));
-  client->request("echo", MakeFrames({"c"}), {}, results_.For(2));
-  client->request("echo", Frames{}, {}, results_.For(3));
+  client->Request("echo", MakeFrames({"a", "b"}), {}, results_.For(1));
+  client->Request("echo", MakeFrames({"c"}), {}, results_.For(2));
+  client->Request("echo", Frames{}, {}, results_.For(3));
   EXPECT_EQ(client->open_requests(), 3u);
   ASSERT_TRUE(RunUntil(reactor_, [&] { return results_.calls == 3; }));
 
@@ -190,8 +191,8 @@ TEST_P(ConsensusClientTest, TellsWorkerFailuresFromBrokerFailures) {
     }
   };
   auto client = MakeClient();
-  client->request("svc", MakeFrames({"worker"}), {}, results_.For(1));
-  client->request("svc", MakeFrames({"broker"}), {}, results_.For(2));
+  client->Request("svc", MakeFrames({"worker"}), {}, results_.For(1));
+  client->Request("svc", MakeFrames({"broker"}), {}, results_.For(2));
   ASSERT_TRUE(RunUntil(reactor_, [&] { return results_.calls == 2; }));
   const Result& w = results_.Only(1);
   EXPECT_EQ(w.outcome, Outcome::kFailure);
@@ -208,7 +209,7 @@ TEST_P(ConsensusClientTest, TellsWorkerFailuresFromBrokerFailures) {
 
 TEST_P(ConsensusClientTest, TimeoutEndsOnceAndLateReplyIsDropped) {
   auto client = MakeClient();
-  client->request("svc", MakeFrames({"x"}), {.timeout = milliseconds(50)},
+  client->Request("svc", MakeFrames({"x"}), {.timeout = milliseconds(50)},
                   results_.For(1));
   ASSERT_TRUE(RunUntil(reactor_, [&] { return results_.calls == 1; }));
   EXPECT_EQ(results_.Only(1).outcome, Outcome::kTimeout);
@@ -231,7 +232,7 @@ TEST_P(ConsensusClientTest, RetriesUseTheNextSequenceNumber) {
     }
   };
   auto client = MakeClient({.reopen_after_timeouts = 0});
-  client->request("svc", MakeFrames({"p1", "p2"}),
+  client->Request("svc", MakeFrames({"p1", "p2"}),
                   {.timeout = milliseconds(40), .retries = 3}, results_.For(1));
   ASSERT_TRUE(RunUntil(reactor_, [&] { return results_.calls == 1; }));
   const Result& r = results_.Only(1);
@@ -252,7 +253,7 @@ TEST_P(ConsensusClientTest, RetriesUseTheNextSequenceNumber) {
 
 TEST_P(ConsensusClientTest, RetriesExhaustedEndInTimeout) {
   auto client = MakeClient({.reopen_after_timeouts = 0});
-  client->request("svc", MakeFrames({"p"}),
+  client->Request("svc", MakeFrames({"p"}),
                   {.timeout = milliseconds(30), .retries = 2}, results_.For(1));
   ASSERT_TRUE(RunUntil(reactor_, [&] { return results_.calls == 1; }));
   EXPECT_EQ(results_.Only(1).outcome, Outcome::kTimeout);
@@ -274,7 +275,7 @@ TEST_P(ConsensusClientTest, ReplyToAnEarlierAttemptCompletesTheRequest) {
     }
   };
   auto client = MakeClient({.reopen_after_timeouts = 0});
-  client->request("svc", MakeFrames({"p"}),
+  client->Request("svc", MakeFrames({"p"}),
                   {.timeout = milliseconds(40), .retries = 1}, results_.For(1));
   ASSERT_TRUE(
       RunUntil(reactor_, [&] { return client->stats().stale_replies == 1; }));
@@ -285,11 +286,11 @@ TEST_P(ConsensusClientTest, ReplyToAnEarlierAttemptCompletesTheRequest) {
 TEST_P(ConsensusClientTest, ReopensWithNewClientIdAfterTimeoutsInARow) {
   auto client = MakeClient({.reopen_after_timeouts = 2});
   const std::uint32_t first_id = client->client_id();
-  client->request("svc", MakeFrames({"1"}), {.timeout = milliseconds(30)},
+  client->Request("svc", MakeFrames({"1"}), {.timeout = milliseconds(30)},
                   results_.For(1));
   ASSERT_TRUE(RunUntil(reactor_, [&] { return results_.calls == 1; }));
   EXPECT_EQ(client->stats().reopens, 0u);
-  client->request("svc", MakeFrames({"2"}), {.timeout = milliseconds(30)},
+  client->Request("svc", MakeFrames({"2"}), {.timeout = milliseconds(30)},
                   results_.For(2));
   ASSERT_TRUE(RunUntil(reactor_, [&] { return results_.calls == 2; }));
   EXPECT_EQ(client->stats().reopens, 1u);
@@ -299,7 +300,7 @@ TEST_P(ConsensusClientTest, ReopensWithNewClientIdAfterTimeoutsInARow) {
   broker_.on_receive = [&](const Received& r) {
     broker_.Reply(r, ccp::MessageType::kReplySuccess, {"ok"});
   };
-  client->request("svc", MakeFrames({"3"}), {}, results_.For(3));
+  client->Request("svc", MakeFrames({"3"}), {}, results_.For(3));
   ASSERT_TRUE(RunUntil(reactor_, [&] { return results_.calls == 3; }));
   EXPECT_TRUE(results_.Only(3).ok());
   auto reqs = broker_.requests();
@@ -311,15 +312,15 @@ TEST_P(ConsensusClientTest, ReopensWithNewClientIdAfterTimeoutsInARow) {
 
 TEST_P(ConsensusClientTest, AnswerInBetweenResetsTheTimeoutCount) {
   auto client = MakeClient({.reopen_after_timeouts = 2});
-  client->request("svc", MakeFrames({"1"}), {.timeout = milliseconds(30)},
+  client->Request("svc", MakeFrames({"1"}), {.timeout = milliseconds(30)},
                   results_.For(1));
   ASSERT_TRUE(RunUntil(reactor_, [&] { return results_.calls == 1; }));
-  client->ping(milliseconds(1000), [](absl::Status) {});
+  client->Ping(milliseconds(1000), [](absl::Status) {});
   ASSERT_TRUE(
       RunUntil(reactor_, [&] { return broker_.received().size() == 2; }));
   broker_.Echo(broker_.received()[1]);
   RunFor(reactor_, milliseconds(20));
-  client->request("svc", MakeFrames({"2"}), {.timeout = milliseconds(30)},
+  client->Request("svc", MakeFrames({"2"}), {.timeout = milliseconds(30)},
                   results_.For(2));
   ASSERT_TRUE(RunUntil(reactor_, [&] { return results_.calls == 2; }));
   EXPECT_EQ(client->stats().attempt_timeouts, 2u);
@@ -343,7 +344,7 @@ TEST_P(ConsensusClientTest, BadSequenceTakesANewClientIdAndResends) {
   };
   auto client = MakeClient();
   const std::uint32_t first_id = client->client_id();
-  client->request("svc", MakeFrames({"a"}),
+  client->Request("svc", MakeFrames({"a"}),
                   {.timeout = milliseconds(2000), .retries = 1},
                   results_.For(1));
   ASSERT_TRUE(RunUntil(reactor_, [&] { return results_.calls == 1; }));
@@ -375,9 +376,9 @@ TEST_P(ConsensusClientTest, BadSequenceKeepsOtherAttemptsInFlightAnswerable) {
     }
   };
   auto client = MakeClient();
-  client->request("svc", MakeFrames({"first"}), {.timeout = milliseconds(3000)},
+  client->Request("svc", MakeFrames({"first"}), {.timeout = milliseconds(3000)},
                   results_.For(1));
-  client->request("svc", MakeFrames({"second"}),
+  client->Request("svc", MakeFrames({"second"}),
                   {.timeout = milliseconds(3000)}, results_.For(2));
   ASSERT_TRUE(RunUntil(reactor_, [&] { return results_.calls == 1; }));
   EXPECT_EQ(results_.Only(2).reason, ccp::kReasonBadSequence);
@@ -401,11 +402,11 @@ TEST_P(ConsensusClientTest, BadSequenceWithoutRetriesFails) {
   };
   auto client = MakeClient();
   const std::uint32_t first_id = client->client_id();
-  client->request("svc", MakeFrames({"a"}), {}, results_.For(1));
+  client->Request("svc", MakeFrames({"a"}), {}, results_.For(1));
   ASSERT_TRUE(RunUntil(reactor_, [&] { return results_.calls == 1; }));
   EXPECT_EQ(results_.Only(1).failed_by, FailedBy::kBroker);
   EXPECT_EQ(results_.Only(1).reason, ccp::kReasonBadSequence);
-  client->request("svc", MakeFrames({"b"}), {}, results_.For(2));
+  client->Request("svc", MakeFrames({"b"}), {}, results_.For(2));
   ASSERT_TRUE(RunUntil(reactor_, [&] { return results_.calls == 2; }));
   EXPECT_TRUE(results_.Only(2).ok());
   EXPECT_EQ(broker_.requests()[1].sequence,
@@ -430,7 +431,7 @@ TEST_P(ConsensusClientTest, RetryNoWorkersResendsWithBackoffUntilServed) {
   };
   auto client = MakeClient({.no_workers_backoff = milliseconds(10),
                             .no_workers_backoff_max = milliseconds(25)});
-  client->request("svc", MakeFrames({"p"}),
+  client->Request("svc", MakeFrames({"p"}),
                   {.timeout = milliseconds(3000), .retry_no_workers = true},
                   results_.For(1));
   ASSERT_TRUE(RunUntil(reactor_, [&] { return results_.calls == 1; }));
@@ -462,7 +463,7 @@ TEST_P(ConsensusClientTest, RetryNoWorkersStopsWithinTheTimeout) {
   auto client = MakeClient({.no_workers_backoff = milliseconds(10),
                             .no_workers_backoff_max = milliseconds(40)});
   const auto start = Clock::now();
-  client->request("svc", MakeFrames({"p"}),
+  client->Request("svc", MakeFrames({"p"}),
                   {.timeout = milliseconds(300), .retry_no_workers = true},
                   results_.For(1));
   ASSERT_TRUE(RunUntil(reactor_, [&] { return results_.calls == 1; }));
@@ -475,7 +476,7 @@ TEST_P(ConsensusClientTest, RetryNoWorkersStopsWithinTheTimeout) {
   EXPECT_GE(took, milliseconds(200));
   EXPECT_LT(took, milliseconds(1500));
 
-  client->request("svc", MakeFrames({"p"}), {.timeout = milliseconds(300)},
+  client->Request("svc", MakeFrames({"p"}), {.timeout = milliseconds(300)},
                   results_.For(2));
   ASSERT_TRUE(RunUntil(reactor_, [&] { return results_.calls == 2; }));
   EXPECT_EQ(results_.Only(2).reason, ccp::kReasonNoWorkers);
@@ -498,12 +499,12 @@ TEST_P(ConsensusClientTest, ReplyFrameOverMaxMessageSizeIsNotReceived) {
   // timeouts with nothing heard -- brings it back.
   auto client =
       MakeClient({.reopen_after_timeouts = 1, .max_message_size = 4096});
-  client->request("svc", MakeFrames({"big"}), {.timeout = milliseconds(300)},
+  client->Request("svc", MakeFrames({"big"}), {.timeout = milliseconds(300)},
                   results_.For(1));
   ASSERT_TRUE(RunUntil(reactor_, [&] { return results_.calls == 1; }));
   EXPECT_EQ(results_.Only(1).outcome, ConsensusClient::Outcome::kTimeout);
   EXPECT_EQ(client->stats().reopens, 1u);
-  client->request("svc", MakeFrames({"fits"}), {.timeout = milliseconds(2000)},
+  client->Request("svc", MakeFrames({"fits"}), {.timeout = milliseconds(2000)},
                   results_.For(2));
   ASSERT_TRUE(RunUntil(reactor_, [&] { return results_.calls == 2; }));
   EXPECT_TRUE(results_.Only(2).ok());
@@ -513,11 +514,11 @@ TEST_P(ConsensusClientTest, ReplyFrameOverMaxMessageSizeIsNotReceived) {
 TEST_P(ConsensusClientTest, DestroyingTheClientEndsOpenRequestsAndPings) {
   auto client = MakeClient();
   for (int i = 0; i < 3; ++i) {
-    client->request("svc", MakeFrames({"x"}), {}, results_.For(i));
+    client->Request("svc", MakeFrames({"x"}), {}, results_.For(i));
   }
   absl::Status ping_status;
   int pings = 0;
-  client->ping([&](absl::Status s) {
+  client->Ping([&](absl::Status s) {
     ping_status = s;
     ++pings;
   });
@@ -543,11 +544,11 @@ TEST_P(ConsensusClientTest, PingIsAnsweredByTheEchoOrTimesOut) {
   };
   auto client = MakeClient({.reopen_after_timeouts = 0});
   std::vector<absl::Status> got;
-  client->ping([&](absl::Status s) { got.push_back(s); });
+  client->Ping([&](absl::Status s) { got.push_back(s); });
   ASSERT_TRUE(RunUntil(reactor_, [&] { return got.size() == 1; }));
   EXPECT_TRUE(got[0].ok()) << got[0];
   echo = false;
-  client->ping(milliseconds(40), [&](absl::Status s) { got.push_back(s); });
+  client->Ping(milliseconds(40), [&](absl::Status s) { got.push_back(s); });
   ASSERT_TRUE(RunUntil(reactor_, [&] { return got.size() == 2; }));
   EXPECT_TRUE(absl::IsDeadlineExceeded(got[1])) << got[1];
 }
@@ -556,7 +557,7 @@ TEST_P(ConsensusClientTest, ManyOpenRequestsAnsweredOutOfOrder) {
   constexpr int kCount = 200;
   auto client = MakeClient();
   for (int i = 0; i < kCount; ++i) {
-    client->request("svc", MakeFrames({std::to_string(i)}),
+    client->Request("svc", MakeFrames({std::to_string(i)}),
                     {.timeout = milliseconds(5000)}, results_.For(i));
   }
   ASSERT_TRUE(
@@ -588,11 +589,11 @@ TEST_P(ConsensusClientTest, CallbacksMayIssueTheNextRequest) {
     if (++done == 50) return;
     payload.clear();
     payload.push_back(Frame(std::to_string(done)));
-    client->request("svc", std::span(payload), {},
+    client->Request("svc", std::span(payload), {},
                     [&](Result&& r2) { next(std::move(r2)); });
   };
   payload.push_back(Frame("0"));
-  client->request("svc", std::span(payload), {},
+  client->Request("svc", std::span(payload), {},
                   [&](Result&& r) { next(std::move(r)); });
   ASSERT_TRUE(RunUntil(reactor_, [&] { return done == 50; }));
   EXPECT_EQ(broker_.requests().back().sequence.sequence, 50u);
@@ -601,7 +602,7 @@ TEST_P(ConsensusClientTest, CallbacksMayIssueTheNextRequest) {
 TEST_P(ConsensusClientTest, ImmediateFailuresArePostedNotCalledInline) {
   auto client = MakeClient();
   bool inside = true;
-  client->request("", MakeFrames({"x"}), {}, [&](Result&& r) {
+  client->Request("", MakeFrames({"x"}), {}, [&](Result&& r) {
     EXPECT_FALSE(inside);
     EXPECT_EQ(r.failed_by, FailedBy::kClient);
     EXPECT_EQ(r.reason, ConsensusClient::kReasonInvalidRequest);
@@ -611,9 +612,11 @@ TEST_P(ConsensusClientTest, ImmediateFailuresArePostedNotCalledInline) {
   ASSERT_TRUE(RunUntil(reactor_, [&] { return results_.calls == 1; }));
   EXPECT_TRUE(broker_.requests().empty());
 
-  ConsensusClient bad(reactor_, ctx_, "nonsense://x");
-  EXPECT_FALSE(bad.status().ok());
-  bad.request("svc", MakeFrames({"x"}), {}, results_.For(7));
+  EXPECT_FALSE(ConsensusClient::Create(reactor_, ctx_, "nonsense://x").ok());
+  // A client left without a socket (a reopen that failed) fails the same way.
+  auto bad = MakeClient();
+  bad->DropSocketForTesting();
+  bad->Request("svc", MakeFrames({"x"}), {}, results_.For(7));
   ASSERT_TRUE(RunUntil(reactor_, [&] { return results_.calls == 2; }));
   EXPECT_EQ(results_.Only(7).reason, ConsensusClient::kReasonNotConnected);
 }
@@ -631,16 +634,17 @@ TEST_P(ConsensusClientTest, ImmediateFailuresEndBeforeTheDestructorReturns) {
   auto owner = std::make_unique<Owner>();
   Owner* o = owner.get();
   auto client = MakeClient();
-  client->request("", MakeFrames({"x"}), {}, [o](Result&& r) {
+  client->Request("", MakeFrames({"x"}), {}, [o](Result&& r) {
     EXPECT_EQ(r.reason, ConsensusClient::kReasonInvalidRequest);
     ++o->requests;
   });
-  auto bad = std::make_unique<ConsensusClient>(reactor_, ctx_, "nonsense://x");
-  bad->request("svc", MakeFrames({"x"}), {}, [o](Result&& r) {
+  auto bad = MakeClient();
+  bad->DropSocketForTesting();  // as after a reopen that failed
+  bad->Request("svc", MakeFrames({"x"}), {}, [o](Result&& r) {
     EXPECT_EQ(r.reason, ConsensusClient::kReasonNotConnected);
     ++o->requests;
   });
-  bad->ping(milliseconds(1000), [o](absl::Status s) {
+  bad->Ping(milliseconds(1000), [o](absl::Status s) {
     o->ping_status = s;
     ++o->pings;
   });
@@ -666,7 +670,7 @@ TEST_P(ConsensusClientTest, IgnoresMalformedAndForeignReplies) {
     broker_.Reply(r, ccp::MessageType::kReplySuccess, {"real"});
   };
   auto client = MakeClient();
-  client->request("svc", MakeFrames({"x"}), {}, results_.For(1));
+  client->Request("svc", MakeFrames({"x"}), {}, results_.For(1));
   ASSERT_TRUE(RunUntil(reactor_, [&] { return results_.calls == 1; }));
   EXPECT_THAT(FramesToStrings(results_.Only(1).payload), ElementsAre("real"));
   EXPECT_EQ(client->stats().malformed, 1u);
@@ -694,8 +698,7 @@ class ConsensusClientCallTest : public ::testing::Test {
         if (on_receive) on_receive(*broker_, m);
       };
     });
-    client_ =
-        std::make_unique<ConsensusClient>(reactor_, ctx_, "inproc://call");
+    client_ = ConsensusClient::Create(reactor_, ctx_, "inproc://call").value();
   }
   ~ConsensusClientCallTest() override {
     client_.reset();
@@ -729,15 +732,15 @@ TEST_F(ConsensusClientCallTest,
   reactor_.Post([&] { posted_ran = true; });
   for (int i = 1; i <= 3; ++i) {
     Frames payload = MakeFrames({"req" + std::to_string(i)});
-    client_->call("svc", payload, {.timeout = milliseconds(5000)},
+    client_->Call("svc", payload, {.timeout = milliseconds(5000)},
                   results_.For(i));
-    ASSERT_EQ(results_.calls, i) << "call() returned before the outcome";
+    ASSERT_EQ(results_.calls, i) << "Call() returned before the outcome";
     const Result& r = results_.Only(i);
     ASSERT_TRUE(r.ok());
     EXPECT_THAT(FramesToStrings(r.payload),
                 ElementsAre("req" + std::to_string(i) + "!"));
   }
-  EXPECT_FALSE(posted_ran) << "call() ran the reactor";
+  EXPECT_FALSE(posted_ran) << "Call() ran the reactor";
   const std::vector<Received> got = BrokerRequests();
   ASSERT_EQ(got.size(), 3u);
   for (int i = 0; i < 3; ++i) EXPECT_EQ(got[i].sequence.sequence, i + 1u);
@@ -752,7 +755,7 @@ TEST_F(ConsensusClientCallTest, RetriesAtTheDeadlineWithTheNextSequence) {
     }
   });
   Frames payload = MakeFrames({"x"});
-  client_->call("svc", payload, {.timeout = milliseconds(100), .retries = 2},
+  client_->Call("svc", payload, {.timeout = milliseconds(100), .retries = 2},
                 results_.For(1));
   const Result& r = results_.Only(1);
   ASSERT_TRUE(r.ok());
@@ -766,7 +769,7 @@ TEST_F(ConsensusClientCallTest, RetriesAtTheDeadlineWithTheNextSequence) {
 TEST_F(ConsensusClientCallTest, EndsInTimeoutAfterEveryAttempt) {
   const auto start = Clock::now();
   Frames payload = MakeFrames({"nobody answers"});
-  client_->call("svc", payload, {.timeout = milliseconds(60), .retries = 1},
+  client_->Call("svc", payload, {.timeout = milliseconds(60), .retries = 1},
                 results_.For(1));
   EXPECT_GE(Clock::now() - start, milliseconds(120));
   EXPECT_EQ(results_.Only(1).outcome, Outcome::kTimeout);
@@ -776,7 +779,7 @@ TEST_F(ConsensusClientCallTest, EndsInTimeoutAfterEveryAttempt) {
 
 TEST_F(ConsensusClientCallTest, ImmediateFailureRunsBeforeCallReturns) {
   Frames payload = MakeFrames({"x"});
-  client_->call("", payload, {}, results_.For(1));
+  client_->Call("", payload, {}, results_.For(1));
   ASSERT_EQ(results_.calls, 1);
   EXPECT_EQ(results_.Only(1).failed_by, FailedBy::kClient);
   EXPECT_EQ(results_.Only(1).reason, ConsensusClient::kReasonInvalidRequest);
@@ -794,9 +797,9 @@ TEST_F(ConsensusClientCallTest, TakesRepliesToOtherOpenRequestsWhileWaiting) {
       b.Reply(held[1], ccp::MessageType::kReplySuccess, {"second"});
     }
   });
-  client_->request("svc", MakeFrames({"a"}), {}, results_.For(1));
+  client_->Request("svc", MakeFrames({"a"}), {}, results_.For(1));
   Frames payload = MakeFrames({"b"});
-  client_->call("svc", payload, {}, results_.For(2));
+  client_->Call("svc", payload, {}, results_.For(2));
   ASSERT_EQ(results_.calls, 2);
   EXPECT_THAT(FramesToStrings(results_.Only(1).payload), ElementsAre("first"));
   EXPECT_THAT(FramesToStrings(results_.Only(2).payload), ElementsAre("second"));
@@ -823,8 +826,10 @@ TEST(BlockingConsensusClientTest, RequestsAndPings) {
   const std::string endpoint =
       broker_thread.Invoke([&](Reactor&) { return broker->endpoint(); });
   {
-    BlockingConsensusClient client(ctx, endpoint);
-    ASSERT_TRUE(client.status().ok());
+    absl::StatusOr<std::unique_ptr<BlockingConsensusClient>> created =
+        BlockingConsensusClient::Create(ctx, endpoint);
+    ASSERT_TRUE(created.ok());
+    BlockingConsensusClient& client = **created;
     EXPECT_TRUE(client.Ping(milliseconds(2000)));
     Result r = client.Request("svc", MakeFrames({"hi"}));
     ASSERT_TRUE(r.ok());
@@ -850,7 +855,9 @@ TEST(BlockingConsensusClientTest, RequestsFromSeveralThreadsAtOnce) {
     };
   });
   {
-    BlockingConsensusClient client(ctx, "inproc://blocking");
+    std::unique_ptr<BlockingConsensusClient> owned =
+        BlockingConsensusClient::Create(ctx, "inproc://blocking").value();
+    BlockingConsensusClient& client = *owned;
     std::vector<std::thread> threads;
     std::atomic<int> ok{0};
     for (int t = 0; t < 4; ++t) {
@@ -868,6 +875,15 @@ TEST(BlockingConsensusClientTest, RequestsFromSeveralThreadsAtOnce) {
     EXPECT_EQ(ok.load(), 200);
   }
   broker_thread.Invoke([&](Reactor&) { broker.reset(); });
+}
+
+TEST(BlockingConsensusClientTest, CreateFailsWhenTheSocketCannotBeSetUp) {
+  zmq::context_t ctx;
+  absl::StatusOr<std::unique_ptr<BlockingConsensusClient>> client =
+      BlockingConsensusClient::Create(ctx, "nonsense://x");
+  ASSERT_FALSE(client.ok());
+  EXPECT_EQ(client.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(client.status().message(), HasSubstr("nonsense://x"));
 }
 
 }  // namespace

@@ -89,6 +89,14 @@ constexpr milliseconds kWait{10000};  // generous bound for every wait
 // WaitFor(done, limit = 10 s, kWait): polls `done` until it holds.
 using test::WaitFor;
 
+// A blocking client the test cannot do without: a failed Create() throws
+// (absl::BadStatusOrAccess), which fails the test with the error.
+std::unique_ptr<BlockingConsensusClient> MakeBlocking(
+    zmq::context_t& ctx, const std::string& endpoint,
+    ConsensusClient::Options options = {}) {
+  return BlockingConsensusClient::Create(ctx, endpoint, options).value();
+}
+
 ConsensusBroker::Options BrokerOptions(
     milliseconds request_timeout = milliseconds(3000)) {
   ConsensusBroker::Options o;
@@ -201,15 +209,16 @@ class ConsensusIntegrationTest : public ::testing::TestWithParam<std::string> {
 
 TEST_P(ConsensusIntegrationTest, OneClientAndOneToSixteenWorkers) {
   Cluster cluster(GetParam());
-  BlockingConsensusClient client(cluster.ctx(), cluster.endpoint());
-  EXPECT_TRUE(client.Ping(milliseconds(5000)));
+  std::unique_ptr<BlockingConsensusClient> client =
+      MakeBlocking(cluster.ctx(), cluster.endpoint());
+  EXPECT_TRUE(client->Ping(milliseconds(5000)));
   std::vector<std::string> expected;
   for (int n = 1; n <= 16; ++n) {
     const std::string name = "w" + std::to_string(n);
     cluster.AddWorker("fan", Named(name));
     expected.push_back(name);
     for (int i = 0; i < 3; ++i) {
-      Result r = client.Request("fan", MakeFrames({"q"}));
+      Result r = client->Request("fan", MakeFrames({"q"}));
       ASSERT_TRUE(r.ok()) << n << " workers: " << r.reason;
       // Every worker's payload, in registration order.
       EXPECT_THAT(FramesToStrings(r.payload), ElementsAreArray(expected));
@@ -219,10 +228,10 @@ TEST_P(ConsensusIntegrationTest, OneClientAndOneToSixteenWorkers) {
   Cluster echo_cluster(GetParam());
   echo_cluster.AddWorker("echo", Echo());
   echo_cluster.AddWorker("echo", Echo());
-  BlockingConsensusClient echo_client(echo_cluster.ctx(),
-                                      echo_cluster.endpoint());
+  std::unique_ptr<BlockingConsensusClient> echo_client =
+      MakeBlocking(echo_cluster.ctx(), echo_cluster.endpoint());
   const std::string big(100000, 'z');
-  Result r = echo_client.Request("echo", MakeFrames({"a", "", big}));
+  Result r = echo_client->Request("echo", MakeFrames({"a", "", big}));
   ASSERT_TRUE(r.ok()) << r.reason;
   EXPECT_THAT(FramesToStrings(r.payload),
               ElementsAre("a", "", big, "a", "", big));
@@ -236,14 +245,15 @@ TEST_P(ConsensusIntegrationTest, OneWorkerFailureFailsTheRequest) {
         r.Fail(MakeFrames({"disk-full", "no space left"}));
       });
   cluster.AddWorker("svc", Named("good too"));
-  BlockingConsensusClient client(cluster.ctx(), cluster.endpoint());
-  Result r = client.Request("svc", MakeFrames({"x"}));
+  std::unique_ptr<BlockingConsensusClient> client =
+      MakeBlocking(cluster.ctx(), cluster.endpoint());
+  Result r = client->Request("svc", MakeFrames({"x"}));
   EXPECT_EQ(r.outcome, Outcome::kFailure);
   EXPECT_EQ(r.failed_by, FailedBy::kWorker);
   EXPECT_THAT(FramesToStrings(r.payload),
               ElementsAre("disk-full", "no space left"));
   // No workers at all: the broker says so at once.
-  Result none = client.Request("nobody", MakeFrames({"x"}));
+  Result none = client->Request("nobody", MakeFrames({"x"}));
   EXPECT_EQ(none.failed_by, FailedBy::kBroker);
   EXPECT_EQ(none.reason, ccp::kReasonNoWorkers);
 }
@@ -256,10 +266,11 @@ TEST_P(ConsensusIntegrationTest, WorkerThatNeverAnswersFailsAtTheDeadline) {
       "svc", [&held](std::span<zmq::message_t>, ConsensusWorker::Responder r) {
         held.push_back(std::move(r));  // never answered while the test runs
       });
-  BlockingConsensusClient client(cluster.ctx(), cluster.endpoint());
+  std::unique_ptr<BlockingConsensusClient> client =
+      MakeBlocking(cluster.ctx(), cluster.endpoint());
   const auto start = Clock::now();
-  Result r =
-      client.Request("svc", MakeFrames({"x"}), {.timeout = milliseconds(5000)});
+  Result r = client->Request("svc", MakeFrames({"x"}),
+                             {.timeout = milliseconds(5000)});
   EXPECT_EQ(r.outcome, Outcome::kFailure);
   EXPECT_EQ(r.failed_by, FailedBy::kBroker);
   EXPECT_EQ(r.reason, ccp::kReasonTimeout);
@@ -310,13 +321,14 @@ TEST_P(ConsensusIntegrationTest, WorkerSocketClosingMidRequestNeverHangs) {
   // with the remaining workers' payloads, or fails "zb:worker-left" when no
   // worker remains.
   Cluster cluster(GetParam());
-  BlockingConsensusClient client(cluster.ctx(), cluster.endpoint());
+  std::unique_ptr<BlockingConsensusClient> client =
+      MakeBlocking(cluster.ctx(), cluster.endpoint());
   {
     cluster.AddWorker("pair", Named("stays"));
     VanishingWorker gone(cluster.ctx(), cluster.endpoint(), "pair");
     ASSERT_TRUE(WaitFor([&] { return cluster.WorkerCount("pair") == 2; }));
     std::thread t([&] { EXPECT_TRUE(gone.TakeRequestAndVanish()); });
-    Result r = client.Request("pair", MakeFrames({"x"}));
+    Result r = client->Request("pair", MakeFrames({"x"}));
     t.join();
     ASSERT_TRUE(r.ok()) << r.reason;
     EXPECT_THAT(FramesToStrings(r.payload), ElementsAre("stays"));
@@ -325,7 +337,7 @@ TEST_P(ConsensusIntegrationTest, WorkerSocketClosingMidRequestNeverHangs) {
     VanishingWorker gone(cluster.ctx(), cluster.endpoint(), "solo");
     ASSERT_TRUE(WaitFor([&] { return cluster.WorkerCount("solo") == 1; }));
     std::thread t([&] { EXPECT_TRUE(gone.TakeRequestAndVanish()); });
-    Result r = client.Request("solo", MakeFrames({"x"}));
+    Result r = client->Request("solo", MakeFrames({"x"}));
     t.join();
     EXPECT_EQ(r.outcome, Outcome::kFailure);
     EXPECT_EQ(r.failed_by, FailedBy::kBroker);
@@ -357,12 +369,12 @@ TEST_P(ConsensusIntegrationTest, FourClientsThousandRequestsEachEndOnce) {
   for (auto& dp : drivers) {
     Driver* d = dp.get();
     d->thread.Invoke([&, d](Reactor& r) {
-      d->client = std::make_unique<ConsensusClient>(r, cluster.ctx(),
-                                                    cluster.endpoint());
+      d->client =
+          ConsensusClient::Create(r, cluster.ctx(), cluster.endpoint()).value();
       // Each completion sends the next request, keeping kWindow in flight.
       d->send = [d] {
         const int id = d->sent++;
-        d->client->request("svc", MakeFrames({std::to_string(id)}),
+        d->client->Request("svc", MakeFrames({std::to_string(id)}),
                            {.timeout = milliseconds(5000)},
                            [d, id](Result&& res) {
                              ++d->ends[id];
@@ -403,8 +415,9 @@ TEST_P(ConsensusIntegrationTest, FourClientsThousandRequestsEachEndOnce) {
 TEST_P(ConsensusIntegrationTest, MalformedFramesAreCountedOthersServed) {
   Cluster cluster(GetParam());
   cluster.AddWorker("svc", Named("w"));
-  BlockingConsensusClient client(cluster.ctx(), cluster.endpoint());
-  ASSERT_TRUE(client.Request("svc", MakeFrames({"before"})).ok());
+  std::unique_ptr<BlockingConsensusClient> client =
+      MakeBlocking(cluster.ctx(), cluster.endpoint());
+  ASSERT_TRUE(client->Request("svc", MakeFrames({"before"})).ok());
 
   zmq::socket_t raw(cluster.ctx(), zmq::socket_type::dealer);
   raw.set(zmq::sockopt::linger, 0);
@@ -422,19 +435,19 @@ TEST_P(ConsensusIntegrationTest, MalformedFramesAreCountedOthersServed) {
 
   ASSERT_TRUE(WaitFor([&] { return cluster.BrokerStats().malformed >= 6; }));
   EXPECT_EQ(cluster.BrokerStats().malformed, 6u);
-  Result r = client.Request("svc", MakeFrames({"after"}));
+  Result r = client->Request("svc", MakeFrames({"after"}));
   ASSERT_TRUE(r.ok()) << r.reason;
   EXPECT_THAT(FramesToStrings(r.payload), ElementsAre("w"));
-  EXPECT_TRUE(client.Ping(milliseconds(5000)));
+  EXPECT_TRUE(client->Ping(milliseconds(5000)));
 }
 
 TEST_P(ConsensusIntegrationTest, ReplayedClientIdFromAnotherSocketIsRejected) {
   Cluster cluster(GetParam());
   cluster.AddWorker("svc", Named("w"));
   constexpr std::uint32_t kId = 0x5eed1234;
-  BlockingConsensusClient client(cluster.ctx(), cluster.endpoint(),
-                                 {.client_id = kId});
-  ASSERT_TRUE(client.Request("svc", MakeFrames({"1"})).ok());
+  std::unique_ptr<BlockingConsensusClient> client =
+      MakeBlocking(cluster.ctx(), cluster.endpoint(), {.client_id = kId});
+  ASSERT_TRUE(client->Request("svc", MakeFrames({"1"})).ok());
 
   // Another socket claims the same client id with the next sequence number.
   zmq::socket_t thief(cluster.ctx(), zmq::socket_type::dealer);
@@ -457,9 +470,9 @@ TEST_P(ConsensusIntegrationTest, ReplayedClientIdFromAnotherSocketIsRejected) {
   EXPECT_EQ(cluster.BrokerStats().rejected_sequence, 1u);
 
   // The rightful owner carries on with the same id and the next number.
-  Result r = client.Request("svc", MakeFrames({"2"}));
+  Result r = client->Request("svc", MakeFrames({"2"}));
   ASSERT_TRUE(r.ok()) << r.reason;
-  EXPECT_EQ(client.stats().reopens, 0u);
+  EXPECT_EQ(client->stats().reopens, 0u);
   EXPECT_EQ(cluster.BrokerStats().replies_success, 2u);
 }
 
@@ -471,7 +484,9 @@ TEST_P(ConsensusIntegrationTest, NoAllocationPerRoundTripInSteadyState) {
   cluster.AddWorker("svc", Echo());
   cluster.AddWorker("svc", Echo());
   Reactor reactor;
-  ConsensusClient client(reactor, cluster.ctx(), cluster.endpoint());
+  std::unique_ptr<ConsensusClient> client =
+      ConsensusClient::Create(reactor, cluster.ctx(), cluster.endpoint())
+          .value();
   // The caller keeps one frame vector and passes it as a span; the callback
   // captures one pointer (fits absl::AnyInvocable's inline storage).
   Frames payload(1);
@@ -482,7 +497,7 @@ TEST_P(ConsensusIntegrationTest, NoAllocationPerRoundTripInSteadyState) {
   auto round_trip = [&] {
     payload[0] = zmq::message_t("ping", 4);
     const int before = state.done;
-    client.request("svc", std::span(payload), {}, [s = &state](Result&& r) {
+    client->Request("svc", std::span(payload), {}, [s = &state](Result&& r) {
       ++s->done;
       if (r.ok() && r.payload.size() == 2) ++s->ok;
     });
@@ -529,10 +544,11 @@ INSTANTIATE_TEST_SUITE_P(Transports, ConsensusIntegrationTest,
 // RequestOptions::retry_no_workers it is served once the workers are up.
 TEST_P(ConsensusIntegrationTest, ClientStartedBeforeItsWorkersIsServed) {
   Cluster cluster(GetParam());
-  BlockingConsensusClient client(cluster.ctx(), cluster.endpoint());
+  std::unique_ptr<BlockingConsensusClient> client =
+      MakeBlocking(cluster.ctx(), cluster.endpoint());
   Result r;
   std::thread t([&] {
-    r = client.Request(
+    r = client->Request(
         "late", MakeFrames({"early bird"}),
         {.timeout = milliseconds(4000), .retry_no_workers = true});
   });
@@ -546,7 +562,7 @@ TEST_P(ConsensusIntegrationTest, ClientStartedBeforeItsWorkersIsServed) {
   // first one, and never a worker twice.
   EXPECT_THAT(FramesToStrings(r.payload),
               ::testing::AnyOf(ElementsAre("a"), ElementsAre("a", "b")));
-  EXPECT_GE(client.stats().no_workers_resends, 1u);
+  EXPECT_GE(client->stats().no_workers_resends, 1u);
   EXPECT_GE(cluster.BrokerStats().no_workers, 1u);
 }
 
@@ -559,9 +575,10 @@ TEST(ConsensusRestartTest, WorkersReRegisterAndClientsRecover) {
                                       .heartbeat_liveness = 3};
   cluster.AddWorker("svc", Named("a"), fast);
   cluster.AddWorker("svc", Named("b"), fast);
-  BlockingConsensusClient client(cluster.ctx(), cluster.endpoint());
+  std::unique_ptr<BlockingConsensusClient> client =
+      MakeBlocking(cluster.ctx(), cluster.endpoint());
   for (int i = 0; i < 3; ++i) {
-    ASSERT_TRUE(client.Request("svc", MakeFrames({"x"})).ok());
+    ASSERT_TRUE(client->Request("svc", MakeFrames({"x"})).ok());
   }
 
   cluster.StopBroker();
@@ -584,15 +601,15 @@ TEST(ConsensusRestartTest, WorkersReRegisterAndClientsRecover) {
   // The new broker does not know the client id: it adopts it at the number
   // the client presents, so the client simply goes on (no rejection, no new
   // socket, no retry spent).
-  Result r = client.Request("svc", MakeFrames({"after restart"}),
-                            {.timeout = milliseconds(2000)});
+  Result r = client->Request("svc", MakeFrames({"after restart"}),
+                             {.timeout = milliseconds(2000)});
   ASSERT_TRUE(r.ok()) << r.reason;
   EXPECT_EQ(r.attempts, 1);
   // Both re-registered; in whatever order their READYs reached the broker.
   EXPECT_THAT(FramesToStrings(r.payload),
               ::testing::UnorderedElementsAre("a", "b"));
-  EXPECT_EQ(client.stats().rejected, 0u);
-  EXPECT_EQ(client.stats().reopens, 0u);
+  EXPECT_EQ(client->stats().rejected, 0u);
+  EXPECT_EQ(client->stats().reopens, 0u);
   EXPECT_EQ(cluster.BrokerStats().rejected_sequence, 0u);
   EXPECT_EQ(cluster.BrokerStats().clients_adopted, 1u);
 }
@@ -602,14 +619,15 @@ TEST(ConsensusRestartTest, RequestSentWhileTheBrokerIsDownIsRetried) {
   const ConsensusWorker::Options fast{.heartbeat_interval = milliseconds(50),
                                       .heartbeat_liveness = 3};
   cluster.AddWorker("svc", Named("a"), fast);
-  BlockingConsensusClient client(cluster.ctx(), cluster.endpoint());
-  ASSERT_TRUE(client.Request("svc", MakeFrames({"x"})).ok());
+  std::unique_ptr<BlockingConsensusClient> client =
+      MakeBlocking(cluster.ctx(), cluster.endpoint());
+  ASSERT_TRUE(client->Request("svc", MakeFrames({"x"})).ok());
 
   cluster.StopBroker();
   Result r;
   std::thread t([&] {
-    r = client.Request("svc", MakeFrames({"during"}),
-                       {.timeout = milliseconds(300), .retries = 20});
+    r = client->Request("svc", MakeFrames({"during"}),
+                        {.timeout = milliseconds(300), .retries = 20});
   });
   std::this_thread::sleep_for(milliseconds(400));  // at least one timeout
   cluster.StartBroker();
@@ -621,9 +639,9 @@ TEST(ConsensusRestartTest, RequestSentWhileTheBrokerIsDownIsRetried) {
       << static_cast<int>(r.outcome) << " " << r.reason;
   EXPECT_GE(r.attempts, 2);
   // The new broker adopts the client id: no rejection along the way.
-  EXPECT_EQ(client.stats().rejected, 0u);
+  EXPECT_EQ(client->stats().rejected, 0u);
   ASSERT_TRUE(WaitFor([&] { return cluster.WorkerCount("svc") == 1; }));
-  Result after = client.Request("svc", MakeFrames({"after"}));
+  Result after = client->Request("svc", MakeFrames({"after"}));
   ASSERT_TRUE(after.ok()) << after.reason;
   EXPECT_THAT(FramesToStrings(after.payload), ElementsAre("a"));
 }
@@ -704,12 +722,13 @@ TEST(ZbBrokerProcessTest, ServesClientsAndWorkersAndSurvivesARestart) {
     }
   });
   {
-    BlockingConsensusClient client(ctx, endpoint);
-    ASSERT_TRUE(client.Ping(milliseconds(5000)));
+    std::unique_ptr<BlockingConsensusClient> client =
+        MakeBlocking(ctx, endpoint);
+    ASSERT_TRUE(client->Ping(milliseconds(5000)));
     // Workers register asynchronously; retry until all three answer.
     Result r;
     ASSERT_TRUE(WaitFor([&] {
-      r = client.Request("svc", MakeFrames({"x"}));
+      r = client->Request("svc", MakeFrames({"x"}));
       return r.ok() && r.payload.size() == 3;
     })) << r.reason;
     EXPECT_THAT(FramesToStrings(r.payload),
@@ -722,11 +741,11 @@ TEST(ZbBrokerProcessTest, ServesClientsAndWorkersAndSurvivesARestart) {
     broker = std::make_unique<Child>(
         std::vector<std::string>{exe, "--consensus", endpoint});
     ASSERT_TRUE(WaitFor([&] {
-      r = client.Request("svc", MakeFrames({"again"}),
-                         {.timeout = milliseconds(1000), .retries = 3});
+      r = client->Request("svc", MakeFrames({"again"}),
+                          {.timeout = milliseconds(1000), .retries = 3});
       return r.ok() && r.payload.size() == 3;
     })) << r.reason;
-    EXPECT_EQ(client.stats().rejected, 0u);
+    EXPECT_EQ(client->stats().rejected, 0u);
     EXPECT_GE(worker_thread.Invoke([&](Reactor&) {
       std::uint64_t n = 0;
       for (auto& w : workers) n += w->stats().reconnects;

@@ -124,12 +124,16 @@ int main() {
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
 
+  absl::StatusOr<std::unique_ptr<zb::BlockingConsensusClient>> client =
+      zb::BlockingConsensusClient::Create(ctx, ccp_endpoint);
+  if (rc == 0 && !client.ok()) {
+    rc = Fail("consensus client: " + client.status().ToString());
+  }
   if (rc == 0) {
-    zb::BlockingConsensusClient client(ctx, ccp_endpoint);
     zb::ConsensusClient::RequestOptions options;
     options.timeout = std::chrono::seconds(10);
     zb::ConsensusClient::Result r =
-        client.Request("echo", zb::MakeFrames({"hello"}), options);
+        (*client)->Request("echo", zb::MakeFrames({"hello"}), options);
     std::vector<std::string> got = Strings(r.payload);
     std::sort(got.begin(), got.end());
     if (!r.ok() || got != std::vector<std::string>{"a:hello", "b:hello"}) {

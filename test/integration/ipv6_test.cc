@@ -61,11 +61,13 @@ TEST(Ipv6Test, ConsensusRoundTripOverIpv6Loopback) {
                               }));
   ASSERT_TRUE(RunUntil(reactor, [&] { return broker.worker_count("echo"); }));
 
-  ConsensusClient client(reactor, ctx, endpoint);
-  ASSERT_TRUE(client.status().ok()) << client.status();
+  absl::StatusOr<std::unique_ptr<ConsensusClient>> client =
+      ConsensusClient::Create(reactor, ctx, endpoint);
+  ASSERT_TRUE(client.ok()) << client.status();
   std::optional<ConsensusClient::Result> result;
-  client.request("echo", MakeFrames({"over ipv6"}), {.timeout = 5s},
-                 [&](ConsensusClient::Result&& r) { result = std::move(r); });
+  (*client)->Request(
+      "echo", MakeFrames({"over ipv6"}), {.timeout = 5s},
+      [&](ConsensusClient::Result&& r) { result = std::move(r); });
   ASSERT_TRUE(RunUntil(reactor, [&] { return result.has_value(); }));
   ASSERT_TRUE(result->ok()) << result->reason;
   ASSERT_EQ(result->payload.size(), 1u);

@@ -198,9 +198,10 @@ class CurveLibrariesTest : public ::testing::Test {
                                      milliseconds timeout) {
     ConsensusClient::Options o;
     o.curve = curve;
-    BlockingConsensusClient client(ctx_, endpoint, o);
-    return client.Request("echo", MakeFrames({"ccp-payload"}),
-                          {.timeout = timeout, .retries = 0});
+    std::unique_ptr<BlockingConsensusClient> client =
+        BlockingConsensusClient::Create(ctx_, endpoint, o).value();
+    return client->Request("echo", MakeFrames({"ccp-payload"}),
+                           {.timeout = timeout, .retries = 0});
   }
 
   zmq::context_t ctx_;
@@ -267,8 +268,9 @@ TEST_F(CurveLibrariesTest, AllowedPeersWorkOnBothProtocols) {
   // And PING over CURVE.
   ConsensusClient::Options o;
   o.curve = Keys(client_);
-  BlockingConsensusClient pinger(ctx_, ccp_curve_, o);
-  EXPECT_TRUE(pinger.Ping(milliseconds(3000)));
+  std::unique_ptr<BlockingConsensusClient> pinger =
+      BlockingConsensusClient::Create(ctx_, ccp_curve_, o).value();
+  EXPECT_TRUE(pinger->Ping(milliseconds(3000)));
 }
 
 TEST_F(CurveLibrariesTest, PlaintextAndCurveEndpointsServeTogether) {

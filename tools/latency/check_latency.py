@@ -476,7 +476,7 @@ def main():
                 check(not left, f"ipc socket files left behind: {left}")
             elif case == "reactor":
                 # The zbrokers client waiting through its reactor instead of
-                # ConsensusClient::call(); two concurrent clients, then
+                # ConsensusClient::Call(); two concurrent clients, then
                 # three workers.
                 check_measured(exe, ["--grow", "clients", "--max-clients",
                                      "2", "--client-wait", "reactor"],

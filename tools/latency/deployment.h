@@ -44,7 +44,7 @@ struct DeployConfig {
   std::string external_broker;
   std::string service;
   int payload_bytes = 16;
-  // zbrokers' client: request() + Reactor::RunOnce() instead of call().
+  // zbrokers' client: Request() + Reactor::RunOnce() instead of Call().
   bool client_uses_reactor = false;
   std::chrono::milliseconds timeout{5000};
   // ZMQ_MAX_SOCKETS of every context the deployment makes (libzmq's default

@@ -111,19 +111,17 @@ class ZbWorkerHost : public WorkerHost {
 
 class ZbClient : public ClientEndpoint {
  public:
-  ZbClient(zmq::context_t& context, const std::string& endpoint,
-           std::string service, int payload_bytes, bool use_reactor,
-           std::chrono::milliseconds timeout)
-      : use_reactor_(use_reactor),
-        client_(reactor_, context, endpoint),
-        service_(std::move(service)),
-        payload_(static_cast<std::size_t>(payload_bytes), 'p'),
-        frames_(1) {
-    options_.timeout = timeout;
-    options_.retries = 0;
+  static absl::StatusOr<std::unique_ptr<ZbClient>> Create(
+      zmq::context_t& context, const std::string& endpoint, std::string service,
+      int payload_bytes, bool use_reactor, std::chrono::milliseconds timeout) {
+    std::unique_ptr<ZbClient> c(
+        new ZbClient(std::move(service), payload_bytes, use_reactor, timeout));
+    absl::StatusOr<std::unique_ptr<ConsensusClient>> client =
+        ConsensusClient::Create(c->reactor_, context, endpoint);
+    if (!client.ok()) return client.status();
+    c->client_ = *std::move(client);
+    return c;
   }
-
-  absl::Status status() const { return client_.status(); }
 
   bool RoundTrip(int expected_workers) override {
     return Exchange() == expected_workers;
@@ -131,6 +129,16 @@ class ZbClient : public ClientEndpoint {
   int Probe() override { return Exchange(); }
 
  private:
+  ZbClient(std::string service, int payload_bytes, bool use_reactor,
+           std::chrono::milliseconds timeout)
+      : use_reactor_(use_reactor),
+        service_(std::move(service)),
+        payload_(static_cast<std::size_t>(payload_bytes), 'p'),
+        frames_(1) {
+    options_.timeout = timeout;
+    options_.retries = 0;
+  }
+
   int Exchange() {
     // The payload is built afresh for every request, exactly as the raw
     // client does (zmq_msg_init_size + memcpy).
@@ -143,12 +151,12 @@ class ZbClient : public ClientEndpoint {
     };
     if (!use_reactor_) {
       // A sequential client: wait in a blocking receive on the socket.
-      client_.call(service_, std::span<zmq::message_t>(frames_), options_,
-                   done);
+      client_->Call(service_, std::span<zmq::message_t>(frames_), options_,
+                    done);
       return answer_;
     }
-    client_.request(service_, std::span<zmq::message_t>(frames_), options_,
-                    done);
+    client_->Request(service_, std::span<zmq::message_t>(frames_), options_,
+                     done);
     while (!done_) {
       // The client's own deadline ends the request; the wait here only
       // bounds one poll.
@@ -171,7 +179,7 @@ class ZbClient : public ClientEndpoint {
 
   const bool use_reactor_;
   Reactor reactor_;
-  ConsensusClient client_;
+  std::unique_ptr<ConsensusClient> client_;  // uses reactor_
   const std::string service_;
   const std::string payload_;
   ConsensusClient::RequestOptions options_;
@@ -251,11 +259,11 @@ absl::StatusOr<std::unique_ptr<ClientEndpoint>> MakeClient(
     const std::string& service, int payload_bytes, bool client_uses_reactor,
     std::chrono::milliseconds timeout) {
   if (impl == Impl::kZbrokers) {
-    auto c =
-        std::make_unique<ZbClient>(context, endpoint, service, payload_bytes,
-                                   client_uses_reactor, timeout);
-    if (!c->status().ok()) return c->status();
-    return c;
+    absl::StatusOr<std::unique_ptr<ZbClient>> c =
+        ZbClient::Create(context, endpoint, service, payload_bytes,
+                         client_uses_reactor, timeout);
+    if (!c.ok()) return c.status();
+    return std::unique_ptr<ClientEndpoint>(*std::move(c));
   }
   try {
     return std::make_unique<RawClientEndpoint>(context, endpoint, service,

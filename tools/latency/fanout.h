@@ -92,7 +92,7 @@ absl::StatusOr<std::unique_ptr<WorkerHost>> StartWorkers(
     const std::string& service);
 
 // Must be called on the thread that will use the client.  The zbrokers
-// client waits with ConsensusClient::call(), or with request() and
+// client waits with ConsensusClient::Call(), or with Request() and
 // Reactor::RunOnce() when `client_uses_reactor`; the raw client ignores it.
 absl::StatusOr<std::unique_ptr<ClientEndpoint>> MakeClient(
     Impl impl, zmq::context_t& context, const std::string& endpoint,

@@ -425,9 +425,9 @@ Usage: zb-latency [options]
                        (default 16)
   --client-wait call|reactor
                        how the zbrokers client waits for each reply.  call
-                       (default): ConsensusClient::call(), a blocking
+                       (default): ConsensusClient::Call(), a blocking
                        receive on the client's own socket, as a sequential
-                       client would.  reactor: request() and
+                       client would.  reactor: Request() and
                        Reactor::RunOnce(), as a client whose reactor also
                        serves other sockets and timers
   --timeout DURATION   a round trip slower than this is a failure, e.g.

@@ -29,8 +29,8 @@ enum class Grow { kWorkers, kClients };
 enum class Transport { kTcp, kIpc, kInproc };
 enum class Placement { kThreads, kProcesses };
 // How zbrokers' client waits for each reply (the raw client always makes a
-// blocking zmq_recv): kCall uses ConsensusClient::call(), a blocking
-// receive on the client's socket; kReactor uses request() and
+// blocking zmq_recv): kCall uses ConsensusClient::Call(), a blocking
+// receive on the client's socket; kReactor uses Request() and
 // Reactor::RunOnce(), as a client that shares its reactor with other work.
 enum class ClientWait { kCall, kReactor };
 

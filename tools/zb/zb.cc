@@ -266,10 +266,10 @@ int CcpRequest(const Options& o, const std::optional<CurveClientKeys>& keys,
   if (!body.ok()) return Fail(kExitUsage, Msg(body.status()));
   ConsensusClient::Options co;
   co.curve = keys;
-  BlockingConsensusClient client(ctx, o.endpoint, co);
-  if (absl::Status s = client.status(); !s.ok()) {
-    return Fail(kExitUsage, Msg(s));
-  }
+  absl::StatusOr<std::unique_ptr<BlockingConsensusClient>> made =
+      BlockingConsensusClient::Create(ctx, o.endpoint, co);
+  if (!made.ok()) return Fail(kExitUsage, Msg(made.status()));
+  BlockingConsensusClient& client = **made;
   const Clock::time_point start = Clock::now();
   ConsensusClient::Result r =
       client.Request(o.service, *std::move(body),
@@ -316,10 +316,10 @@ int CcpPing(const Options& o, const std::optional<CurveClientKeys>& keys,
             zmq::context_t& ctx) {
   ConsensusClient::Options co;
   co.curve = keys;
-  BlockingConsensusClient client(ctx, o.endpoint, co);
-  if (absl::Status s = client.status(); !s.ok()) {
-    return Fail(kExitUsage, Msg(s));
-  }
+  absl::StatusOr<std::unique_ptr<BlockingConsensusClient>> made =
+      BlockingConsensusClient::Create(ctx, o.endpoint, co);
+  if (!made.ok()) return Fail(kExitUsage, Msg(made.status()));
+  BlockingConsensusClient& client = **made;
   const Clock::time_point start = Clock::now();
   bool ok = false;
   int attempts = 0;

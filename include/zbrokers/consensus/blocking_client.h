@@ -5,11 +5,13 @@
 // zb::ReactorThread and turns each request into a blocking call.
 //
 //   zmq::context_t ctx;
-//   zb::BlockingConsensusClient client(ctx, "tcp://127.0.0.1:5556");
-//   if (!client.Ping(std::chrono::seconds(1))) { /* no broker */ }
+//   absl::StatusOr<std::unique_ptr<zb::BlockingConsensusClient>> client =
+//       zb::BlockingConsensusClient::Create(ctx, "tcp://127.0.0.1:5556");
+//   if (!client.ok()) { /* a malformed endpoint, bad CURVE keys, ... */ }
+//   if (!(*client)->Ping(std::chrono::seconds(1))) { /* no broker */ }
 //   zb::ConsensusClient::Result r =
-//       client.Request("echo", zb::MakeFrames({"hello"}),
-//                      {.timeout = std::chrono::seconds(2), .retries = 2});
+//       (*client)->Request("echo", zb::MakeFrames({"hello"}),
+//                          {.timeout = std::chrono::seconds(2), .retries = 2});
 //   if (r.ok()) { /* r.payload: every worker's frames */ }
 //
 // Semantics are ConsensusClient's (see client.h): each Request()
@@ -32,6 +34,7 @@
 #include <zmq.hpp>
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "zbrokers/consensus/client.h"
 #include "zbrokers/frames/frames.h"
 #include "zbrokers/reactor/reactor_thread.h"
@@ -40,8 +43,11 @@ namespace zb {
 
 class BlockingConsensusClient {
  public:
-  BlockingConsensusClient(zmq::context_t& context, std::string endpoint,
-                          ConsensusClient::Options options = {});
+  // Starts the client's reactor thread and creates the ConsensusClient on
+  // it; fails with ConsensusClient::Create()'s error.
+  static absl::StatusOr<std::unique_ptr<BlockingConsensusClient>> Create(
+      zmq::context_t& context, std::string endpoint,
+      ConsensusClient::Options options = {});
   ~BlockingConsensusClient();
 
   BlockingConsensusClient(const BlockingConsensusClient&) = delete;
@@ -55,12 +61,12 @@ class BlockingConsensusClient {
   // True when the broker echoes a PING within `timeout`.
   bool Ping(std::chrono::milliseconds timeout = std::chrono::seconds(5));
 
-  // OK, or why the client's socket could not be set up.
-  absl::Status status();
   // A snapshot of the client's counters.
   ConsensusClient::Stats stats();
 
  private:
+  BlockingConsensusClient() = default;
+
   ReactorThread thread_;
   std::unique_ptr<ConsensusClient> client_;  // lives on thread_
 };

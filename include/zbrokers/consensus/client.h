@@ -9,13 +9,15 @@
 //
 //   zmq::context_t ctx;
 //   zb::Reactor reactor;
-//   zb::ConsensusClient client(reactor, ctx, "tcp://127.0.0.1:5556");
-//   client.request("echo", zb::MakeFrames({"hello"}),
-//                  {.timeout = std::chrono::seconds(2), .retries = 1},
-//                  [&](zb::ConsensusClient::Result&& r) {
-//                    if (r.ok()) { /* r.payload: every worker's frames */ }
-//                    reactor.Stop();
-//                  });
+//   absl::StatusOr<std::unique_ptr<zb::ConsensusClient>> client =
+//       zb::ConsensusClient::Create(reactor, ctx, "tcp://127.0.0.1:5556");
+//   if (!client.ok()) { /* a malformed endpoint, bad CURVE keys, ... */ }
+//   (*client)->Request("echo", zb::MakeFrames({"hello"}),
+//                      {.timeout = std::chrono::seconds(2), .retries = 1},
+//                      [&](zb::ConsensusClient::Result&& r) {
+//                        if (r.ok()) { /* r.payload: every worker's frames */ }
+//                        reactor.Stop();
+//                      });
 //   reactor.Run();
 //
 // Outcomes.  Every request ends exactly once, with one call of its callback:
@@ -30,15 +32,16 @@
 //       kClient  the client failed it without an answer: kReasonClientClosed
 //                (the client was destroyed with the request open),
 //                kReasonInvalidRequest (bad service name) or
-//                kReasonNotConnected (the socket could not be set up).
+//                kReasonNotConnected (a reopen could not set up the new
+//                socket).
 //     The two are told apart by ccp::IsBrokerFailure(): broker codes start
 //     with "zb:", worker payloads must not.
 //   - kTimeout: no answer within `timeout` for the last attempt, and no
 //     retries left.
-// Callbacks run on the reactor thread and never inside request() or ping()
+// Callbacks run on the reactor thread and never inside Request() or Ping()
 // themselves (immediate failures -- closed client, no socket, bad service
 // name -- are delivered from a zero-delay timer of the client's own), so a
-// callback may freely call request() again.  Immediate failures belong to
+// callback may freely call Request() again.  Immediate failures belong to
 // the client: those not yet delivered when it is destroyed are delivered
 // inside the destructor, never after it.
 //
@@ -81,7 +84,7 @@
 // storage (two pointers) allocate once per request.
 //
 // Ownership and threads.  The client belongs to the reactor's thread: create
-// it, call it and destroy it there (with zb::ReactorThread, inside invoke()).
+// it, call it and destroy it there (with zb::ReactorThread, inside Invoke()).
 // The reactor and the context must outlive the client.  Destroying the
 // client ends every open request with kFailure/kClient/kReasonClientClosed
 // (callbacks run inside the destructor and must not use the client), every
@@ -97,6 +100,7 @@
 #include <chrono>
 #include <cstdint>
 #include <deque>
+#include <memory>
 #include <optional>
 #include <span>
 #include <string>
@@ -109,6 +113,7 @@
 #include "absl/functional/any_invocable.h"
 #include "absl/random/random.h"
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "zbrokers/consensus/codec.h"
 #include "zbrokers/frames/frames.h"
 #include "zbrokers/reactor/reactor.h"
@@ -212,11 +217,14 @@ class ConsensusClient {
     std::uint64_t no_workers_resends = 0;  // resends after "zb:no-workers"
   };
 
-  // Connects a DEALER socket to `endpoint`.  Never throws: a failure (for
-  // instance a malformed endpoint) is kept in status() and every request
-  // then fails with kReasonNotConnected.
-  ConsensusClient(Reactor& reactor, zmq::context_t& context,
-                  std::string endpoint, Options options = {});
+  // Connects a DEALER socket to `endpoint` and registers it with
+  // `reactor`.  Never throws: a socket that cannot be set up (a malformed
+  // endpoint, CURVE keys libzmq refuses, a terminated context) is the
+  // returned error (InvalidArgument for the endpoint), and nothing is left
+  // registered.  Call it on the reactor's thread.
+  static absl::StatusOr<std::unique_ptr<ConsensusClient>> Create(
+      Reactor& reactor, zmq::context_t& context, std::string endpoint,
+      Options options = {});
   ~ConsensusClient();
 
   ConsensusClient(const ConsensusClient&) = delete;
@@ -226,12 +234,12 @@ class ConsensusClient {
   // every worker of `service`; `done` is called exactly once with the
   // outcome.  The span overload moves the frames out of the span (useful to
   // reuse one Frames vector without allocating).
-  void request(std::string_view service, Frames payload,
+  void Request(std::string_view service, Frames payload,
                const RequestOptions& options, Callback done);
-  void request(std::string_view service, std::span<zmq::message_t> payload,
+  void Request(std::string_view service, std::span<zmq::message_t> payload,
                const RequestOptions& options, Callback done);
 
-  // Like request(), but returns only after `done` has run.  For a
+  // Like Request(), but returns only after `done` has run.  For a
   // sequential client (one request at a time, as in the per-worker latency
   // test): instead of running the reactor, it waits on the calling thread
   // with blocking receives on the client's own socket, until this request's
@@ -241,22 +249,20 @@ class ConsensusClient {
   // Deadlines, retries, reopens, pings and other open requests' replies are
   // handled as usual (messages for them are taken while waiting), but the
   // reactor itself does not run: its other sockets, timers and posted tasks
-  // wait until call() returns.  Call it on the reactor's thread, never from
+  // wait until Call() returns.  Call it on the reactor's thread, never from
   // inside a reactor callback (including this client's).  An immediate
   // failure (closed client, no socket, bad service name) runs `done` before
-  // call() returns rather than being posted.
-  void call(std::string_view service, std::span<zmq::message_t> payload,
+  // Call() returns rather than being posted.
+  void Call(std::string_view service, std::span<zmq::message_t> payload,
             const RequestOptions& options, Callback done);
 
   // Sends PING; `done` gets OK when the broker echoes it within `timeout`.
   // Echoes carry no id, so each echo completes the oldest pending ping.
-  void ping(std::chrono::milliseconds timeout, PingCallback done);
-  void ping(PingCallback done) {
-    ping(std::chrono::seconds(5), std::move(done));
+  void Ping(std::chrono::milliseconds timeout, PingCallback done);
+  void Ping(PingCallback done) {
+    Ping(std::chrono::seconds(5), std::move(done));
   }
 
-  // OK, or why the socket could not be set up.
-  const absl::Status& status() const { return status_; }
   const Stats& stats() const { return stats_; }
   // The client id of the current socket.
   std::uint32_t client_id() const { return client_id_; }
@@ -264,6 +270,12 @@ class ConsensusClient {
   std::uint64_t next_sequence() const { return next_sequence_; }
   // Requests that have not ended yet.
   std::size_t open_requests() const { return open_; }
+
+  // Test-only: closes the socket and leaves the client without one, as a
+  // reopen that cannot set up its new socket does (requests then fail with
+  // kReasonNotConnected, pings with FailedPrecondition).  Reactor thread
+  // only; production code never calls it.
+  void DropSocketForTesting();
 
  private:
   // One open request; pooled and reused.
@@ -288,7 +300,7 @@ class ConsensusClient {
     std::string no_workers_text;
     std::uint64_t socket_epoch = 0;  // socket of the latest attempt
     bool open = false;
-    // Bumped whenever the request in this slot ends (call() waits for it).
+    // Bumped whenever the request in this slot ends (Call() waits for it).
     std::uint64_t generation = 0;
     // Sequence ids of this request's attempts on the current socket.
     absl::InlinedVector<ccp::SequenceId, 2> sequences;
@@ -299,59 +311,65 @@ class ConsensusClient {
     PingCallback done;
   };
 
-  absl::Status open_socket();
-  void close_socket();
-  void reopen();
+  // Does no I/O; Create() opens the first socket.
+  ConsensusClient(Reactor& reactor, zmq::context_t& context,
+                  std::string endpoint, Options options);
+
+  absl::Status OpenSocket();
+  void CloseSocket();
+  void Reopen();
   // A new random client id (never 0 or the current one), numbers from 1.
-  void renew_client_id();
-  // request() without the immediate failures: opens a slot, sends the
+  void RenewClientId();
+  // Request() without the immediate failures: opens a slot, sends the
   // first attempt and returns the slot's index.
-  std::uint32_t start(std::string_view service,
-                      std::span<zmq::message_t> payload,
-                      const RequestOptions& options, Callback done);
+  std::uint32_t StartRequest(std::string_view service,
+                             std::span<zmq::message_t> payload,
+                             const RequestOptions& options, Callback done);
   // Why a request cannot be sent at all, or empty.
-  std::string_view immediate_failure(std::string_view service) const;
-  // One blocking wait of call(): a message on the socket, or the earliest
+  std::string_view ImmediateFailure(std::string_view service) const;
+  // One blocking wait of Call(): a message on the socket, or the earliest
   // deadline.
-  void wait_once();
+  void WaitOnce();
   // Runs the reactor for at most `wait` when nothing can arrive on the
   // socket; sleeps instead (at most 10 ms) when the reactor refuses because
-  // call() was made from inside one of its callbacks.
-  void idle(Clock::duration wait);
-  void on_message(std::span<zmq::message_t> frames);
-  void on_reply(const ccp::Header& h, std::span<zmq::message_t> payload);
+  // Call() was made from inside one of its callbacks.
+  void Idle(Clock::duration wait);
+  void OnMessage(std::span<zmq::message_t> frames);
+  void OnReply(const ccp::Header& h, std::span<zmq::message_t> payload);
   // Sends one attempt of slots_[index] (the frames of `payload`, moved, or
   // copies of the slot's kept payload when `payload` is null).  A new
   // attempt gets a new deadline; a resend after "zb:no-workers" keeps it.
-  void send_attempt(std::uint32_t index,
-                    std::span<zmq::message_t>* payload = nullptr,
-                    bool new_deadline = true);
+  void SendAttempt(std::uint32_t index,
+                   std::span<zmq::message_t>* payload = nullptr,
+                   bool new_deadline = true);
   // True while the slot's payload must be kept for a later send.
-  static bool keeps_payload(const Slot& s) {
+  static bool KeepsPayload(const Slot& s) {
     return s.retries_left > 0 || s.retry_no_workers;
   }
   // After "zb:no-workers": schedules a resend and returns true when it fits
   // before the attempt's deadline.
-  bool schedule_no_workers_resend(std::uint32_t index);
-  void finish(std::uint32_t index, Outcome outcome, FailedBy failed_by,
+  bool ScheduleNoWorkersResend(std::uint32_t index);
+  void Finish(std::uint32_t index, Outcome outcome, FailedBy failed_by,
               std::string_view reason, std::span<zmq::message_t> payload);
   // Queues an immediate failure (request or ping) for delivery from
-  // immediate_timer_, or from close() at the latest.
-  void post_failure(Callback done, std::string_view reason);
-  void post_ping_failure(PingCallback done, absl::Status status);
-  void deliver_immediate();
-  void expire(std::uint32_t index, Clock::time_point now);
-  void note_timeout(std::uint64_t socket_epoch);
-  void arm_timer(Clock::time_point deadline);
-  void on_timer();
-  Frames take_spare();
-  void close();
+  // immediate_timer_, or from Close() at the latest.
+  void PostFailure(Callback done, std::string_view reason);
+  void PostPingFailure(PingCallback done, absl::Status status);
+  void DeliverImmediate();
+  void Expire(std::uint32_t index, Clock::time_point now);
+  void NoteTimeout(std::uint64_t socket_epoch);
+  void ArmTimer(Clock::time_point deadline);
+  void OnTimer();
+  Frames TakeSpare();
+  void Close();
 
   Reactor& reactor_;
   zmq::context_t& context_;
   const std::string endpoint_;
   const Options options_;
-  absl::Status status_;
+  // Why the last OpenSocket() failed (only a reopen's can leave the client
+  // without a socket); the reason of a ping refused for it.
+  absl::Status socket_error_;
   bool closed_ = false;
 
   std::optional<zmq::socket_t> socket_;
@@ -373,7 +391,7 @@ class ConsensusClient {
   absl::flat_hash_map<ccp::SequenceId, std::uint32_t> attempts_;
   std::deque<PendingPing> pings_;
   // Failures known at once, in the order they happened; delivered by a
-  // zero-delay timer (never inside request()/ping()) or by close().
+  // zero-delay timer (never inside Request()/Ping()) or by Close().
   struct Immediate {
     Callback done;            // a request's, or
     PingCallback ping_done;   // a ping's
@@ -391,7 +409,7 @@ class ConsensusClient {
 
   Frames out_;     // header frames of the message being sent; reused
   Frames copies_;  // zmq_msg_copy()s of a kept payload; reused
-  Frames in_;      // frames received by call(); reused
+  Frames in_;      // frames received by Call(); reused
   std::vector<Frames> spare_;  // result vectors handed back by callbacks
   Stats stats_;
 };
