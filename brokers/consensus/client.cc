@@ -7,8 +7,7 @@
 #include <thread>
 #include <utility>
 
-#include "absl/strings/str_format.h"
-#include "zbrokers/common/endpoint.h"
+#include "brokers/common/dealer.h"
 
 namespace zb {
 namespace {
@@ -44,28 +43,14 @@ ConsensusClient::~ConsensusClient() { Close(); }
 // --------------------------------------------------------------------
 
 absl::Status ConsensusClient::OpenSocket() {
-  try {
-    socket_.emplace(context_, zmq::socket_type::dealer);
-    // What is still queued when the client closes or reopens belongs to
-    // requests that have ended or will be resent: drop it.
-    socket_->set(zmq::sockopt::linger, 0);
-    socket_->set(zmq::sockopt::maxmsgsize, options_.max_message_size > 0
-                                               ? options_.max_message_size
-                                               : std::int64_t{-1});
-    SetIpv6For(*socket_, endpoint_);
-    if (options_.curve) {
-      if (absl::Status s = ApplyCurveClient(*socket_, *options_.curve);
-          !s.ok()) {
-        socket_.reset();
-        return s;
-      }
-    }
-    socket_->connect(endpoint_);
-  } catch (const zmq::error_t& e) {
-    socket_.reset();
-    return absl::InvalidArgumentError(absl::StrFormat(
-        "ConsensusClient: cannot connect to \"%s\": %s", endpoint_, e.what()));
-  }
+  // Linger 0 (OpenDealer): what is still queued when the client closes or
+  // reopens belongs to requests that have ended or will be resent.
+  absl::StatusOr<zmq::socket_t> socket = OpenDealer(
+      context_, endpoint_,
+      {.max_message_size = options_.max_message_size, .curve = options_.curve},
+      "ConsensusClient");
+  if (!socket.ok()) return socket.status();
+  socket_.emplace(*std::move(socket));
   absl::StatusOr<Reactor::SocketWatch> watch = reactor_.Add(
       *socket_, [this](std::span<zmq::message_t> f) { OnMessage(f); });
   if (!watch.ok()) {
