@@ -41,13 +41,9 @@
 
 #include <fuzzer/FuzzedDataProvider.h>
 
-#include <array>
-#include <cerrno>
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
-#include <cstdio>
-#include <cstdlib>
 #include <map>
 #include <memory>
 #include <set>
@@ -58,6 +54,7 @@
 #include <zmq.hpp>
 
 #include "absl/strings/str_format.h"
+#include "test/fuzz/fuzz_util.h"
 #include "zbrokers/consensus/broker.h"
 #include "zbrokers/consensus/codec.h"
 #include "zbrokers/frames/frames.h"
@@ -66,51 +63,11 @@
 namespace {
 
 using zb::ccp::MessageType;
-
-constexpr std::size_t kConnected = 4;
-constexpr std::array<std::string_view, 5> kIdentities = {"w0", "w1", "c0", "c1",
-                                                         "x0"};
-constexpr std::array<std::string_view, 4> kServices = {
-    "echo", "other", "\xfe\xff bad utf8", "s"};
-constexpr std::size_t kMaxOps = 256;
-
-[[noreturn]] void Fail(const std::string& what) {
-  std::fprintf(stderr, "consensus_broker_fuzz: invariant broken: %s\n",
-               what.c_str());
-  std::abort();
-}
-
-void Check(bool ok, const char* what) {
-  if (!ok) Fail(what);
-}
-
-// The context for the next input.  libzmq closes sockets asynchronously,
-// on the context's reaper thread, which on a loaded machine falls behind a
-// fast loop of inputs; a fresh context every 128 inputs waits for it
-// (zmq_ctx_term) so that closed sockets never pile up to the socket limit.
-zmq::context_t& NextContext() {
-  static zmq::context_t* context = nullptr;
-  static int inputs = 0;
-  if (context == nullptr || ++inputs % 128 == 0) {
-    delete context;
-    context = new zmq::context_t;
-    context->set(zmq::ctxopt::max_sockets, 4096);
-  }
-  return *context;
-}
-
-// recv that retries when a signal interrupts it (libFuzzer's timers
-// deliver SIGALRM).  False when nothing is there (dontwait).
-bool Receive(zmq::socket_t& socket, zmq::message_t& frame,
-             zmq::recv_flags flags) {
-  while (true) {
-    try {
-      return socket.recv(frame, flags).has_value();
-    } catch (const zmq::error_t& e) {
-      if (e.num() != EINTR) throw;
-    }
-  }
-}
+using zb::fuzz::Check;
+using zb::fuzz::Fail;
+using zb::fuzz::kConnected;
+using zb::fuzz::kIdentities;
+using zb::fuzz::kMaxOps;
 
 struct Peer {
   std::string identity;
@@ -130,7 +87,7 @@ class Harness {
   explicit Harness(FuzzedDataProvider& in) : in_(in) {}
 
   void Run() {
-    zmq::context_t& context = NextContext();
+    zmq::context_t& context = zb::fuzz::NextContext();
     zb::ConsensusBroker::Options options;
     options.request_timeout = in_.ConsumeBool() ? std::chrono::milliseconds(0)
                                                 : std::chrono::hours(1);
@@ -159,12 +116,7 @@ class Harness {
       Peer& p = peers_.emplace_back();
       p.identity = std::string(id);
       if (peers_.size() > kConnected) continue;
-      p.dealer =
-          std::make_unique<zmq::socket_t>(context, zmq::socket_type::dealer);
-      p.dealer->set(zmq::sockopt::routing_id, p.identity);
-      p.dealer->set(zmq::sockopt::linger, 0);
-      p.dealer->set(zmq::sockopt::rcvhwm, 0);
-      p.dealer->connect(endpoint);
+      p.dealer = zb::fuzz::ConnectPeer(context, p.identity, endpoint);
     }
     // Hand-shake: a PING from each socket through the reactor, so that the
     // ROUTER has attached every peer before messages are injected.
@@ -221,12 +173,7 @@ class Harness {
   }
 
  private:
-  std::string Service() {
-    if (in_.ConsumeIntegralInRange(0, 7) == 0) {
-      return in_.ConsumeRandomLengthString(300);
-    }
-    return std::string(in_.PickValueInArray(kServices));
-  }
+  std::string Service() { return zb::fuzz::Service(in_); }
 
   std::string SequenceFrame() {
     const int how = in_.ConsumeIntegralInRange(0, 7);
@@ -252,13 +199,6 @@ class Harness {
           0, p.fanned_out.size() - 1)];
     }
     return SequenceFrame();
-  }
-
-  void Payload(zb::Frames& out, int min) {
-    const int n = in_.ConsumeIntegralInRange(min, 3);
-    for (int i = 0; i < n; ++i) {
-      out.push_back(zb::Frame(in_.ConsumeRandomLengthString(64)));
-    }
   }
 
   // [tag][type][service]; the caller appends the sequence id and payload.
@@ -294,7 +234,7 @@ class Harness {
       case 4: {  // REQUEST (twice as likely as the others)
         TypeAndService(f, MessageType::kRequest);
         f.push_back(zb::Frame(SequenceFrame()));
-        Payload(f, 0);
+        zb::fuzz::AppendBody(in_, f, 0);
         break;
       }
       case 5:
@@ -303,7 +243,7 @@ class Harness {
             kind == 5 ? MessageType::kReplySuccess : MessageType::kReplyFailure;
         TypeAndService(f, type);
         f.push_back(zb::Frame(Reply(p)));
-        Payload(f, 0);
+        zb::fuzz::AppendBody(in_, f, 0);
         break;
       }
       case 7:
@@ -312,33 +252,12 @@ class Harness {
       case 8:
         zb::ccp::AppendHeader(f, MessageType::kPing);
         break;
-      default: {  // arbitrary frames after the identity
+      default:  // arbitrary frames after the identity
         f.pop_back();
-        const int n = in_.ConsumeIntegralInRange(0, 9);
-        for (int i = 0; i < n; ++i) {
-          f.push_back(zb::Frame(in_.ConsumeRandomLengthString(32)));
-        }
+        zb::fuzz::AppendArbitraryFrames(in_, f);
         break;
-      }
     }
-    // Sometimes damage one frame after the identity: cut it, extend it, or
-    // change one byte.
-    if (f.size() > 1 && in_.ConsumeIntegralInRange(0, 7) == 0) {
-      const std::size_t i =
-          in_.ConsumeIntegralInRange<std::size_t>(1, f.size() - 1);
-      std::string bytes(zb::View(f[i]));
-      const int how = in_.ConsumeIntegralInRange(0, 2);
-      if (how == 0 && !bytes.empty()) {
-        bytes.resize(
-            in_.ConsumeIntegralInRange<std::size_t>(0, bytes.size() - 1));
-      } else if (how == 1) {
-        bytes += in_.ConsumeRandomLengthString(4);
-      } else if (!bytes.empty()) {
-        bytes[in_.ConsumeIntegralInRange<std::size_t>(0, bytes.size() - 1)] =
-            in_.ConsumeIntegral<char>();
-      }
-      f[i] = zb::Frame(bytes);
-    }
+    zb::fuzz::MaybeDamageOneFrame(in_, f);
     return f;
   }
 
@@ -365,19 +284,8 @@ class Harness {
   void DrainPeers() {
     for (Peer& p : peers_) {
       if (!p.dealer) continue;
-      zb::Frames frames;
-      while (true) {
-        frames.clear();
-        zmq::message_t frame;
-        if (!Receive(*p.dealer, frame, zmq::recv_flags::dontwait)) break;
-        frames.push_back(std::move(frame));
-        while (frames.back().more()) {
-          zmq::message_t next;
-          Check(Receive(*p.dealer, next, zmq::recv_flags::none), "recv");
-          frames.push_back(std::move(next));
-        }
-        OnReceived(p, frames);
-      }
+      zb::fuzz::ReceiveQueued(
+          *p.dealer, [&](zb::Frames& frames) { OnReceived(p, frames); });
     }
   }
 

@@ -14,21 +14,13 @@
 #include <optional>
 #include <string_view>
 
+#include "test/fuzz/fuzz_util.h"
 #include "zbrokers/consensus/codec.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data,
                                       std::size_t size) {
   const std::string_view input(reinterpret_cast<const char*>(data), size);
-  zb::Frames frames;
-  std::size_t start = 0;
-  for (std::size_t i = 0; i + 1 < input.size(); ++i) {
-    if (input[i] == '\xff' && input[i + 1] == '\0') {
-      frames.push_back(zb::Frame(input.substr(start, i - start)));
-      start = i + 2;
-      ++i;
-    }
-  }
-  frames.push_back(zb::Frame(input.substr(start)));
+  zb::Frames frames = zb::fuzz::SplitFrames(input);
 
   zb::ccp::ParseLimits limits;
   limits.max_frames = 1024;

@@ -46,13 +46,9 @@
 
 #include <fuzzer/FuzzedDataProvider.h>
 
-#include <array>
-#include <cerrno>
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
-#include <cstdio>
-#include <cstdlib>
 #include <memory>
 #include <set>
 #include <string>
@@ -62,6 +58,7 @@
 #include <zmq.hpp>
 
 #include "absl/strings/str_format.h"
+#include "test/fuzz/fuzz_util.h"
 #include "zbrokers/frames/frames.h"
 #include "zbrokers/majordomo/broker.h"
 #include "zbrokers/majordomo/codec.h"
@@ -69,54 +66,15 @@
 
 namespace {
 
+using zb::fuzz::Check;
+using zb::fuzz::Fail;
+using zb::fuzz::kConnected;
+using zb::fuzz::kIdentities;
+using zb::fuzz::kMaxOps;
 using Broker = zb::MajordomoBroker;
 using Clock = zb::Reactor::Clock;
 
-constexpr std::size_t kConnected = 4;
-constexpr std::array<std::string_view, 5> kIdentities = {"w0", "w1", "c0", "c1",
-                                                         "x0"};
-constexpr std::array<std::string_view, 4> kServices = {
-    "echo", "other", "\xfe\xff bad utf8", "s"};
-constexpr std::size_t kMaxOps = 256;
 constexpr auto kHeartbeat = std::chrono::milliseconds(100);
-
-[[noreturn]] void Fail(const std::string& what) {
-  std::fprintf(stderr, "majordomo_broker_fuzz: invariant broken: %s\n",
-               what.c_str());
-  std::abort();
-}
-
-void Check(bool ok, const char* what) {
-  if (!ok) Fail(what);
-}
-
-// The context for the next input.  libzmq closes sockets asynchronously,
-// on the context's reaper thread, which on a loaded machine falls behind a
-// fast loop of inputs; a fresh context every 128 inputs waits for it
-// (zmq_ctx_term) so that closed sockets never pile up to the socket limit.
-zmq::context_t& NextContext() {
-  static zmq::context_t* context = nullptr;
-  static int inputs = 0;
-  if (context == nullptr || ++inputs % 128 == 0) {
-    delete context;
-    context = new zmq::context_t;
-    context->set(zmq::ctxopt::max_sockets, 4096);
-  }
-  return *context;
-}
-
-// recv that retries when a signal interrupts it (libFuzzer's timers
-// deliver SIGALRM).  False when nothing is there (dontwait).
-bool Receive(zmq::socket_t& socket, zmq::message_t& frame,
-             zmq::recv_flags flags) {
-  while (true) {
-    try {
-      return socket.recv(frame, flags).has_value();
-    } catch (const zmq::error_t& e) {
-      if (e.num() != EINTR) throw;
-    }
-  }
-}
 
 struct Peer {
   std::string identity;
@@ -133,7 +91,7 @@ class Harness {
   explicit Harness(FuzzedDataProvider& in) : in_(in) {}
 
   void Run() {
-    zmq::context_t& context = NextContext();
+    zmq::context_t& context = zb::fuzz::NextContext();
     Broker::Options o;
     o.heartbeat_interval = kHeartbeat;
     o.heartbeat_liveness = in_.ConsumeIntegralInRange(1, 3);
@@ -166,12 +124,7 @@ class Harness {
       Peer& p = peers_.emplace_back();
       p.identity = std::string(id);
       if (peers_.size() > kConnected) continue;
-      p.dealer =
-          std::make_unique<zmq::socket_t>(context, zmq::socket_type::dealer);
-      p.dealer->set(zmq::sockopt::routing_id, p.identity);
-      p.dealer->set(zmq::sockopt::linger, 0);
-      p.dealer->set(zmq::sockopt::rcvhwm, 0);
-      p.dealer->connect(endpoint);
+      p.dealer = zb::fuzz::ConnectPeer(context, p.identity, endpoint);
     }
     // Hand-shake: an mmi request from each socket through the reactor, so
     // that the ROUTER has attached every peer before messages are injected.
@@ -233,19 +186,7 @@ class Harness {
   }
 
  private:
-  std::string Service() {
-    if (in_.ConsumeIntegralInRange(0, 7) == 0) {
-      return in_.ConsumeRandomLengthString(300);
-    }
-    return std::string(in_.PickValueInArray(kServices));
-  }
-
-  void Body(zb::Frames& out, int min) {
-    const int n = in_.ConsumeIntegralInRange(min, 3);
-    for (int i = 0; i < n; ++i) {
-      out.push_back(zb::Frame(in_.ConsumeRandomLengthString(64)));
-    }
-  }
+  std::string Service() { return zb::fuzz::Service(in_); }
 
   std::string Address(Peer& p) {
     if (!p.given.empty() && in_.ConsumeIntegralInRange(0, 5) != 0) {
@@ -273,13 +214,13 @@ class Harness {
       case 1:  // client REQUEST
         tag(zb::mdp::kClientTag);
         f.push_back(zb::Frame(Service()));
-        Body(f, 1);
+        zb::fuzz::AppendBody(in_, f, 1);
         break;
       case 2:  // client REQUEST with a request tag (zbrokers extension)
         tag(zb::mdp::kTaggedClientTag);
         f.push_back(zb::Frame(Service()));
         f.push_back(zb::Frame(in_.ConsumeRandomLengthString(4)));
-        Body(f, 1);
+        zb::fuzz::AppendBody(in_, f, 1);
         break;
       case 3:  // mmi
         tag(zb::mdp::kClientTag);
@@ -298,7 +239,7 @@ class Harness {
         command(zb::mdp::Command::kReply);
         f.push_back(zb::Frame(Address(p)));
         f.emplace_back();
-        Body(f, 1);
+        zb::fuzz::AppendBody(in_, f, 1);
         break;
       }
       case 7:
@@ -314,52 +255,22 @@ class Harness {
         command(zb::mdp::Command::kRequest);
         f.push_back(zb::Frame(Address(p)));
         f.emplace_back();
-        Body(f, 1);
+        zb::fuzz::AppendBody(in_, f, 1);
         break;
-      default: {  // arbitrary frames after the identity
+      default:  // arbitrary frames after the identity
         f.pop_back();
-        const int n = in_.ConsumeIntegralInRange(0, 9);
-        for (int i = 0; i < n; ++i) {
-          f.push_back(zb::Frame(in_.ConsumeRandomLengthString(32)));
-        }
+        zb::fuzz::AppendArbitraryFrames(in_, f);
         break;
-      }
     }
-    if (f.size() > 1 && in_.ConsumeIntegralInRange(0, 7) == 0) {
-      const std::size_t i =
-          in_.ConsumeIntegralInRange<std::size_t>(1, f.size() - 1);
-      std::string bytes(zb::View(f[i]));
-      const int how = in_.ConsumeIntegralInRange(0, 2);
-      if (how == 0 && !bytes.empty()) {
-        bytes.resize(
-            in_.ConsumeIntegralInRange<std::size_t>(0, bytes.size() - 1));
-      } else if (how == 1) {
-        bytes += in_.ConsumeRandomLengthString(4);
-      } else if (!bytes.empty()) {
-        bytes[in_.ConsumeIntegralInRange<std::size_t>(0, bytes.size() - 1)] =
-            in_.ConsumeIntegral<char>();
-      }
-      f[i] = zb::Frame(bytes);
-    }
+    zb::fuzz::MaybeDamageOneFrame(in_, f);
     return f;
   }
 
   void DrainPeers() {
     for (Peer& p : peers_) {
       if (!p.dealer) continue;
-      zb::Frames frames;
-      while (true) {
-        frames.clear();
-        zmq::message_t frame;
-        if (!Receive(*p.dealer, frame, zmq::recv_flags::dontwait)) break;
-        frames.push_back(std::move(frame));
-        while (frames.back().more()) {
-          zmq::message_t next;
-          Check(Receive(*p.dealer, next, zmq::recv_flags::none), "recv");
-          frames.push_back(std::move(next));
-        }
-        OnReceived(p, frames);
-      }
+      zb::fuzz::ReceiveQueued(
+          *p.dealer, [&](zb::Frames& frames) { OnReceived(p, frames); });
     }
   }
 

@@ -20,24 +20,13 @@
 #include <string_view>
 #include <vector>
 
+#include "test/fuzz/fuzz_util.h"
 #include "zbrokers/frames/frames.h"
 #include "zbrokers/majordomo/codec.h"
 
 namespace {
 
-zb::Frames Split(std::string_view input) {
-  zb::Frames frames;
-  std::size_t start = 0;
-  for (std::size_t i = 0; i + 1 < input.size(); ++i) {
-    if (input[i] == '\xff' && input[i + 1] == '\0') {
-      frames.push_back(zb::Frame(input.substr(start, i - start)));
-      start = i + 2;
-      ++i;
-    }
-  }
-  frames.push_back(zb::Frame(input.substr(start)));
-  return frames;
-}
+using zb::fuzz::SplitFrames;
 
 void Check(bool ok) {
   if (!ok) std::abort();
@@ -48,11 +37,12 @@ void Check(bool ok) {
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data,
                                       std::size_t size) {
   const std::string_view input(reinterpret_cast<const char*>(data), size);
-  const std::vector<std::string> before = zb::FramesToStrings(Split(input));
+  const std::vector<std::string> before =
+      zb::FramesToStrings(SplitFrames(input));
 
   // Client message, with the delimiter.
   {
-    zb::Frames frames = Split(input);
+    zb::Frames frames = SplitFrames(input);
     absl::StatusOr<zb::mdp::Protocol> protocol =
         zb::mdp::ClassifyMessage(frames);
     absl::StatusOr<zb::mdp::ClientMessage> client =
@@ -74,7 +64,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data,
   // Client message with a request tag (the zbrokers extension): never also
   // a plain client or worker message; re-encodes to the same frames.
   {
-    zb::Frames frames = Split(input);
+    zb::Frames frames = SplitFrames(input);
     absl::StatusOr<zb::mdp::ClientMessage> tagged =
         zb::mdp::ParseTaggedClient(frames);
     if (tagged.ok()) {
@@ -93,7 +83,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data,
   // Worker message: re-encoded from a fresh copy, since AppendWorker moves
   // the address and body out of the parsed frames.
   {
-    zb::Frames frames = Split(input);
+    zb::Frames frames = SplitFrames(input);
     absl::StatusOr<zb::mdp::WorkerMessage> worker =
         zb::mdp::ParseWorker(frames);
     if (worker.ok()) {
@@ -110,7 +100,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data,
   }
   // Client message without the delimiter (what a REQ socket hands over).
   {
-    zb::Frames frames = Split(input);
+    zb::Frames frames = SplitFrames(input);
     absl::StatusOr<zb::mdp::ClientMessage> client =
         zb::mdp::ParseClient(frames, zb::mdp::Delimiter::kNoDelimiter);
     if (client.ok()) {
