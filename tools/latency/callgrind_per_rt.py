@@ -41,6 +41,9 @@ import subprocess
 import sys
 import tempfile
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from summarize_runs import fit  # noqa: E402  (the one least-squares fit)
+
 
 def rounds_for(workers, budget):
     return max(100, min(5000, budget // workers))
@@ -102,18 +105,6 @@ def run_one(exe, transport, workers, raw, rounds, extra, outdir, tag, reuse):
         raise RuntimeError(f"no step dump for {tag} (is zb-latency built "
                            "with valgrind/callgrind.h?)")
     return v
-
-
-def fit(xs, ys):
-    n = len(xs)
-    mx, my = sum(xs) / n, sum(ys) / n
-    sxx = sum((x - mx) ** 2 for x in xs)
-    sxy = sum((x - mx) * (y - my) for x, y in zip(xs, ys))
-    b = sxy / sxx
-    a = my - b * mx
-    ss = sum((y - my) ** 2 for y in ys)
-    sr = sum((y - a - b * x) ** 2 for x, y in zip(xs, ys))
-    return a, b, (1 - sr / ss) if ss else 1.0
 
 
 def main():
