@@ -270,21 +270,23 @@ void BM_PingPong_Reactor(benchmark::State& state) {
   ReactorThread thread;
   std::int64_t send_errors = 0;
   std::string endpoint;
+  Reactor::SocketWatch watch;  // set and reset on the reactor thread
   auto router = thread.Invoke([&](Reactor& r) {
     auto s = std::make_unique<zmq::socket_t>(
         BindRouter(BindAddress(transport, NextInstance()), &endpoint));
     zmq::socket_t* raw = s.get();
-    absl::Status st =
-        r.add(*s, [raw, &send_errors](std::span<zmq::message_t> m) {
+    absl::StatusOr<Reactor::SocketWatch> w =
+        r.Add(*s, [raw, &send_errors](std::span<zmq::message_t> m) {
           if (!SendFrames(*raw, m).ok()) ++send_errors;
         });
-    if (!st.ok()) std::abort();
+    if (!w.ok()) std::abort();
+    watch = *std::move(w);
     return s;
   });
   PingPong(state, endpoint,
            thread.Invoke([](Reactor&) { return MyCpuClock(); }));
-  thread.Invoke([&](Reactor& r) {
-    (void)r.Remove(*router);
+  thread.Invoke([&](Reactor&) {
+    watch.Reset();
     router.reset();
   });
   if (send_errors) state.SkipWithError("echo send failed");
@@ -350,13 +352,12 @@ void BM_PingPongSameThread_Reactor(benchmark::State& state) {
   Reactor reactor;
   std::int64_t send_errors = 0;
   zmq::socket_t& router = p.router;
-  if (!reactor
-           .add(router,
-                [&router, &send_errors](std::span<zmq::message_t> m) {
-                  if (!SendFrames(router, m).ok()) ++send_errors;
-                })
-           .ok()) {
-    state.SkipWithError("add failed");
+  absl::StatusOr<Reactor::SocketWatch> watch =
+      reactor.Add(router, [&router, &send_errors](std::span<zmq::message_t> m) {
+        if (!SendFrames(router, m).ok()) ++send_errors;
+      });
+  if (!watch.ok()) {
+    state.SkipWithError("Add failed");
     return;
   }
   zmq::message_t reply;
@@ -368,7 +369,7 @@ void BM_PingPongSameThread_Reactor(benchmark::State& state) {
       break;
     }
   }
-  (void)reactor.Remove(router);
+  watch->Reset();
   if (send_errors) state.SkipWithError("echo send failed");
 }
 

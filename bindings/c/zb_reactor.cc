@@ -43,6 +43,8 @@ int CheckRunnable(zb_reactor_t* r, absl::string_view where) {
 
 // zb_reactor_after/every/at: `invalid` says what is wrong with the time
 // argument (NULL when nothing is), `schedule(loop, callback)` adds the timer.
+// C code names its timers by id (zb_reactor_cancel), so the handle is
+// released: the timer lives until it fires, is cancelled, or the loop goes.
 template <typename Schedule>
 int AddTimer(zb_reactor_t* r, absl::string_view where, const char* invalid,
              zb_callback_fn fn, void* user, zb_free_fn free_user,
@@ -56,10 +58,11 @@ int AddTimer(zb_reactor_t* r, absl::string_view where, const char* invalid,
                   absl::StrCat(where, ": reactor and callback are required"));
     }
     if (int rc = CheckOwner(r, where)) return rc;
-    absl::StatusOr<zb::TimerId> tid = schedule(
+    absl::StatusOr<zb::Reactor::Timer> timer = schedule(
         *r->loop, [fn, ref = UserRef(user, free_user)]() { fn(ref.get()); });
-    if (!tid.ok()) return FromStatus(tid.status(), where);
-    if (id != nullptr) *id = *tid;
+    if (!timer.ok()) return FromStatus(timer.status(), where);
+    const zb::TimerId tid = timer->Release();
+    if (id != nullptr) *id = tid;
     return ZB_OK;
   });
 }
@@ -262,7 +265,7 @@ extern "C" int zb_reactor_after(zb_reactor_t* r, int64_t delay_us,
   return AddTimer(r, "zb_reactor_after",
                   delay_us < 0 ? "negative delay" : nullptr, fn, user,
                   free_user, id, [delay_us](zb::Reactor& loop, auto cb) {
-                    return loop.after(Micros(delay_us), std::move(cb));
+                    return loop.After(Micros(delay_us), std::move(cb));
                   });
 }
 
@@ -272,7 +275,7 @@ extern "C" int zb_reactor_every(zb_reactor_t* r, int64_t period_us,
   return AddTimer(r, "zb_reactor_every",
                   period_us <= 0 ? "period must be > 0" : nullptr, fn, user,
                   free_user, id, [period_us](zb::Reactor& loop, auto cb) {
-                    return loop.every(Micros(period_us), std::move(cb));
+                    return loop.Every(Micros(period_us), std::move(cb));
                   });
 }
 
@@ -281,7 +284,7 @@ extern "C" int zb_reactor_at(zb_reactor_t* r, int64_t deadline_us,
                              zb_free_fn free_user, zb_timer_id* id) {
   return AddTimer(r, "zb_reactor_at", nullptr, fn, user, free_user, id,
                   [deadline_us](zb::Reactor& loop, auto cb) {
-                    return loop.at(Clock::time_point(Micros(deadline_us)),
+                    return loop.At(Clock::time_point(Micros(deadline_us)),
                                    std::move(cb));
                   });
 }

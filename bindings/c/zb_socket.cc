@@ -20,15 +20,16 @@ struct zb_socket_t : zb::capi::Handle {
 
   void Shutdown() override {
     // The reactor must stop watching before the socket closes.
-    if (watched) reactor()->loop->Remove(socket).IgnoreError();
-    watched = false;
+    watch.Reset();
     socket.close();
   }
 
   zmq::socket_t socket;
+  // Set while a readable callback is installed; declared after the socket
+  // so that it goes first.
+  zb::Reactor::SocketWatch watch;
   zb_frames_fn fn = nullptr;
   zb::capi::UserRef user;
-  bool watched = false;
   // Callbacks replaced while the callback runs: the running one may still
   // use its user, so they are released after it returns.
   std::vector<zb::capi::UserRef> retired;
@@ -305,25 +306,18 @@ extern "C" int zb_socket_on_readable(zb_socket_t* s, zb_frames_fn fn,
     if (int rc = CheckSocket(s, "zb_socket_on_readable")) return rc;
     UserRef old = std::move(s->user);
     if (fn == nullptr) {
-      if (s->watched) {
-        if (int rc = FromStatus(s->reactor()->loop->Remove(s->socket),
-                                "zb_socket_on_readable")) {
-          return rc;
-        }
-        s->watched = false;
-      }
+      s->watch.Reset();
       s->fn = nullptr;
     } else {
-      if (!s->watched) {
-        if (int rc = FromStatus(
-                s->reactor()->loop->add(s->socket,
-                                        [s](std::span<zmq::message_t> frames) {
-                                          Dispatch(s, frames);
-                                        }),
-                "zb_socket_on_readable")) {
-          return rc;
+      if (!s->watch) {
+        absl::StatusOr<zb::Reactor::SocketWatch> watch =
+            s->reactor()->loop->Add(
+                s->socket,
+                [s](std::span<zmq::message_t> frames) { Dispatch(s, frames); });
+        if (!watch.ok()) {
+          return FromStatus(watch.status(), "zb_socket_on_readable");
         }
-        s->watched = true;
+        s->watch = *std::move(watch);
       }
       s->fn = fn;
       s->user = UserRef(user, free_user);

@@ -391,18 +391,16 @@ int Worker(const Options& o, const std::optional<CurveClientKeys>& keys,
     }
     mdp = *std::move(w);
   }
-  if (absl::Status s = reactor.add_fd(
-          sfd,
-          [&] {
-            signalfd_siginfo info;
-            while (read(sfd, &info, sizeof(info)) == sizeof(info)) {
-              signal_number = static_cast<int>(info.ssi_signo);
-            }
-            reactor.Stop();
-          });
-      !s.ok()) {
+  absl::StatusOr<Reactor::SocketWatch> signal_watch = reactor.AddFd(sfd, [&] {
+    signalfd_siginfo info;
+    while (read(sfd, &info, sizeof(info)) == sizeof(info)) {
+      signal_number = static_cast<int>(info.ssi_signo);
+    }
+    reactor.Stop();
+  });
+  if (!signal_watch.ok()) {
     close(sfd);
-    return Fail(kExitError, Msg(s));
+    return Fail(kExitError, Msg(signal_watch.status()));
   }
   std::fprintf(stderr,
                "zb worker: serving \"%s\" (%s) at %s%s; SIGINT or SIGTERM "
@@ -411,7 +409,7 @@ int Worker(const Options& o, const std::optional<CurveClientKeys>& keys,
                o.endpoint.c_str(), keys ? " with CURVE" : "");
   std::fflush(stderr);
   const absl::Status run = reactor.Run();
-  reactor.RemoveFd(sfd).IgnoreError();
+  signal_watch->Reset();
   close(sfd);
   // DISCONNECT to the broker (the consensus worker lingers for it).
   if (ccp) ccp->Shutdown();
