@@ -60,10 +60,13 @@ TEST(ExternalLoopTest, PollFdsListsWhatRunOnceWaitsOn) {
   EXPECT_EQ(fds[0].events, POLLIN);
   const std::uint64_t g0 = r.poll_generation();
 
-  ASSERT_TRUE(r.add(p.b, [](std::span<zmq::message_t>) {}).ok());
+  absl::StatusOr<Reactor::SocketWatch> watch =
+      r.Add(p.b, [](std::span<zmq::message_t>) {});
+  ASSERT_TRUE(watch.ok());
   const int efd = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
   ASSERT_GE(efd, 0);
-  ASSERT_TRUE(r.add_fd(efd, nullptr, [] {}).ok());
+  absl::StatusOr<Reactor::SocketWatch> fd_watch = r.AddFd(efd, nullptr, [] {});
+  ASSERT_TRUE(fd_watch.ok());
   fds = r.PollFds();
   ASSERT_EQ(fds.size(), 3u);
   EXPECT_THAT(fds, Contains(AllOf(Field(&pollfd::fd, ZmqFd(p.b)),
@@ -84,7 +87,8 @@ TEST(ExternalLoopTest, NextWaitIsTheTimeToTheNextTimerOrForever) {
   Reactor r;
   ASSERT_TRUE(r.RunOnce(Reactor::Clock::duration::zero()).ok());
   EXPECT_EQ(r.NextWait(), Reactor::Clock::duration::max());
-  ASSERT_TRUE(r.after(10s, [] {}).ok());
+  absl::StatusOr<Reactor::Timer> timer = r.After(10s, [] {});
+  ASSERT_TRUE(timer.ok());
   const Reactor::Clock::duration wait = r.NextWait();
   EXPECT_GT(wait, 9s);
   EXPECT_LE(wait, 10s);
@@ -102,9 +106,11 @@ TEST(ExternalLoopTest, QueuedMessageWhoseSignalASendConsumedIsStillSeen) {
   Pair p;
   Reactor r;
   std::vector<std::string> got;
-  ASSERT_TRUE(r.add(p.b, [&](std::span<zmq::message_t> frames) {
-                 got.push_back(frames[0].to_string());
-               }).ok());
+  absl::StatusOr<Reactor::SocketWatch> watch =
+      r.Add(p.b, [&](std::span<zmq::message_t> frames) {
+        got.push_back(frames[0].to_string());
+      });
+  ASSERT_TRUE(watch.ok());
   ASSERT_TRUE(r.RunOnce(Reactor::Clock::duration::zero()).ok());
   ASSERT_EQ(r.NextWait(), Reactor::Clock::duration::max());
 
@@ -129,8 +135,11 @@ TEST(ExternalLoopTest, HostLoopDeliversWithoutSpinning) {
   Reactor r;
   int messages = 0;
   bool fired = false;
-  ASSERT_TRUE(r.add(p.b, [&](std::span<zmq::message_t>) { ++messages; }).ok());
-  ASSERT_TRUE(r.after(200ms, [&] { fired = true; }).ok());
+  absl::StatusOr<Reactor::SocketWatch> watch =
+      r.Add(p.b, [&](std::span<zmq::message_t>) { ++messages; });
+  ASSERT_TRUE(watch.ok());
+  absl::StatusOr<Reactor::Timer> timer = r.After(200ms, [&] { fired = true; });
+  ASSERT_TRUE(timer.ok());
   int steps = 0;
   while (!fired && steps < 50) {
     HostStep(r, 5000ms);

@@ -74,11 +74,20 @@ class ReactorTest : public testing::Test {
 TEST_F(ReactorTest, TimersFireInDeadlineOrderAndTiesInAddOrder) {
   std::vector<std::string> log;
   const auto base = Clock::now() + milliseconds(20);
-  reactor_.at(base + milliseconds(10), [&] { log.push_back("tie1"); }).value();
-  reactor_.at(base + milliseconds(20), [&] { log.push_back("last"); }).value();
-  reactor_.at(base + milliseconds(10), [&] { log.push_back("tie2"); }).value();
-  reactor_.at(base, [&] { log.push_back("first"); }).value();
-  reactor_.at(base + milliseconds(10), [&] { log.push_back("tie3"); }).value();
+  Reactor::Timer tie1 =
+      reactor_.At(base + milliseconds(10), [&] { log.push_back("tie1"); })
+          .value();
+  Reactor::Timer last =
+      reactor_.At(base + milliseconds(20), [&] { log.push_back("last"); })
+          .value();
+  Reactor::Timer tie2 =
+      reactor_.At(base + milliseconds(10), [&] { log.push_back("tie2"); })
+          .value();
+  Reactor::Timer first =
+      reactor_.At(base, [&] { log.push_back("first"); }).value();
+  Reactor::Timer tie3 =
+      reactor_.At(base + milliseconds(10), [&] { log.push_back("tie3"); })
+          .value();
   EXPECT_EQ(reactor_.timer_count(), 5u);
   ASSERT_TRUE(RunUntil(reactor_, [&] { return log.size() == 5; }));
   EXPECT_THAT(log, ElementsAre("first", "tie1", "tie2", "tie3", "last"));
@@ -89,13 +98,13 @@ TEST_F(ReactorTest, AfterFiresOnceNotEarly) {
   const auto start = Clock::now();
   Clock::time_point fired_at;
   int calls = 0;
-  reactor_
-      .after(milliseconds(30),
-             [&] {
-               fired_at = Clock::now();
-               ++calls;
-             })
-      .value();
+  Reactor::Timer timer = reactor_
+                             .After(milliseconds(30),
+                                    [&] {
+                                      fired_at = Clock::now();
+                                      ++calls;
+                                    })
+                             .value();
   ASSERT_TRUE(RunUntil(reactor_, [&] { return calls == 1; }));
   EXPECT_GE(fired_at - start, milliseconds(30));
   for (int i = 0; i < 5; ++i)
@@ -105,8 +114,10 @@ TEST_F(ReactorTest, AfterFiresOnceNotEarly) {
 
 TEST_F(ReactorTest, CancelledTimerNeverFires) {
   int a = 0, b = 0;
-  const TimerId id = reactor_.after(milliseconds(5), [&] { ++a; }).value();
-  reactor_.after(milliseconds(20), [&] { ++b; }).value();
+  // Cancel() takes the plain id of a released timer.
+  const TimerId id =
+      reactor_.After(milliseconds(5), [&] { ++a; }).value().Release();
+  Reactor::Timer other = reactor_.After(milliseconds(20), [&] { ++b; }).value();
   EXPECT_TRUE(reactor_.Cancel(id));
   ASSERT_TRUE(RunUntil(reactor_, [&] { return b == 1; }));
   EXPECT_EQ(a, 0);
@@ -118,20 +129,23 @@ TEST_F(ReactorTest, CancelSelfSiblingFiredAndUnknown) {
   TimerId sibling = 0;
   int sibling_calls = 0;
   bool cancel_sibling = false;
-  reactor_.at(when, [&] { cancel_sibling = reactor_.Cancel(sibling); }).value();
-  sibling = reactor_.at(when, [&] { ++sibling_calls; }).value();
+  Reactor::Timer canceller =
+      reactor_.At(when, [&] { cancel_sibling = reactor_.Cancel(sibling); })
+          .value();
+  sibling = reactor_.At(when, [&] { ++sibling_calls; }).value().Release();
 
   // A periodic timer that cancels itself on its second call.
   TimerId self = 0;
   int self_calls = 0;
   self = reactor_
-             .every(milliseconds(2),
+             .Every(milliseconds(2),
                     [&] {
                       if (++self_calls == 2) {
                         EXPECT_TRUE(reactor_.Cancel(self));
                       }
                     })
-             .value();
+             .value()
+             .Release();
 
   ASSERT_TRUE(RunUntil(reactor_, [&] { return self_calls >= 2; }));
   ASSERT_TRUE(RunUntil(reactor_, [&] { return reactor_.timer_count() == 0; }));
@@ -142,8 +156,9 @@ TEST_F(ReactorTest, CancelSelfSiblingFiredAndUnknown) {
 
   // Already fired, and never issued.
   int fired = 0;
-  const TimerId once =
-      reactor_.after(Clock::duration::zero(), [&] { ++fired; }).value();
+  const TimerId once = reactor_.After(Clock::duration::zero(), [&] { ++fired; })
+                           .value()
+                           .Release();
   ASSERT_TRUE(RunUntil(reactor_, [&] { return fired == 1; }));
   EXPECT_FALSE(reactor_.Cancel(once));
   EXPECT_FALSE(reactor_.Cancel(0));
@@ -152,7 +167,8 @@ TEST_F(ReactorTest, CancelSelfSiblingFiredAndUnknown) {
 
 TEST_F(ReactorTest, PeriodicTimerKeepsFiring) {
   int calls = 0;
-  const TimerId id = reactor_.every(milliseconds(3), [&] { ++calls; }).value();
+  const TimerId id =
+      reactor_.Every(milliseconds(3), [&] { ++calls; }).value().Release();
   ASSERT_TRUE(RunUntil(reactor_, [&] { return calls >= 5; }));
   EXPECT_EQ(reactor_.timer_count(), 1u);
   EXPECT_TRUE(reactor_.Cancel(id));
@@ -168,7 +184,8 @@ TEST_F(ReactorTest, PeriodicTimerSkipsMissedPeriods) {
   // here); the skip rule fires once and moves on to a future grid point.
   // (The exact grid is checked with a fake clock in timer_queue_test.cc.)
   int calls = 0;
-  reactor_.every(milliseconds(20), [&] { ++calls; }).value();
+  Reactor::Timer timer =
+      reactor_.Every(milliseconds(20), [&] { ++calls; }).value();
   std::this_thread::sleep_for(milliseconds(210));
   for (int i = 0; i < 5; ++i) {
     ASSERT_TRUE(reactor_.RunOnce(Clock::duration::zero()).ok());
@@ -179,7 +196,8 @@ TEST_F(ReactorTest, PeriodicTimerSkipsMissedPeriods) {
 
 TEST_F(ReactorTest, AtInThePastFiresOnTheNextIteration) {
   int calls = 0;
-  reactor_.at(Clock::now() - seconds(1), [&] { ++calls; }).value();
+  Reactor::Timer timer =
+      reactor_.At(Clock::now() - seconds(1), [&] { ++calls; }).value();
   // No waiting: the overdue timer makes the poll return at once.
   absl::StatusOr<int> handled = reactor_.RunOnce(seconds(5));
   ASSERT_TRUE(handled.ok());
@@ -189,12 +207,16 @@ TEST_F(ReactorTest, AtInThePastFiresOnTheNextIteration) {
 
 TEST_F(ReactorTest, PastTimerAddedByACallbackFiresInTheNextIteration) {
   int inner = 0;
-  reactor_
-      .at(Clock::now() - milliseconds(1),
-          [&] {
-            reactor_.at(Clock::now() - seconds(1), [&] { ++inner; }).value();
-          })
-      .value();
+  Reactor::Timer inner_timer;
+  Reactor::Timer outer =
+      reactor_
+          .At(Clock::now() - milliseconds(1),
+              [&] {
+                inner_timer =
+                    reactor_.At(Clock::now() - seconds(1), [&] { ++inner; })
+                        .value();
+              })
+          .value();
   ASSERT_TRUE(reactor_.RunOnce(Clock::duration::zero()).ok());
   EXPECT_EQ(inner, 0);
   ASSERT_TRUE(reactor_.RunOnce(seconds(5)).ok());
@@ -203,7 +225,8 @@ TEST_F(ReactorTest, PastTimerAddedByACallbackFiresInTheNextIteration) {
 
 TEST_F(ReactorTest, RunOnceWaitsForTheEarliestTimerNotLonger) {
   int calls = 0;
-  reactor_.after(milliseconds(20), [&] { ++calls; }).value();
+  Reactor::Timer timer =
+      reactor_.After(milliseconds(20), [&] { ++calls; }).value();
   const auto start = Clock::now();
   // max_wait is long; the timer must end the wait.
   while (calls == 0 && Clock::now() - start < kPatience) {
@@ -300,12 +323,12 @@ TEST_F(ReactorTest, StopBeforeRunMakesRunReturnAtOnce) {
   EXPECT_TRUE(reactor_.Run().ok());
   // The stop was consumed: a stop from a timer ends the next run.
   int calls = 0;
-  reactor_
-      .every(milliseconds(1),
-             [&] {
-               if (++calls == 3) reactor_.Stop();
-             })
-      .value();
+  Reactor::Timer timer = reactor_
+                             .Every(milliseconds(1),
+                                    [&] {
+                                      if (++calls == 3) reactor_.Stop();
+                                    })
+                             .value();
   EXPECT_TRUE(reactor_.Run().ok());
   EXPECT_EQ(calls, 3);
 }
@@ -316,12 +339,11 @@ TEST_F(ReactorTest, StopBeforeRunMakesRunReturnAtOnce) {
 TEST_F(ReactorTest, SocketHandlerGetsEveryMultipartMessage) {
   SocketPair p(ctx_, "multipart");
   std::vector<std::vector<std::string>> got;
-  ASSERT_TRUE(reactor_
-                  .add(p.a,
-                       [&](std::span<zmq::message_t> frames) {
-                         got.push_back(FramesToStrings(frames));
-                       })
-                  .ok());
+  absl::StatusOr<Reactor::SocketWatch> watch =
+      reactor_.Add(p.a, [&](std::span<zmq::message_t> frames) {
+        got.push_back(FramesToStrings(frames));
+      });
+  ASSERT_TRUE(watch.ok());
   Send(p.b, {"one"});
   Send(p.b, {"a", "", "ccc", "dddd", "eeeee", "ffffff"});  // > 4 frames
   Send(p.b, {"x", "y"});
@@ -335,23 +357,22 @@ TEST_F(ReactorTest, FrameBufferIsReusedAndSurvivesFramesBeingMovedOut) {
   SocketPair p(ctx_, "reuse");
   std::vector<Frames> kept;
   std::vector<const zmq::message_t*> buffers;
-  ASSERT_TRUE(reactor_
-                  .add(p.a,
-                       [&](std::span<zmq::message_t> frames) {
-                         buffers.push_back(frames.data());
-                         Frames mine;
-                         // Move-construct some frames out, move-assign others.
-                         for (std::size_t i = 0; i < frames.size(); ++i) {
-                           if (i % 2 == 0) {
-                             mine.push_back(std::move(frames[i]));
-                           } else {
-                             mine.emplace_back();
-                             mine.back() = std::move(frames[i]);
-                           }
-                         }
-                         kept.push_back(std::move(mine));
-                       })
-                  .ok());
+  absl::StatusOr<Reactor::SocketWatch> watch =
+      reactor_.Add(p.a, [&](std::span<zmq::message_t> frames) {
+        buffers.push_back(frames.data());
+        Frames mine;
+        // Move-construct some frames out, move-assign others.
+        for (std::size_t i = 0; i < frames.size(); ++i) {
+          if (i % 2 == 0) {
+            mine.push_back(std::move(frames[i]));
+          } else {
+            mine.emplace_back();
+            mine.back() = std::move(frames[i]);
+          }
+        }
+        kept.push_back(std::move(mine));
+      });
+  ASSERT_TRUE(watch.ok());
   constexpr int kMessages = 50;
   for (int i = 0; i < kMessages; ++i) {
     const std::string n = std::to_string(i);
@@ -372,8 +393,9 @@ TEST_F(ReactorTest, BatchCapIsHonoured) {
   Reactor reactor(Reactor::Options{.batch_cap = 8});
   SocketPair p(ctx_, "batch");
   int calls = 0;
-  ASSERT_TRUE(
-      reactor.add(p.a, [&](std::span<zmq::message_t>) { ++calls; }).ok());
+  absl::StatusOr<Reactor::SocketWatch> watch =
+      reactor.Add(p.a, [&](std::span<zmq::message_t>) { ++calls; });
+  ASSERT_TRUE(watch.ok());
   for (int i = 0; i < 20; ++i) Send(p.b, {std::to_string(i)});
   // inproc delivery is synchronous: all 20 are queued before we poll.
   absl::StatusOr<int> handled = reactor.RunOnce(seconds(5));
@@ -391,8 +413,9 @@ TEST_F(ReactorTest, BatchCapIsHonoured) {
 TEST_F(ReactorTest, BatchDrainsEverythingBelowTheCapInOneIteration) {
   SocketPair p(ctx_, "drain");
   int calls = 0;
-  ASSERT_TRUE(
-      reactor_.add(p.a, [&](std::span<zmq::message_t>) { ++calls; }).ok());
+  absl::StatusOr<Reactor::SocketWatch> watch =
+      reactor_.Add(p.a, [&](std::span<zmq::message_t>) { ++calls; });
+  ASSERT_TRUE(watch.ok());
   for (int i = 0; i < 100; ++i) Send(p.b, {"m"});
   absl::StatusOr<int> handled = reactor_.RunOnce(seconds(5));
   ASSERT_TRUE(handled.ok());
@@ -407,26 +430,24 @@ TEST_F(ReactorTest, RemovingASocketInsideAnotherSocketsHandler) {
   bool removed_one = false;
   // Whichever handler runs first removes the other socket; the other handler
   // must then never run, not even later in the same round.
-  ASSERT_TRUE(reactor_
-                  .add(p1.a,
-                       [&](std::span<zmq::message_t>) {
-                         ++calls1;
-                         if (!removed_one) {
-                           removed_one = true;
-                           EXPECT_TRUE(reactor_.Remove(p2.a).ok());
-                         }
-                       })
-                  .ok());
-  ASSERT_TRUE(reactor_
-                  .add(p2.a,
-                       [&](std::span<zmq::message_t>) {
-                         ++calls2;
-                         if (!removed_one) {
-                           removed_one = true;
-                           EXPECT_TRUE(reactor_.Remove(p1.a).ok());
-                         }
-                       })
-                  .ok());
+  absl::StatusOr<Reactor::SocketWatch> watch =
+      reactor_.Add(p1.a, [&](std::span<zmq::message_t>) {
+        ++calls1;
+        if (!removed_one) {
+          removed_one = true;
+          EXPECT_TRUE(reactor_.Remove(p2.a).ok());
+        }
+      });
+  ASSERT_TRUE(watch.ok());
+  absl::StatusOr<Reactor::SocketWatch> watch2 =
+      reactor_.Add(p2.a, [&](std::span<zmq::message_t>) {
+        ++calls2;
+        if (!removed_one) {
+          removed_one = true;
+          EXPECT_TRUE(reactor_.Remove(p1.a).ok());
+        }
+      });
+  ASSERT_TRUE(watch2.ok());
   for (int i = 0; i < 3; ++i) {
     Send(p1.b, {"x"});
     Send(p2.b, {"y"});
@@ -447,35 +468,37 @@ TEST_F(ReactorTest, RemovingASocketInsideAnotherSocketsHandler) {
 TEST_F(ReactorTest, RemovingItsOwnSocketStopsTheBatch) {
   SocketPair p(ctx_, "self-remove");
   int calls = 0;
-  ASSERT_TRUE(reactor_
-                  .add(p.a,
-                       [&](std::span<zmq::message_t>) {
-                         ++calls;
-                         EXPECT_TRUE(reactor_.Remove(p.a).ok());
-                       })
-                  .ok());
+  absl::StatusOr<Reactor::SocketWatch> watch =
+      reactor_.Add(p.a, [&](std::span<zmq::message_t>) {
+        ++calls;
+        EXPECT_TRUE(reactor_.Remove(p.a).ok());
+      });
+  ASSERT_TRUE(watch.ok());
   for (int i = 0; i < 5; ++i) Send(p.b, {"m"});
   for (int i = 0; i < 5; ++i)
     ASSERT_TRUE(reactor_.RunOnce(milliseconds(5)).ok());
   EXPECT_EQ(calls, 1);
   // And it can be added again, to get the rest.
   int later = 0;
-  ASSERT_TRUE(
-      reactor_.add(p.a, [&](std::span<zmq::message_t>) { ++later; }).ok());
+  absl::StatusOr<Reactor::SocketWatch> watch2 =
+      reactor_.Add(p.a, [&](std::span<zmq::message_t>) { ++later; });
+  ASSERT_TRUE(watch2.ok());
   ASSERT_TRUE(RunUntil(reactor_, [&] { return later == 4; }));
 }
 
 TEST_F(ReactorTest, AddAndRemoveReportMisuse) {
   SocketPair p(ctx_, "misuse");
   auto noop = [](std::span<zmq::message_t>) {};
-  EXPECT_TRUE(reactor_.add(p.a, noop).ok());
-  EXPECT_TRUE(absl::IsAlreadyExists(reactor_.add(p.a, noop)));
-  EXPECT_TRUE(absl::IsInvalidArgument(reactor_.add(p.b, nullptr)));
+  absl::StatusOr<Reactor::SocketWatch> watch = reactor_.Add(p.a, noop);
+  EXPECT_TRUE(watch.ok());
+  EXPECT_TRUE(absl::IsAlreadyExists(reactor_.Add(p.a, noop).status()));
+  EXPECT_TRUE(absl::IsInvalidArgument(reactor_.Add(p.b, nullptr).status()));
   EXPECT_TRUE(reactor_.Remove(p.a).ok());
   EXPECT_TRUE(absl::IsNotFound(reactor_.Remove(p.a)));
   EXPECT_TRUE(absl::IsNotFound(reactor_.RemoveFd(12345)));
-  EXPECT_TRUE(absl::IsInvalidArgument(reactor_.add_fd(-1, [] {})));
-  EXPECT_TRUE(absl::IsInvalidArgument(reactor_.add_fd(0, nullptr, nullptr)));
+  EXPECT_TRUE(absl::IsInvalidArgument(reactor_.AddFd(-1, [] {}).status()));
+  EXPECT_TRUE(
+      absl::IsInvalidArgument(reactor_.AddFd(0, nullptr, nullptr).status()));
 }
 
 TEST_F(ReactorTest, RawFileDescriptorsBecomeReadable) {
@@ -485,23 +508,19 @@ TEST_F(ReactorTest, RawFileDescriptorsBecomeReadable) {
   ASSERT_GE(efd, 0);
   std::string from_pipe;
   int eventfd_calls = 0;
-  ASSERT_TRUE(reactor_
-                  .add_fd(fds[0],
-                          [&] {
-                            char c;
-                            if (::read(fds[0], &c, 1) == 1) from_pipe += c;
-                          })
-                  .ok());
-  ASSERT_TRUE(reactor_
-                  .add_fd(efd,
-                          [&] {
-                            std::uint64_t v;
-                            if (::read(efd, &v, sizeof v) == sizeof v) {
-                              eventfd_calls += static_cast<int>(v);
-                            }
-                          })
-                  .ok());
-  EXPECT_TRUE(absl::IsAlreadyExists(reactor_.add_fd(efd, [] {})));
+  absl::StatusOr<Reactor::SocketWatch> watch = reactor_.AddFd(fds[0], [&] {
+    char c;
+    if (::read(fds[0], &c, 1) == 1) from_pipe += c;
+  });
+  ASSERT_TRUE(watch.ok());
+  absl::StatusOr<Reactor::SocketWatch> watch2 = reactor_.AddFd(efd, [&] {
+    std::uint64_t v;
+    if (::read(efd, &v, sizeof v) == sizeof v) {
+      eventfd_calls += static_cast<int>(v);
+    }
+  });
+  ASSERT_TRUE(watch2.ok());
+  EXPECT_TRUE(absl::IsAlreadyExists(reactor_.AddFd(efd, [] {}).status()));
   ASSERT_EQ(::write(fds[1], "hi", 2), 2);
   const std::uint64_t three = 3;
   ASSERT_EQ(::write(efd, &three, sizeof three), 8);
@@ -527,15 +546,13 @@ TEST_F(ReactorTest, HangUpOfARawFdReachesTheReadableHandler) {
   ::close(fds[1]);
   int calls = 0;
   bool saw_eof = false;
-  ASSERT_TRUE(reactor_
-                  .add_fd(fds[0],
-                          [&] {
-                            ++calls;
-                            char c;
-                            saw_eof = ::read(fds[0], &c, 1) == 0;
-                            EXPECT_TRUE(reactor_.RemoveFd(fds[0]).ok());
-                          })
-                  .ok());
+  absl::StatusOr<Reactor::SocketWatch> watch = reactor_.AddFd(fds[0], [&] {
+    ++calls;
+    char c;
+    saw_eof = ::read(fds[0], &c, 1) == 0;
+    EXPECT_TRUE(reactor_.RemoveFd(fds[0]).ok());
+  });
+  ASSERT_TRUE(watch.ok());
   ASSERT_TRUE(RunUntil(reactor_, [&] { return calls > 0; }));
   EXPECT_TRUE(saw_eof);
   for (int i = 0; i < 3; ++i) {
@@ -551,13 +568,12 @@ TEST_F(ReactorTest, HangUpOfAWriteOnlyFdReachesTheWritableHandler) {
   ASSERT_EQ(::pipe(fds), 0);
   ::close(fds[0]);
   int calls = 0;
-  ASSERT_TRUE(reactor_
-                  .add_fd(fds[1], nullptr,
-                          [&] {
-                            ++calls;
-                            EXPECT_TRUE(reactor_.RemoveFd(fds[1]).ok());
-                          })
-                  .ok());
+  absl::StatusOr<Reactor::SocketWatch> watch =
+      reactor_.AddFd(fds[1], nullptr, [&] {
+        ++calls;
+        EXPECT_TRUE(reactor_.RemoveFd(fds[1]).ok());
+      });
+  ASSERT_TRUE(watch.ok());
   ASSERT_TRUE(RunUntil(reactor_, [&] { return calls > 0; }));
   EXPECT_EQ(calls, 1);
   ::close(fds[1]);
@@ -566,14 +582,13 @@ TEST_F(ReactorTest, HangUpOfAWriteOnlyFdReachesTheWritableHandler) {
 TEST_F(ReactorTest, WritableHandlerIsCalled) {
   SocketPair p(ctx_, "writable");
   int writable = 0;
-  ASSERT_TRUE(reactor_
-                  .add(
-                      p.a, [](std::span<zmq::message_t>) {},
-                      [&] {
-                        ++writable;
-                        Send(p.a, {"hello"});
-                      })
-                  .ok());
+  absl::StatusOr<Reactor::SocketWatch> watch = reactor_.Add(
+      p.a, [](std::span<zmq::message_t>) {},
+      [&] {
+        ++writable;
+        Send(p.a, {"hello"});
+      });
+  ASSERT_TRUE(watch.ok());
   ASSERT_TRUE(RunUntil(reactor_, [&] { return writable > 0; }));
   zmq::message_t m;
   ASSERT_TRUE(p.b.recv(m, zmq::recv_flags::dontwait));
@@ -593,21 +608,22 @@ TEST_F(ReactorTest, ExceptionsFromCallbacksReachTheErrorHandler) {
   });
   SocketPair p(ctx_, "errors");
   int messages = 0;
-  ASSERT_TRUE(reactor_
-                  .add(p.a,
-                       [&](std::span<zmq::message_t> frames) {
-                         ++messages;
-                         if (View(frames[0]) == "bad") {
-                           throw std::runtime_error("socket boom");
-                         }
-                       })
-                  .ok());
+  absl::StatusOr<Reactor::SocketWatch> watch =
+      reactor_.Add(p.a, [&](std::span<zmq::message_t> frames) {
+        ++messages;
+        if (View(frames[0]) == "bad") {
+          throw std::runtime_error("socket boom");
+        }
+      });
+  ASSERT_TRUE(watch.ok());
   int timers = 0, posts = 0;
-  reactor_
-      .after(Clock::duration::zero(),
-             [] { throw std::runtime_error("timer boom"); })
-      .value();
-  reactor_.after(Clock::duration::zero(), [&] { ++timers; }).value();
+  Reactor::Timer boom =
+      reactor_
+          .After(Clock::duration::zero(),
+                 [] { throw std::runtime_error("timer boom"); })
+          .value();
+  Reactor::Timer count =
+      reactor_.After(Clock::duration::zero(), [&] { ++timers; }).value();
   reactor_.Post([] { throw std::runtime_error("post boom"); });
   reactor_.Post([&] { ++posts; });
   Send(p.b, {"bad"});
@@ -620,7 +636,8 @@ TEST_F(ReactorTest, ExceptionsFromCallbacksReachTheErrorHandler) {
                                                     "post: post boom"));
   // The loop is still healthy.
   int after = 0;
-  reactor_.after(milliseconds(1), [&] { ++after; }).value();
+  Reactor::Timer later =
+      reactor_.After(milliseconds(1), [&] { ++after; }).value();
   EXPECT_TRUE(RunUntil(reactor_, [&] { return after == 1; }));
 }
 
@@ -654,8 +671,9 @@ TEST_F(ReactorTest, DefaultErrorHandlerReportsOnStderr) {
 TEST_F(ReactorTest, FindsAQueuedMessageWhoseSignalWasAlreadyConsumed) {
   SocketPair p(ctx_, "consumed-signal");
   int got = 0;
-  ASSERT_TRUE(
-      reactor_.add(p.a, [&](std::span<zmq::message_t>) { ++got; }).ok());
+  absl::StatusOr<Reactor::SocketWatch> watch =
+      reactor_.Add(p.a, [&](std::span<zmq::message_t>) { ++got; });
+  ASSERT_TRUE(watch.ok());
   Send(p.b, {"queued"});
   // Wait until the message is in a's pipe, consuming the fd signal.
   const auto give_up = Clock::now() + kPatience;
@@ -677,8 +695,9 @@ TEST_F(ReactorTest, PostedTaskRunsAlongsideAReadySocket) {
   SocketPair p(ctx_, "ready-and-posted");
   int got = 0;
   bool posted_ran = false;
-  ASSERT_TRUE(
-      reactor_.add(p.a, [&](std::span<zmq::message_t>) { ++got; }).ok());
+  absl::StatusOr<Reactor::SocketWatch> watch =
+      reactor_.Add(p.a, [&](std::span<zmq::message_t>) { ++got; });
+  ASSERT_TRUE(watch.ok());
   Send(p.b, {"one"});
   std::thread([&] { reactor_.Post([&] { posted_ran = true; }); }).join();
   ASSERT_TRUE(RunUntil(reactor_, [&] { return got == 1 && posted_ran; }));
@@ -693,7 +712,9 @@ TEST_F(ReactorTest, RunReportsAFailingPoll) {
   auto ctx = std::make_unique<zmq::context_t>();
   auto s = std::make_unique<zmq::socket_t>(*ctx, zmq::socket_type::pair);
   s->set(zmq::sockopt::linger, 0);
-  ASSERT_TRUE(reactor_.add(*s, [](std::span<zmq::message_t>) {}).ok());
+  absl::StatusOr<Reactor::SocketWatch> watch =
+      reactor_.Add(*s, [](std::span<zmq::message_t>) {});
+  ASSERT_TRUE(watch.ok());
   ctx->shutdown();
   const absl::Status status = reactor_.Run();
   EXPECT_FALSE(status.ok());
@@ -709,7 +730,7 @@ TEST_F(ReactorTest, RunOnceInsideATimerIsRefused) {
   absl::Status nested_once = absl::OkStatus();
   absl::Status nested_run = absl::OkStatus();
   bool fired = false;
-  (void)reactor_.after(Clock::duration::zero(), [&] {
+  Reactor::Timer timer = *reactor_.After(Clock::duration::zero(), [&] {
     fired = true;
     nested_once = reactor_.RunOnce(Clock::duration::zero()).status();
     nested_run = reactor_.Run();
@@ -730,21 +751,19 @@ TEST_F(ReactorTest, RunOnceInsideASocketHandlerKeepsTheOuterFrames) {
   std::vector<std::string> seen;
   absl::Status nested = absl::OkStatus();
   bool nested_done = false;
-  ASSERT_TRUE(
-      reactor_
-          .add(p.a,
-               [&](std::span<zmq::message_t> frames) {
-                 if (!nested_done) {
-                   nested_done = true;
-                   // A nested iteration would receive "second" into
-                   // the buffer `frames` points into.
-                   nested = reactor_.RunOnce(Clock::duration::zero()).status();
-                 }
-                 std::string all;
-                 for (auto& f : frames) all += std::string(View(f));
-                 seen.push_back(all);
-               })
-          .ok());
+  absl::StatusOr<Reactor::SocketWatch> watch =
+      reactor_.Add(p.a, [&](std::span<zmq::message_t> frames) {
+        if (!nested_done) {
+          nested_done = true;
+          // A nested iteration would receive "second" into
+          // the buffer `frames` points into.
+          nested = reactor_.RunOnce(Clock::duration::zero()).status();
+        }
+        std::string all;
+        for (auto& f : frames) all += std::string(View(f));
+        seen.push_back(all);
+      });
+  ASSERT_TRUE(watch.ok());
   ASSERT_TRUE(RunUntil(reactor_, [&] { return seen.size() >= 2; }));
   EXPECT_TRUE(absl::IsFailedPrecondition(nested)) << nested;
   EXPECT_THAT(seen, ElementsAre("first1", "second2"));
@@ -771,25 +790,24 @@ TEST_F(ReactorTest, LargeFramesLeftInTheBufferAreReleasedAfterTheBatch) {
                        zmq::send_flags::sndmore));
   ASSERT_TRUE(p.b.send(m, zmq::send_flags::none));
   int seen = 0;
-  ASSERT_TRUE(reactor_
-                  .add(p.a,
-                       [&](std::span<zmq::message_t> frames) {
-                         ++seen;
-                         EXPECT_EQ(frames.size(), 2u);
-                         EXPECT_EQ(frames[1].size(), kBig);
-                         // Leaves the frames where they are.
-                       })
-                  .ok());
+  absl::StatusOr<Reactor::SocketWatch> watch =
+      reactor_.Add(p.a, [&](std::span<zmq::message_t> frames) {
+        ++seen;
+        EXPECT_EQ(frames.size(), 2u);
+        EXPECT_EQ(frames[1].size(), kBig);
+        // Leaves the frames where they are.
+      });
+  ASSERT_TRUE(watch.ok());
   ASSERT_TRUE(RunUntil(reactor_, [&] { return seen == 1; }));
   EXPECT_EQ(freed.load(), 1) << "the 1 MiB frame is still held";
 }
 
 TEST_F(ReactorTest, NullCallbacksAreRefused) {
-  auto after = reactor_.after(milliseconds(1), nullptr);
-  auto every = reactor_.every(milliseconds(1), nullptr);
-  auto at = reactor_.at(Clock::now(), nullptr);
+  auto after = reactor_.After(milliseconds(1), nullptr);
+  auto every = reactor_.Every(milliseconds(1), nullptr);
+  auto at = reactor_.At(Clock::now(), nullptr);
   Reactor::Callback empty;
-  auto after_empty = reactor_.after(milliseconds(1), std::move(empty));
+  auto after_empty = reactor_.After(milliseconds(1), std::move(empty));
   EXPECT_TRUE(absl::IsInvalidArgument(after.status())) << after.status();
   EXPECT_THAT(std::string(after.status().message()),
               testing::HasSubstr("after"));
@@ -820,7 +838,7 @@ TEST_F(ReactorTest, SocketWatchRemovesTheWatchWhenDestroyed) {
     ASSERT_TRUE(RunUntil(reactor_, [&] { return calls == 1; }));
     // The registration is live: a second add of the same socket is refused.
     EXPECT_TRUE(absl::IsAlreadyExists(
-        reactor_.add(p.a, [](std::span<zmq::message_t>) {})));
+        reactor_.Add(p.a, [](std::span<zmq::message_t>) {}).status()));
   }
   // Gone with the handle: nothing more is delivered, and the socket can be
   // registered again.
@@ -868,8 +886,9 @@ TEST_F(ReactorTest, SocketWatchOutlivingAnExplicitRemoveIsHarmless) {
   ASSERT_TRUE(reactor_.RunOnce(milliseconds(0)).ok());  // frees the watch
   // A new registration of the same socket is not the old handle's.
   int calls = 0;
-  ASSERT_TRUE(
-      reactor_.add(p.a, [&](std::span<zmq::message_t>) { ++calls; }).ok());
+  absl::StatusOr<Reactor::SocketWatch> watch =
+      reactor_.Add(p.a, [&](std::span<zmq::message_t>) { ++calls; });
+  ASSERT_TRUE(watch.ok());
   w->Reset();
   Send(p.b, {"still watched"});
   ASSERT_TRUE(RunUntil(reactor_, [&] { return calls == 1; }));
@@ -928,7 +947,8 @@ TEST_F(ReactorTest, TimerHandleCancelsWhenDestroyedAndReleaseKeepsIt) {
       reactor_.At(Clock::now(), [&] { ++fired; });
   ASSERT_TRUE(once.ok());
   ASSERT_TRUE(RunUntil(reactor_, [&] { return fired == 1; }));
-  TimerId other_id = *reactor_.after(milliseconds(1), [&] { ++other; });
+  const TimerId other_id =
+      reactor_.After(milliseconds(1), [&] { ++other; }).value().Release();
   once->Reset();
   ASSERT_TRUE(RunUntil(reactor_, [&] { return other == 1; }));
   EXPECT_NE(other_id, 0u);
@@ -956,7 +976,7 @@ TEST(ReactorDeathTest, CallFromAnotherThreadAbortsNamingTheMethod) {
       {
         Reactor reactor;
         std::thread other(
-            [&] { reactor.after(milliseconds(1), [] {}).value(); });
+            [&] { reactor.After(milliseconds(1), [] {}).value().Release(); });
         other.join();
       },
       "zb::Reactor::after called from a thread that does not own");
@@ -1018,17 +1038,28 @@ TEST(ReactorThreadTest, RunsTimersAndSocketsAndStopsOnDestruction) {
   std::atomic<int> ticks{0};
   {
     ReactorThread thread;
-    // The server socket is created, used and closed on the reactor thread.
+    // The server socket is created, used and closed on the reactor thread,
+    // and so is its watch.
+    struct Echo {
+      std::unique_ptr<zmq::socket_t> socket;
+      Reactor::SocketWatch watch;
+    };
     auto server = thread.Invoke([&](Reactor& r) {
-      auto s = std::make_unique<zmq::socket_t>(ctx, zmq::socket_type::pair);
-      s->set(zmq::sockopt::linger, 0);
-      s->bind("inproc://reactor-thread");
-      zmq::socket_t* raw = s.get();
-      EXPECT_TRUE(r.add(*s, [raw](std::span<zmq::message_t> frames) {
-                     EXPECT_TRUE(SendFrames(*raw, frames).ok());  // echo
-                   }).ok());
-      r.every(milliseconds(1), [&] { ++ticks; }).value();
-      return s;
+      auto echo = std::make_unique<Echo>();
+      echo->socket =
+          std::make_unique<zmq::socket_t>(ctx, zmq::socket_type::pair);
+      zmq::socket_t* raw = echo->socket.get();
+      raw->set(zmq::sockopt::linger, 0);
+      raw->bind("inproc://reactor-thread");
+      absl::StatusOr<Reactor::SocketWatch> watch =
+          r.Add(*raw, [raw](std::span<zmq::message_t> frames) {
+            EXPECT_TRUE(SendFrames(*raw, frames).ok());  // echo
+          });
+      EXPECT_TRUE(watch.ok());
+      if (watch.ok()) echo->watch = *std::move(watch);
+      // Released: it ticks until the thread and its reactor end.
+      r.Every(milliseconds(1), [&] { ++ticks; }).value().Release();
+      return echo;
     });
     client.connect("inproc://reactor-thread");
     client.set(zmq::sockopt::rcvtimeo, 10'000);
@@ -1043,7 +1074,7 @@ TEST(ReactorThreadTest, RunsTimersAndSocketsAndStopsOnDestruction) {
       std::this_thread::sleep_for(milliseconds(1));
     EXPECT_GE(ticks, 3);
     thread.Invoke([&](Reactor& r) {
-      EXPECT_TRUE(r.Remove(*server).ok());
+      EXPECT_TRUE(r.Remove(*server->socket).ok());
       server.reset();
     });
   }  // joins
