@@ -123,9 +123,11 @@ struct Rig {
         Z85(client.public_key) + "\n" + Z85(worker.public_key) + "\n", "rig");
     if (!allow.ok()) Die("allowlist", allow.status());
     auth_thread.Invoke([&](Reactor& r) {
-      zap = std::make_unique<ZapHandler>(r, ctx);
+      absl::StatusOr<std::unique_ptr<ZapHandler>> z =
+          ZapHandler::Create(r, ctx);
+      if (!z.ok()) Die("zap", z.status());
+      zap = *std::move(z);
       zap->set_allowlist(std::make_shared<const CurveAllowlist>(*allow));
-      if (absl::Status s = zap->Start(); !s.ok()) Die("zap", s);
     });
     broker_thread.Invoke([&](Reactor& r) {
       mdp =

@@ -96,12 +96,15 @@ absl::StatusOr<std::unique_ptr<DaemonAuth>> DaemonAuth::Start(
   auth->thread_ = std::make_unique<ReactorThread>();
   DaemonAuth* a = auth.get();
   absl::Status started = a->thread_->Invoke([&](Reactor& reactor) {
-    a->zap_ = std::make_unique<ZapHandler>(reactor, context);
+    absl::StatusOr<std::unique_ptr<ZapHandler>> zap =
+        ZapHandler::Create(reactor, context);
+    if (!zap.ok()) return zap.status();
+    a->zap_ = *std::move(zap);
     a->zap_->set_allowlist(list);
     a->zap_->set_domains(brokers);
     a->zap_->set_decision_hook(
         [a](const ZapHandler::Decision& d) { a->OnDecision(d); });
-    return a->zap_->Start();
+    return absl::OkStatus();
   });
   if (!started.ok()) {
     return absl::Status(started.code(),

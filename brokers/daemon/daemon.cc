@@ -357,12 +357,15 @@ absl::Status Daemon::Impl::BindCurve(
     return st;
   }
   DaemonAuth* a = auth.get();
-  rb.monitor = std::make_unique<HandshakeMonitor>(
-      reactor, context, monitor_ep,
-      [a, name = rb.name](const HandshakeMonitor::Failure& f) {
-        a->OnHandshakeFailure(name, f);
-      });
-  return rb.monitor->Start();
+  absl::StatusOr<std::unique_ptr<HandshakeMonitor>> monitor =
+      HandshakeMonitor::Create(
+          reactor, context, monitor_ep,
+          [a, name = rb.name](const HandshakeMonitor::Failure& f) {
+            a->OnHandshakeFailure(name, f);
+          });
+  if (!monitor.ok()) return monitor.status();
+  rb.monitor = *std::move(monitor);
+  return absl::OkStatus();
 }
 
 void Daemon::Impl::InstallTimers(RunningBroker& rb, Reactor& reactor) {
@@ -491,9 +494,9 @@ void Daemon::Impl::BeginDrain(std::string_view why) {
       });
     });
   }
-  drain_deadline = *control_reactor->After(
-      config.grace + kDrainSlack,
-      [this] { Finish("drain did not finish in time"); });
+  drain_deadline = *control_reactor->After(config.grace + kDrainSlack, [this] {
+    Finish("drain did not finish in time");
+  });
 }
 
 void Daemon::Impl::OnBrokerDrained(const std::string& name) {

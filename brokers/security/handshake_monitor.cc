@@ -45,30 +45,31 @@ std::string_view HandshakeMonitor::Describe(std::string_view reason) {
          "first, a refused client closing)";
 }
 
-HandshakeMonitor::HandshakeMonitor(Reactor& reactor, zmq::context_t& context,
-                                   std::string endpoint, Callback on_failure)
-    : reactor_(reactor),
-      socket_(context, zmq::socket_type::pair),
-      endpoint_(std::move(endpoint)),
+HandshakeMonitor::HandshakeMonitor(zmq::context_t& context, Callback on_failure)
+    : socket_(context, zmq::socket_type::pair),
       on_failure_(std::move(on_failure)) {
   socket_.set(zmq::sockopt::linger, 0);
 }
 
 HandshakeMonitor::~HandshakeMonitor() = default;
 
-absl::Status HandshakeMonitor::Start() {
-  if (watch_) return absl::FailedPreconditionError("already started");
+absl::StatusOr<std::unique_ptr<HandshakeMonitor>> HandshakeMonitor::Create(
+    Reactor& reactor, zmq::context_t& context, const std::string& endpoint,
+    Callback on_failure) {
+  std::unique_ptr<HandshakeMonitor> monitor(
+      new HandshakeMonitor(context, std::move(on_failure)));
   try {
-    socket_.connect(endpoint_);
+    monitor->socket_.connect(endpoint);
   } catch (const zmq::error_t& e) {
     return absl::InvalidArgumentError(
-        absl::StrFormat("connect %s: %s", endpoint_, e.what()));
+        absl::StrFormat("connect %s: %s", endpoint, e.what()));
   }
-  absl::StatusOr<Reactor::SocketWatch> watch = reactor_.Add(
-      socket_, [this](std::span<zmq::message_t> f) { OnEvent(f); });
+  HandshakeMonitor* m = monitor.get();
+  absl::StatusOr<Reactor::SocketWatch> watch = reactor.Add(
+      m->socket_, [m](std::span<zmq::message_t> f) { m->OnEvent(f); });
   if (!watch.ok()) return watch.status();
-  watch_ = *std::move(watch);
-  return absl::OkStatus();
+  m->watch_ = *std::move(watch);
+  return monitor;
 }
 
 void HandshakeMonitor::OnEvent(std::span<zmq::message_t> frames) {

@@ -136,18 +136,19 @@ std::vector<CurveKey> CurveAllowlist::keys() const {
 // --- ZapHandler
 // ----------------------------------------------------------------
 
-ZapHandler::ZapHandler(Reactor& reactor, zmq::context_t& context)
-    : reactor_(reactor), socket_(context, zmq::socket_type::router) {
+ZapHandler::ZapHandler(zmq::context_t& context)
+    : socket_(context, zmq::socket_type::router) {
   socket_.set(zmq::sockopt::linger, 0);
   out_.reserve(8);
 }
 
 ZapHandler::~ZapHandler() = default;
 
-absl::Status ZapHandler::Start() {
-  if (watch_) return absl::FailedPreconditionError("already started");
+absl::StatusOr<std::unique_ptr<ZapHandler>> ZapHandler::Create(
+    Reactor& reactor, zmq::context_t& context) {
+  std::unique_ptr<ZapHandler> zap(new ZapHandler(context));
   try {
-    socket_.bind(std::string(kEndpoint));
+    zap->socket_.bind(std::string(kEndpoint));
   } catch (const zmq::error_t& e) {
     if (e.num() == EADDRINUSE) {
       return absl::AlreadyExistsError(absl::StrFormat(
@@ -156,11 +157,12 @@ absl::Status ZapHandler::Start() {
     return absl::InternalError(
         absl::StrFormat("bind %s: %s", kEndpoint, e.what()));
   }
-  absl::StatusOr<Reactor::SocketWatch> watch = reactor_.Add(
-      socket_, [this](std::span<zmq::message_t> f) { OnRequest(f); });
+  ZapHandler* z = zap.get();
+  absl::StatusOr<Reactor::SocketWatch> watch = reactor.Add(
+      z->socket_, [z](std::span<zmq::message_t> f) { z->OnRequest(f); });
   if (!watch.ok()) return watch.status();
-  watch_ = *std::move(watch);
-  return absl::OkStatus();
+  z->watch_ = *std::move(watch);
+  return zap;
 }
 
 void ZapHandler::set_allowlist(

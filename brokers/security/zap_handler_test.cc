@@ -128,7 +128,10 @@ class ZapRawTest : public ::testing::Test {
  protected:
   void SetUp() override {
     thread_.Invoke([&](Reactor& r) {
-      zap_ = std::make_unique<ZapHandler>(r, ctx_);
+      absl::StatusOr<std::unique_ptr<ZapHandler>> zap =
+          ZapHandler::Create(r, ctx_);
+      ASSERT_TRUE(zap.ok());
+      zap_ = *std::move(zap);
       zap_->set_allowlist(ListOf({&allowed_.public_key}));
       zap_->set_domains({"majordomo"});
       zap_->set_decision_hook([this](const ZapHandler::Decision& d) {
@@ -137,7 +140,6 @@ class ZapRawTest : public ::testing::Test {
                              std::string(d.address) + "|" + d.key + "|" +
                              std::string(d.status_code));
       });
-      ASSERT_TRUE(zap_->Start().ok());
     });
     req_.set(zmq::sockopt::linger, 0);
     req_.set(zmq::sockopt::rcvtimeo, 2000);
@@ -225,10 +227,8 @@ TEST_F(ZapRawTest, ReloadSwapsTheList) {
 }
 
 TEST_F(ZapRawTest, SecondHandlerInTheSameContextIsRefused) {
-  absl::Status s = thread_.Invoke([&](Reactor& r) {
-    ZapHandler second(r, ctx_);
-    return second.Start();
-  });
+  absl::Status s = thread_.Invoke(
+      [&](Reactor& r) { return ZapHandler::Create(r, ctx_).status(); });
   EXPECT_TRUE(absl::IsAlreadyExists(s)) << s;
 }
 
@@ -246,16 +246,19 @@ class HandshakeTest : public ::testing::Test {
                                  HandshakeMonitor::kEvents),
               0);
     thread_.Invoke([&](Reactor& r) {
-      zap_ = std::make_unique<ZapHandler>(r, ctx_);
+      absl::StatusOr<std::unique_ptr<ZapHandler>> zap =
+          ZapHandler::Create(r, ctx_);
+      ASSERT_TRUE(zap.ok());
+      zap_ = *std::move(zap);
       zap_->set_allowlist(ListOf({&client_.public_key}));
-      ASSERT_TRUE(zap_->Start().ok());
-      monitor_ = std::make_unique<HandshakeMonitor>(
-          r, ctx_, "inproc://zb-test-monitor",
-          [this](const HandshakeMonitor::Failure& f) {
-            std::lock_guard<std::mutex> lock(mu_);
-            failures_.emplace_back(f.reason);
-          });
-      ASSERT_TRUE(monitor_->Start().ok());
+      absl::StatusOr<std::unique_ptr<HandshakeMonitor>> monitor =
+          HandshakeMonitor::Create(r, ctx_, "inproc://zb-test-monitor",
+                                   [this](const HandshakeMonitor::Failure& f) {
+                                     std::lock_guard<std::mutex> lock(mu_);
+                                     failures_.emplace_back(f.reason);
+                                   });
+      ASSERT_TRUE(monitor.ok());
+      monitor_ = *std::move(monitor);
     });
     plain_ = Bind({});
     curve_ = Bind(

@@ -60,9 +60,11 @@ class CurveLibrariesTest : public ::testing::Test {
                               "test");
     ASSERT_TRUE(allow.ok());
     broker_thread_.Invoke([&](Reactor& r) {
-      zap_ = std::make_unique<ZapHandler>(r, ctx_);
+      absl::StatusOr<std::unique_ptr<ZapHandler>> zap =
+          ZapHandler::Create(r, ctx_);
+      ASSERT_TRUE(zap.ok());
+      zap_ = *std::move(zap);
       zap_->set_allowlist(std::make_shared<const CurveAllowlist>(*allow));
-      ASSERT_TRUE(zap_->Start().ok());
 
       MajordomoBroker::Options mo;
       mo.heartbeat_interval = milliseconds(200);
@@ -87,13 +89,15 @@ class CurveLibrariesTest : public ::testing::Test {
       ASSERT_TRUE(
           ccp_->Monitor("inproc://mon-ccp", HandshakeMonitor::kEvents).ok());
       for (const char* kind : {"mdp", "ccp"}) {
-        auto& m = monitors_.emplace_back(std::make_unique<HandshakeMonitor>(
-            r, ctx_, std::string("inproc://mon-") + kind,
-            [this, kind](const HandshakeMonitor::Failure& f) {
-              std::lock_guard<std::mutex> lock(mu_);
-              ++failures_[std::string(kind) + ":" + std::string(f.reason)];
-            }));
-        ASSERT_TRUE(m->Start().ok());
+        absl::StatusOr<std::unique_ptr<HandshakeMonitor>> m =
+            HandshakeMonitor::Create(
+                r, ctx_, std::string("inproc://mon-") + kind,
+                [this, kind](const HandshakeMonitor::Failure& f) {
+                  std::lock_guard<std::mutex> lock(mu_);
+                  ++failures_[std::string(kind) + ":" + std::string(f.reason)];
+                });
+        ASSERT_TRUE(m.ok());
+        monitors_.push_back(*std::move(m));
       }
     });
   }

@@ -9,10 +9,11 @@
 //   zmq_socket_monitor(router.handle(), "inproc://zb-monitor-majordomo",
 //                      zb::HandshakeMonitor::kEvents);
 //   // ... and the monitor, on a reactor, reads them.
-//   zb::HandshakeMonitor monitor(reactor, context,
-//       "inproc://zb-monitor-majordomo",
-//       [](const zb::HandshakeMonitor::Failure& f) { ... f.reason ... });
-//   if (absl::Status s = monitor.Start(); !s.ok()) { ... }
+//   absl::StatusOr<std::unique_ptr<zb::HandshakeMonitor>> monitor =
+//       zb::HandshakeMonitor::Create(reactor, context,
+//           "inproc://zb-monitor-majordomo",
+//           [](const zb::HandshakeMonitor::Failure& f) { ... f.reason ... });
+//   if (!monitor.ok()) { ... }
 //
 // Reasons (Failure::reason; the label values of zb_auth_failures_total):
 //   key_not_allowed     the ZAP handler answered 400 (a CURVE client whose key
@@ -42,6 +43,7 @@
 
 #include <array>
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <string>
 #include <string_view>
@@ -49,6 +51,7 @@
 
 #include "absl/functional/any_invocable.h"
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "zbrokers/reactor/reactor.h"
 
 namespace zb {
@@ -77,25 +80,27 @@ class HandshakeMonitor {
   // A plain-words description of a reason, for logs.
   static std::string_view Describe(std::string_view reason);
 
-  // Connects nothing until Start().
-  HandshakeMonitor(Reactor& reactor, zmq::context_t& context,
-                   std::string endpoint, Callback on_failure);
+  // Connects to the monitor `endpoint` (in `context`) and reads its events
+  // on `reactor` (call it on the reactor's thread), calling `on_failure` for
+  // every refused handshake.  Fails with InvalidArgument when the endpoint
+  // cannot be connected.  `reactor` and `context` must outlive the monitor.
+  static absl::StatusOr<std::unique_ptr<HandshakeMonitor>> Create(
+      Reactor& reactor, zmq::context_t& context, const std::string& endpoint,
+      Callback on_failure);
   ~HandshakeMonitor();
 
   HandshakeMonitor(const HandshakeMonitor&) = delete;
   HandshakeMonitor& operator=(const HandshakeMonitor&) = delete;
 
-  // Connects to the monitor endpoint and starts reading events.
-  absl::Status Start();
-
  private:
+  // No I/O: Create() connects.
+  HandshakeMonitor(zmq::context_t& context, Callback on_failure);
+
   void OnEvent(std::span<zmq::message_t> frames);
 
-  Reactor& reactor_;
   zmq::socket_t socket_;
-  const std::string endpoint_;
   Callback on_failure_;
-  // Set by Start(); declared after socket_ so that the watch goes first.
+  // Set by Create(); declared after socket_ so that the watch goes first.
   Reactor::SocketWatch watch_;
 };
 

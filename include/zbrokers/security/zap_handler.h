@@ -7,9 +7,10 @@
 //
 //   absl::StatusOr<zb::CurveAllowlist> allow =
 //       zb::CurveAllowlist::Load("/etc/zb/clients");   // file or directory
-//   zb::ZapHandler zap(reactor, context);
-//   zap.set_allowlist(std::make_shared<const zb::CurveAllowlist>(*allow));
-//   if (absl::Status s = zap.Start(); !s.ok()) { ... }  // before binding
+//   absl::StatusOr<std::unique_ptr<zb::ZapHandler>> zap =
+//       zb::ZapHandler::Create(reactor, context);  // before binding
+//   if (!zap.ok()) { ... }
+//   (*zap)->set_allowlist(std::make_shared<const zb::CurveAllowlist>(*allow));
 //   // ... CURVE listeners (curve.h) on sockets of `context` now ask it.
 //
 // How libzmq uses it.  A CURVE listener with a ZAP domain (curve.h,
@@ -129,18 +130,17 @@ class ZapHandler {
     std::uint64_t malformed = 0;  // answered 500, or dropped
   };
 
-  // Nothing is bound until Start().  `reactor` and `context` must outlive
-  // the handler.
-  ZapHandler(Reactor& reactor, zmq::context_t& context);
+  // Binds kEndpoint in `context` and answers on `reactor` (call it on the
+  // reactor's thread).  Fails with AlreadyExists when another handler is
+  // bound in this context.  `reactor` and `context` must outlive the
+  // handler.  Nobody is let in until set_allowlist().
+  static absl::StatusOr<std::unique_ptr<ZapHandler>> Create(
+      Reactor& reactor, zmq::context_t& context);
   // Unbinds and closes the socket.
   ~ZapHandler();
 
   ZapHandler(const ZapHandler&) = delete;
   ZapHandler& operator=(const ZapHandler&) = delete;
-
-  // Binds kEndpoint and starts answering.  Fails (AlreadyExists) when another
-  // handler is bound in this context.
-  absl::Status Start();
 
   // The keys let in from now on.  Until the first call, nobody is.
   void set_allowlist(std::shared_ptr<const CurveAllowlist> allowlist);
@@ -155,14 +155,15 @@ class ZapHandler {
   const Stats& stats() const { return stats_; }
 
  private:
+  explicit ZapHandler(zmq::context_t& context);  // no I/O: Create() binds
+
   void OnRequest(std::span<zmq::message_t> frames);
   void Reply(zmq::message_t& routing_id, std::string_view request_id,
              std::string_view code, std::string_view text,
              std::string_view user_id);
 
-  Reactor& reactor_;
   zmq::socket_t socket_;
-  // Set by Start(); declared after socket_ so that the watch goes first.
+  // Set by Create(); declared after socket_ so that the watch goes first.
   Reactor::SocketWatch watch_;
   std::shared_ptr<const CurveAllowlist> allowlist_;
   std::vector<std::string> domains_;
