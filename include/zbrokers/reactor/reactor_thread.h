@@ -4,7 +4,7 @@
 //
 //   zb::ReactorThread thread;                   // starts the thread
 //   thread.Invoke([&](zb::Reactor& r) {         // runs on that thread, waits
-//     r.add(socket, handler).IgnoreError();
+//     watch = *r.Add(socket, handler);          // reset it through Invoke too
 //   });
 //   thread.reactor().Post([] { ... });          // fire and forget
 //   // ~ReactorThread stops the reactor and joins the thread.

@@ -7,8 +7,8 @@
 //
 //   zb::TimerQueue timers;
 //   const auto t0 = zb::TimerQueue::Clock::now();
-//   timers.add(t0 + 5ms, {}, [] { /* once */ });
-//   zb::TimerId beat = timers.add(t0 + 1s, 1s, [] { /* every second */ });
+//   timers.Add(t0 + 5ms, {}, [] { /* once */ });
+//   zb::TimerId beat = timers.Add(t0 + 1s, 1s, [] { /* every second */ });
 //   ...
 //   timers.FireDue(Clock::now(), [](std::exception_ptr) { /* report */ });
 //   timers.Cancel(beat);
