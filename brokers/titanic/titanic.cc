@@ -2,12 +2,14 @@
 
 #include "zbrokers/titanic/titanic.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <deque>
 #include <string>
 #include <string_view>
 #include <utility>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "zbrokers/common/log_limiter.h"
@@ -105,6 +107,9 @@ class Titanic::Impl {
   // the store when sent.
   std::deque<std::string> queue_;
   absl::flat_hash_set<std::string> in_flight_;
+  // Failed sends per pending request (absent: none); sets its timeout.
+  absl::flat_hash_map<std::string, int> attempts_;
+  static constexpr int kMaxBackoffShift = 4;  // at most 16 x request_timeout
   // retry_delay is the same for all, so due times are in order.
   std::deque<std::pair<Reactor::Clock::time_point, std::string>> retries_;
   Reactor::Timer retry_sweep_;
@@ -271,7 +276,10 @@ void Titanic::Impl::Pump() {
     std::string uuid = std::move(queue_.front());
     queue_.pop_front();
     absl::StatusOr<TitanicStore::Request> request = store_->Get(uuid);
-    if (request.status().code() == absl::StatusCode::kNotFound) continue;
+    if (request.status().code() == absl::StatusCode::kNotFound) {
+      attempts_.erase(uuid);  // closed while it waited
+      continue;
+    }
     if (!request.ok()) {
       ++stats_.store_errors;
       Log(LogLevel::kError, Msg(request.status()));
@@ -279,11 +287,21 @@ void Titanic::Impl::Pump() {
       continue;
     }
     ++stats_.dispatched;
-    absl::Status sent =
-        client_->Request(request->service, std::move(request->body),
-                         [this, uuid](absl::StatusOr<Frames> reply) {
-                           OnDispatchDone(uuid, std::move(reply));
-                         });
+    // Each resend waits twice as long as the one before (up to
+    // kMaxBackoffShift doublings): when the workers are slower than
+    // request_timeout, the copies of timed-out sends still queue in the
+    // broker ahead of the resends, and resending at the same timeout would
+    // never get an answer in time (a retry storm).
+    const auto found = attempts_.find(uuid);
+    const int attempt = found == attempts_.end() ? 0 : found->second;
+    const auto timeout =
+        options_.request_timeout * (1 << std::min(attempt, kMaxBackoffShift));
+    absl::Status sent = client_->Request(
+        request->service, std::move(request->body),
+        [this, uuid](absl::StatusOr<Frames> reply) {
+          OnDispatchDone(uuid, std::move(reply));
+        },
+        timeout);
     if (!sent.ok()) {
       ++stats_.store_errors;
       Log(LogLevel::kError,
@@ -303,11 +321,13 @@ void Titanic::Impl::OnDispatchDone(const std::string& uuid,
   in_flight_.erase(uuid);
   if (!reply.ok()) {
     ++stats_.retries;
+    ++attempts_[uuid];
     RetryLater(uuid);
     Pump();
     return;
   }
   absl::Status stored = store_->StoreReply(uuid, *reply);
+  if (stored.code() != absl::StatusCode::kInternal) attempts_.erase(uuid);
   switch (stored.code()) {
     case absl::StatusCode::kOk:
       ++stats_.answered;

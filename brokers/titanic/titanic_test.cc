@@ -271,5 +271,48 @@ TEST_F(TitanicTest, RetriesAfterATimeoutAndKeepsTheFirstReply) {
   EXPECT_EQ(Call("titanic.reply", MakeFrames({uuid})), r);
 }
 
+// More requests than the workers can finish within request_timeout: the
+// first dispatches time out while their copies still wait in the broker's
+// queue, and resending them at the same timeout only adds copies ahead of
+// the new ones, so nothing is ever answered in time (a retry storm).  Each
+// resend of a request waits longer (request_timeout doubled per attempt,
+// up to 16 times), so the backlog drains.
+TEST_F(TitanicTest, SlowWorkersDoNotCauseARetryStorm) {
+  TitanicOptions o = Options();
+  o.request_timeout = 300ms;
+  o.retry_delay = 20ms;
+  StartTitanic(std::move(o));
+  MdpWorker::Options wo;
+  wo.heartbeat_interval = 50ms;
+  wo.heartbeat_liveness = 10;
+  std::vector<std::pair<Reactor::Timer, MdpWorker::Replier>> busy;
+  // One worker, 80 ms per request, answering from a timer so the reactor
+  // keeps running.
+  workers_.push_back(std::make_unique<MdpWorker>(
+      reactor_, ctx_, endpoint_, "slow",
+      [&](Frames body, MdpWorker::Replier r) {
+        auto shared = std::make_shared<MdpWorker::Replier>(std::move(r));
+        auto reply = std::make_shared<Frames>(std::move(body));
+        busy.emplace_back(
+            *reactor_.After(
+                80ms, [shared, reply] { shared->Reply(std::move(*reply)); }),
+            MdpWorker::Replier());
+      },
+      wo));
+  ASSERT_TRUE(workers_.back()->Start().ok());
+  std::vector<std::string> uuids;
+  for (int i = 0; i < 20; ++i) {
+    uuids.push_back(Submit("slow", absl::StrCat("s", i)));
+  }
+  EXPECT_TRUE(test::RunUntil(
+      reactor_, [&] { return titanic_->stats().pending == 0; }, 40s))
+      << "still pending: " << titanic_->stats().pending << ", retries "
+      << titanic_->stats().retries;
+  for (int i = 0; i < 20; ++i) {
+    EXPECT_EQ(Call("titanic.reply", MakeFrames({uuids[i]})),
+              (Strings{"200", absl::StrCat("s", i)}));
+  }
+}
+
 }  // namespace
 }  // namespace zb
