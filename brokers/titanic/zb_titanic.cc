@@ -14,80 +14,146 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <string>
 
-#include "absl/flags/flag.h"
-#include "absl/flags/parse.h"
-#include "absl/flags/usage.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/string_view.h"
 #include "absl/time/time.h"
 #include "zbrokers/reactor/reactor.h"
 #include "zbrokers/titanic/titanic.h"
 
-ABSL_FLAG(std::string, broker, "tcp://127.0.0.1:5555",
-          "the Majordomo broker to serve on and dispatch through");
-ABSL_FLAG(std::string, store_path, "titanic.db",
-          "the SQLite file of requests and replies (created when missing)");
-ABSL_FLAG(std::string, synchronous, "full",
-          "fsync policy: full (each request and reply fsynced before it is "
-          "acknowledged) or normal (survives kill -9, not power loss)");
-ABSL_FLAG(std::int64_t, max_requests, 100000,
-          "most requests stored at once (pending + answered, not closed)");
-ABSL_FLAG(std::int64_t, max_request_bytes, 16 << 20,
-          "largest request: service name plus body frames, in bytes");
-ABSL_FLAG(absl::Duration, request_timeout, absl::Seconds(10),
-          "how long one dispatch waits for its reply");
-ABSL_FLAG(absl::Duration, retry_delay, absl::Seconds(1),
-          "wait before a failed or timed-out request is sent again");
-ABSL_FLAG(std::int64_t, max_in_flight, 100, "most requests dispatched at once");
-ABSL_FLAG(absl::Duration, heartbeat_interval, absl::Milliseconds(2500),
-          "the workers' heartbeat; must match the broker's");
-
 namespace {
 
-int Fail(const std::string& what) {
-  std::fprintf(stderr, "zb-titanic: %s\n", what.c_str());
+constexpr const char* kUsage = R"(usage: zb-titanic [flags]
+The Titanic service (RFC 9) in front of a Majordomo broker (docs/titanic.md).
+  --broker ENDPOINT            the Majordomo broker to serve on and dispatch
+                               through [tcp://127.0.0.1:5555]
+  --store-path FILE            the SQLite file of requests and replies,
+                               created when missing [titanic.db]
+  --synchronous full|normal    fsync policy: full = every request and reply
+                               fsynced before it is acknowledged; normal =
+                               survives kill -9, not power loss [full]
+  --max-requests N             most requests stored (pending + answered, not
+                               closed) [100000]
+  --max-request-bytes N        largest request: service + body [16777216]
+  --request-timeout DURATION   one dispatch's wait for its reply [10s]
+  --retry-delay DURATION       wait before a failed dispatch is sent again [1s]
+  --max-in-flight N            most requests dispatched at once [100]
+  --heartbeat-interval DURATION  the workers' heartbeat; must match the
+                               broker's [2500ms]
+  --stats-interval DURATION    how often a stats line is logged; 0 = never
+                               [1m]
+  --help                       this text
+Durations: 250ms, 10s, 1m.  SIGTERM or SIGINT stops; pending requests stay
+in the store and are resumed by the next start.
+Exit codes: 0 after a signal, 1 when it cannot start, 2 on bad flags.
+)";
+
+int Usage(const std::string& what) {
+  std::fprintf(stderr, "zb-titanic: %s\n%s", what.c_str(), kUsage);
   return 2;
 }
 
-std::chrono::milliseconds Ms(absl::Duration d) {
-  return std::chrono::milliseconds(absl::ToInt64Milliseconds(d));
+bool ParseMs(const std::string& text, std::chrono::milliseconds* out) {
+  absl::Duration d;
+  if (!absl::ParseDuration(text, &d) || d < absl::ZeroDuration()) return false;
+  *out = std::chrono::milliseconds(absl::ToInt64Milliseconds(d));
+  return true;
+}
+
+bool ParseCount(const std::string& text, std::size_t* out) {
+  std::uint64_t n = 0;
+  if (!absl::SimpleAtoi(text, &n) || n < 1) return false;
+  *out = static_cast<std::size_t>(n);
+  return true;
+}
+
+// Fills `options` from argv; 0 on success, else the exit code (2), with
+// the reason printed.  Flags are `--name VALUE` or `--name=VALUE`.
+int ParseFlags(int argc, char** argv, zb::TitanicOptions* options,
+               std::chrono::milliseconds* stats_interval) {
+  for (int i = 1; i < argc; ++i) {
+    std::string flag = argv[i];
+    if (flag == "--help" || flag == "-h") {
+      std::fputs(kUsage, stdout);
+      std::exit(0);
+    }
+    std::string value;
+    if (const std::size_t eq = flag.find('='); eq != std::string::npos) {
+      value = flag.substr(eq + 1);
+      flag.resize(eq);
+    } else if (flag.rfind("--", 0) == 0 && i + 1 < argc) {
+      value = argv[++i];
+    } else {
+      return Usage("missing value for " + flag);
+    }
+    bool ok = true;
+    if (flag == "--broker") {
+      options->broker = value;
+      ok = !value.empty();
+    } else if (flag == "--store-path") {
+      options->store_path = value;
+      ok = !value.empty();
+    } else if (flag == "--synchronous") {
+      if (value == "full") {
+        options->synchronous = zb::TitanicStoreOptions::Synchronous::kFull;
+      } else if (value == "normal") {
+        options->synchronous = zb::TitanicStoreOptions::Synchronous::kNormal;
+      } else {
+        ok = false;
+      }
+    } else if (flag == "--max-requests") {
+      ok = ParseCount(value, &options->max_requests);
+    } else if (flag == "--max-request-bytes") {
+      ok = ParseCount(value, &options->max_request_bytes);
+    } else if (flag == "--max-in-flight") {
+      ok = ParseCount(value, &options->max_in_flight);
+    } else if (flag == "--request-timeout") {
+      ok = ParseMs(value, &options->request_timeout) &&
+           options->request_timeout.count() > 0;
+    } else if (flag == "--retry-delay") {
+      ok = ParseMs(value, &options->retry_delay);
+    } else if (flag == "--heartbeat-interval") {
+      ok = ParseMs(value, &options->heartbeat_interval) &&
+           options->heartbeat_interval.count() > 0;
+    } else if (flag == "--stats-interval") {
+      ok = ParseMs(value, stats_interval);
+    } else {
+      return Usage("unknown flag " + flag);
+    }
+    if (!ok) return Usage("bad value \"" + value + "\" for " + flag);
+  }
+  return 0;
+}
+
+void LogStats(const char* what, const zb::Titanic& titanic) {
+  const zb::Titanic::Stats s = titanic.stats();
+  auto u = [](std::uint64_t v) { return static_cast<unsigned long long>(v); };
+  std::fprintf(stderr,
+               "zb-titanic: %s: accepted=%llu refused_full=%llu "
+               "bad_requests=%llu replies_served=%llu replies_pending=%llu "
+               "closed=%llu dispatched=%llu answered=%llu retries=%llu "
+               "duplicate_replies=%llu closed_before_answer=%llu "
+               "store_errors=%llu stored=%zu pending=%zu in_flight=%zu\n",
+               what, u(s.accepted), u(s.refused_full), u(s.bad_requests),
+               u(s.replies_served), u(s.replies_pending), u(s.closed),
+               u(s.dispatched), u(s.answered), u(s.retries),
+               u(s.duplicate_replies), u(s.closed_before_answer),
+               u(s.store_errors), s.stored, s.pending, s.in_flight);
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  absl::SetProgramUsageMessage(
-      "the Titanic service (RFC 9) in front of a Majordomo broker\n"
-      "  zb-titanic --broker tcp://127.0.0.1:5555 --store-path titanic.db");
-  absl::ParseCommandLine(argc, argv);
-
   zb::TitanicOptions options;
-  options.broker = absl::GetFlag(FLAGS_broker);
-  options.store_path = absl::GetFlag(FLAGS_store_path);
-  const std::string sync = absl::GetFlag(FLAGS_synchronous);
-  if (sync == "full") {
-    options.synchronous = zb::TitanicStoreOptions::Synchronous::kFull;
-  } else if (sync == "normal") {
-    options.synchronous = zb::TitanicStoreOptions::Synchronous::kNormal;
-  } else {
-    return Fail("--synchronous must be full or normal, not \"" + sync + "\"");
+  std::chrono::milliseconds stats_interval = std::chrono::minutes(1);
+  if (int code = ParseFlags(argc, argv, &options, &stats_interval); code != 0) {
+    return code;
   }
-  const std::int64_t max_requests = absl::GetFlag(FLAGS_max_requests);
-  const std::int64_t max_bytes = absl::GetFlag(FLAGS_max_request_bytes);
-  const std::int64_t max_in_flight = absl::GetFlag(FLAGS_max_in_flight);
-  if (max_requests < 1 || max_bytes < 1 || max_in_flight < 1) {
-    return Fail(
-        "--max-requests, --max-request-bytes and --max-in-flight must be "
-        "at least 1");
-  }
-  options.max_requests = static_cast<std::size_t>(max_requests);
-  options.max_request_bytes = static_cast<std::size_t>(max_bytes);
-  options.max_in_flight = static_cast<std::size_t>(max_in_flight);
-  options.request_timeout = Ms(absl::GetFlag(FLAGS_request_timeout));
-  options.retry_delay = Ms(absl::GetFlag(FLAGS_retry_delay));
-  options.heartbeat_interval = Ms(absl::GetFlag(FLAGS_heartbeat_interval));
 
   // Signals are read from a signalfd on the reactor, so they are blocked
   // before any thread (libzmq's) exists.
@@ -130,17 +196,17 @@ int main(int argc, char** argv) {
                "zb-titanic: serving titanic.request, titanic.reply, "
                "titanic.close on %s; store %s (%zu stored, %zu pending)\n",
                broker.c_str(), store_path.c_str(), start.stored, start.pending);
+  zb::Reactor::Timer stats_timer;
+  if (stats_interval.count() > 0) {
+    absl::StatusOr<zb::Reactor::Timer> t =
+        reactor.Every(stats_interval, [&] { LogStats("stats", **titanic); });
+    if (t.ok()) stats_timer = *std::move(t);
+  }
   if (absl::Status s = reactor.Run(); !s.ok()) {
     std::fprintf(stderr, "zb-titanic: %s\n", s.ToString().c_str());
   }
-  const zb::Titanic::Stats end = (*titanic)->stats();
-  std::fprintf(stderr,
-               "zb-titanic: stopping: %llu accepted, %llu answered, %llu "
-               "retries, %zu stored, %zu pending\n",
-               static_cast<unsigned long long>(end.accepted),
-               static_cast<unsigned long long>(end.answered),
-               static_cast<unsigned long long>(end.retries), end.stored,
-               end.pending);
+  LogStats("stopping", **titanic);
+  stats_timer.Reset();
   titanic->reset();
   signals->Reset();
   close(signal_fd);
