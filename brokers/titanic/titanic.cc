@@ -148,10 +148,11 @@ absl::Status Titanic::Impl::Start() {
         OnClose(std::move(b), std::move(r));
       };
     }
-    *slot = std::make_unique<MdpWorker>(reactor_, context_, options_.broker,
-                                        std::string(service),
-                                        std::move(handler), worker_options);
-    if (absl::Status s = (*slot)->Start(); !s.ok()) return s;
+    absl::StatusOr<std::unique_ptr<MdpWorker>> worker = MdpWorker::Create(
+        reactor_, context_, options_.broker, std::string(service),
+        std::move(handler), worker_options);
+    if (!worker.ok()) return worker.status();
+    *slot = *std::move(worker);
   }
 
   const auto period = std::min<Reactor::Clock::duration>(

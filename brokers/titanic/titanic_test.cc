@@ -76,7 +76,7 @@ class TitanicTest : public ::testing::Test {
     wo.heartbeat_interval = 50ms;
     wo.heartbeat_liveness = 10;
     wo.reconnect_delay = 20ms;
-    workers_.push_back(std::make_unique<MdpWorker>(
+    AddWorker(MdpWorker::Create(
         reactor_, ctx_, endpoint_, service,
         [calls](Frames body, MdpWorker::Replier r) {
           if (calls != nullptr) ++*calls;
@@ -85,7 +85,11 @@ class TitanicTest : public ::testing::Test {
           r.Reply(std::move(reply));
         },
         wo));
-    ASSERT_TRUE(workers_.back()->Start().ok());
+  }
+
+  void AddWorker(absl::StatusOr<std::unique_ptr<MdpWorker>> w) {
+    ASSERT_TRUE(w.ok()) << w.status();
+    workers_.push_back(*std::move(w));
   }
 
   // One request through the broker; the reply as strings.
@@ -243,7 +247,7 @@ TEST_F(TitanicTest, RetriesAfterATimeoutAndKeepsTheFirstReply) {
   wo.heartbeat_interval = 50ms;
   wo.heartbeat_liveness = 10;
   wo.reconnect_delay = 20ms;
-  workers_.push_back(std::make_unique<MdpWorker>(
+  AddWorker(MdpWorker::Create(
       reactor_, ctx_, endpoint_, "slow",
       [&](Frames body, MdpWorker::Replier r) {
         if (++calls == 1) {
@@ -255,7 +259,6 @@ TEST_F(TitanicTest, RetriesAfterATimeoutAndKeepsTheFirstReply) {
         r.Reply(std::move(reply));
       },
       wo));
-  ASSERT_TRUE(workers_.back()->Start().ok());
   // A second worker, so the retry does not wait behind the held request.
   StartEcho("slow");
   const std::string uuid = Submit("slow", "q");
@@ -288,7 +291,7 @@ TEST_F(TitanicTest, SlowWorkersDoNotCauseARetryStorm) {
   std::vector<std::pair<Reactor::Timer, MdpWorker::Replier>> busy;
   // One worker, 80 ms per request, answering from a timer so the reactor
   // keeps running.
-  workers_.push_back(std::make_unique<MdpWorker>(
+  AddWorker(MdpWorker::Create(
       reactor_, ctx_, endpoint_, "slow",
       [&](Frames body, MdpWorker::Replier r) {
         auto shared = std::make_shared<MdpWorker::Replier>(std::move(r));
@@ -299,7 +302,6 @@ TEST_F(TitanicTest, SlowWorkersDoNotCauseARetryStorm) {
             MdpWorker::Replier());
       },
       wo));
-  ASSERT_TRUE(workers_.back()->Start().ok());
   std::vector<std::string> uuids;
   for (int i = 0; i < 20; ++i) {
     uuids.push_back(Submit("slow", absl::StrCat("s", i)));
