@@ -259,9 +259,12 @@ TEST_F(TitanicTest, RetriesAfterATimeoutAndKeepsTheFirstReply) {
         r.Reply(std::move(reply));
       },
       wo));
-  // A second worker, so the retry does not wait behind the held request.
-  StartEcho("slow");
   const std::string uuid = Submit("slow", "q");
+  // Only once the first copy is held, a second worker, so the retry does
+  // not wait behind it (and the first copy cannot go to the echo worker).
+  ASSERT_TRUE(test::RunUntil(
+      reactor_, [&] { return held.size() == 1; }, 10s));
+  StartEcho("slow");
   Strings r = AwaitReply(uuid);
   ASSERT_EQ(r.size(), 3u);
   EXPECT_EQ(r[0], "200");
