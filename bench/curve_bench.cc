@@ -130,8 +130,10 @@ struct Rig {
       zap->set_allowlist(std::make_shared<const CurveAllowlist>(*allow));
     });
     broker_thread.Invoke([&](Reactor& r) {
-      mdp =
-          std::make_unique<MajordomoBroker>(r, ctx, MajordomoBroker::Options{});
+      absl::StatusOr<std::unique_ptr<MajordomoBroker>> created =
+          MajordomoBroker::Create(r, ctx, MajordomoBroker::Options{});
+      if (!created.ok()) Die("majordomo", created.status());
+      mdp = *std::move(created);
       ConsensusBroker::Options co;
       co.log = [](ConsensusBroker::Severity, std::string_view) {};
       ccp = std::make_unique<ConsensusBroker>(r, ctx, co);
@@ -260,7 +262,10 @@ double MdpRoundTrip(Rig& rig, bool curve, int n, int size) {
   o.timeout = milliseconds(10000);
   o.retries = 0;
   o.curve = rig.Keys(curve);
-  MdpClient client(curve ? rig.mdp_curve : rig.mdp_plain, o, &rig.ctx);
+  absl::StatusOr<std::unique_ptr<MdpClient>> created =
+      MdpClient::Create(curve ? rig.mdp_curve : rig.mdp_plain, o, &rig.ctx);
+  if (!created.ok()) Die("mdp client", created.status());
+  MdpClient& client = **created;
   const std::string body(static_cast<std::size_t>(size), 'x');
   const char* service = curve ? "curve" : "plain";
   std::vector<double> us;
@@ -308,9 +313,11 @@ double MdpThroughput(Rig& rig, bool curve, int total, int window, int size) {
   MdpAsyncClient::Options o;
   o.timeout = milliseconds(30000);
   o.curve = rig.Keys(curve);
-  MdpAsyncClient client(reactor, rig.ctx, curve ? rig.mdp_curve : rig.mdp_plain,
-                        o);
-  if (absl::Status s = client.Start(); !s.ok()) Die("mdp client", s);
+  absl::StatusOr<std::unique_ptr<MdpAsyncClient>> created =
+      MdpAsyncClient::Create(reactor, rig.ctx,
+                             curve ? rig.mdp_curve : rig.mdp_plain, o);
+  if (!created.ok()) Die("mdp client", created.status());
+  MdpAsyncClient& client = **created;
   const std::string body(static_cast<std::size_t>(size), 'x');
   const char* service = curve ? "curve" : "plain";
   int sent = 0, done = 0, failed = 0;

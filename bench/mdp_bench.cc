@@ -288,7 +288,13 @@ Result Measure(Middle middle, Mode mode, int n) {
     broker_thread->Invoke([&](Reactor& r) {
       MajordomoBroker::Options options;
       options.worker_prefetch = g_prefetch;
-      broker = std::make_unique<MajordomoBroker>(r, middle_ctx, options);
+      absl::StatusOr<std::unique_ptr<MajordomoBroker>> created =
+          MajordomoBroker::Create(r, middle_ctx, options);
+      if (!created.ok()) {
+        std::fprintf(stderr, "%s\n", created.status().ToString().c_str());
+        std::exit(2);
+      }
+      broker = *std::move(created);
       if (absl::Status s = broker->Bind(NewEndpoint()); !s.ok()) {
         std::fprintf(stderr, "%s\n", s.ToString().c_str());
         std::exit(2);

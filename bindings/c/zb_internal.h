@@ -69,6 +69,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
 #include "bindings/c/zb.h"
+#include "zbrokers/common/log.h"
 #include "zbrokers/frames/frames.h"
 #include "zbrokers/reactor/reactor.h"
 #include "zbrokers/security/curve.h"
@@ -404,6 +405,22 @@ class WorkerHandle : public Handle {
   void Shutdown() override { worker.reset(); }
 };
 
+// The ZB_LOG_* number zb.h documents for `level`.  Spelled out case by case:
+// the C ABI's numbers are fixed, whatever order zb::LogLevel may take.
+constexpr int CLogLevel(zb::LogLevel level) {
+  switch (level) {
+    case zb::LogLevel::kDebug:
+      return ZB_LOG_DEBUG;
+    case zb::LogLevel::kInfo:
+      return ZB_LOG_INFO;
+    case zb::LogLevel::kWarning:
+      return ZB_LOG_WARNING;
+    case zb::LogLevel::kError:
+      return ZB_LOG_ERROR;
+  }
+  return ZB_LOG_ERROR;
+}
+
 // A broker's log hook: the C callback if one is set, else WARNING and above
 // on stderr as "zbrokers <name> broker: <line>".
 class BrokerLog {
@@ -428,9 +445,12 @@ class BrokerHandle : public Handle {
   BrokerHandle(zb_reactor_t* r, absl::string_view name)
       : Handle(r, Kind::kBroker, Deferral::kNextIteration), log(name) {}
 
-  // The C++ broker's log hook.
+  // The C++ broker's log hook; `level` is a ZB_LOG_* number.
   void Log(int level, std::string_view line) {
     RunCallback([&] { log.Write(level, line); });
+  }
+  void Log(zb::LogLevel level, std::string_view line) {
+    Log(CLogLevel(level), line);
   }
 
   std::unique_ptr<Broker> broker;

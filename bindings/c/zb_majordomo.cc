@@ -74,13 +74,14 @@ extern "C" int zb_mdp_client_new_curve(zb_reactor_t* r, const char* endpoint,
     if (timeout_us > 0) options.timeout = MillisUp(timeout_us);
     if (retries > 0) options.retries = retries;
     if (int rc = CurveFromC(kWhere, curve, options.curve)) return rc;
-    auto c = std::make_unique<zb_mdp_client_t>(r);
-    c->client = std::make_unique<zb::MdpAsyncClient>(*r->loop, *r->context,
-                                                     endpoint, options);
-    if (const absl::Status started = c->client->Start(); !started.ok()) {
+    absl::StatusOr<std::unique_ptr<zb::MdpAsyncClient>> client =
+        zb::MdpAsyncClient::Create(*r->loop, *r->context, endpoint, options);
+    if (!client.ok()) {
       return Fail(ZB_ERR_ZMQ, absl::StrCat(kWhere, "(\"", endpoint,
-                                           "\"): ", started.message()));
+                                           "\"): ", client.status().message()));
     }
+    auto c = std::make_unique<zb_mdp_client_t>(r);
+    c->client = *std::move(client);
     *out = Handle::Adopt(std::move(c));
     return ZB_OK;
   });
@@ -248,18 +249,18 @@ extern "C" int zb_mdp_broker_new(zb_reactor_t* r, int64_t heartbeat_interval_us,
       options.heartbeat_interval = MillisUp(heartbeat_interval_us);
     }
     if (heartbeat_liveness > 0) options.heartbeat_liveness = heartbeat_liveness;
+    absl::StatusOr<std::unique_ptr<zb::MajordomoBroker>> broker =
+        zb::MajordomoBroker::Create(*r->loop, *r->context, options);
+    if (!broker.ok()) {
+      return Fail(CodeForStatus(broker.status()),
+                  absl::StrCat(kWhere, ": ", broker.status().message()));
+    }
     auto b = std::make_unique<zb_mdp_broker_t>(r);
-    b->broker =
-        std::make_unique<zb::MajordomoBroker>(*r->loop, *r->context, options);
+    b->broker = *std::move(broker);
     zb_mdp_broker_t* bp = b.get();
-    b->broker->set_log_hook(
-        [bp](zb::MajordomoBroker::LogLevel level, std::string_view line) {
-          using Level = zb::MajordomoBroker::LogLevel;
-          bp->Log(level == Level::kDebug  ? ZB_LOG_DEBUG
-                  : level == Level::kInfo ? ZB_LOG_INFO
-                                          : ZB_LOG_WARNING,
-                  line);
-        });
+    b->broker->set_log_hook([bp](zb::LogLevel level, std::string_view line) {
+      bp->Log(level, line);
+    });
     // Worker joins and leaves arrive as INFO lines of the log hook,
     // rate-limited by the broker.
     *out = Handle::Adopt(std::move(b));

@@ -3,51 +3,78 @@
 // zb::BrokerAdapter<Broker> is the part of every BrokerRuntime adapter that
 // does not depend on the protocol: both brokers have the same Bind(),
 // Monitor(), Drain(grace, done) and endpoints() (issue 12), so an adapter
-// only adds name() and Snapshot().  Internal to brokers/daemon/.
+// only builds its broker and adds name() and Snapshot().  Internal to
+// brokers/daemon/.
 
 #ifndef ZB_BROKERS_DAEMON_BROKER_ADAPTER_H_
 #define ZB_BROKERS_DAEMON_BROKER_ADAPTER_H_
 
 #include <chrono>
+#include <memory>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
 #include "brokers/daemon/broker_runtime.h"
+#include "zbrokers/common/log.h"
 
 namespace zb {
+
+// A broker's log hook that writes to `log` at the matching spdlog level,
+// each line prefixed "`name`: ".  `log` must outlive the hook.
+inline LogHook DaemonLogHook(spdlog::logger& log, std::string_view name) {
+  return [lg = &log, name = std::string(name)](LogLevel level,
+                                               std::string_view line) {
+    switch (level) {
+      case LogLevel::kDebug:
+        lg->debug("{}: {}", name, line);
+        break;
+      case LogLevel::kInfo:
+        lg->info("{}: {}", name, line);
+        break;
+      case LogLevel::kWarning:
+        lg->warn("{}: {}", name, line);
+        break;
+      case LogLevel::kError:
+        lg->error("{}: {}", name, line);
+        break;
+    }
+  };
+}
 
 template <typename Broker>
 class BrokerAdapter : public BrokerRuntime {
  public:
   absl::Status Bind(const std::string& endpoint,
                     const ListenerSecurity& security) override {
-    return broker_.Bind(endpoint, security);
+    return broker_->Bind(endpoint, security);
   }
   absl::Status Monitor(const std::string& monitor_endpoint,
                        int events) override {
-    return broker_.Monitor(monitor_endpoint, events);
+    return broker_->Monitor(monitor_endpoint, events);
   }
   void Drain(std::chrono::milliseconds grace,
              absl::AnyInvocable<void()> done) override {
-    broker_.Drain(grace, std::move(done));
+    broker_->Drain(grace, std::move(done));
   }
   const std::vector<std::string>& endpoints() const override {
-    return broker_.endpoints();
+    return broker_->endpoints();
   }
 
  protected:
-  // Builds the broker on env's reactor and feeds its latencies to
-  // env.metrics.
-  BrokerAdapter(const BrokerEnvironment& env, typename Broker::Options options)
-      : broker_(env.reactor, env.context, std::move(options)) {
+  // Takes the broker the adapter built on env's reactor (not null) and
+  // feeds its latencies to env.metrics.
+  BrokerAdapter(const BrokerEnvironment& env, std::unique_ptr<Broker> broker)
+      : broker_(std::move(broker)) {
     BrokerMetrics* m = &env.metrics;
-    broker_.set_latency_hook([m](std::string_view, std::chrono::nanoseconds d) {
-      m->ObserveLatency(d);
-    });
+    broker_->set_latency_hook(
+        [m](std::string_view, std::chrono::nanoseconds d) {
+          m->ObserveLatency(d);
+        });
   }
 
-  Broker broker_;
+  const std::unique_ptr<Broker> broker_;
 };
 
 }  // namespace zb

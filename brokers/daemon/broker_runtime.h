@@ -8,11 +8,12 @@
 // asks which protocol it is talking to.
 //
 //   // On the broker's own reactor thread:
-//   std::unique_ptr<zb::BrokerRuntime> rt =
+//   absl::StatusOr<std::unique_ptr<zb::BrokerRuntime>> rt =
 //       zb::MajordomoRuntime::Create({reactor, context, *log, metrics},
 //                                    config.majordomo);
-//   if (absl::Status s = rt->Bind("tcp://127.0.0.1:5555", {}); !s.ok()) ...
-//   rt->Drain(grace, [] { /* posted once, when drained */ });
+//   if (!rt.ok()) ...
+//   if (absl::Status s = (*rt)->Bind("tcp://127.0.0.1:5555", {}); !s.ok()) ...
+//   (*rt)->Drain(grace, [] { /* posted once, when drained */ });
 //
 // Names.  name() ("majordomo", "consensus") is the prefix of the broker's
 // log lines, the broker= label of its metrics, its ZAP domain and the name
@@ -37,6 +38,7 @@
 
 #include "absl/functional/any_invocable.h"
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "brokers/daemon/config.h"
 #include "brokers/daemon/metrics.h"
 #include "zbrokers/reactor/reactor.h"
@@ -82,18 +84,19 @@ struct BrokerEnvironment {
 };
 
 // The adapters.  Create() builds the broker from its section of the
-// configuration, not bound yet.
+// configuration, not bound yet; it fails with the broker's own Create()
+// error (e.g. InvalidArgument for an option out of range).
 class MajordomoRuntime {
  public:
   static constexpr std::string_view kName = "majordomo";
-  static std::unique_ptr<BrokerRuntime> Create(
+  static absl::StatusOr<std::unique_ptr<BrokerRuntime>> Create(
       const BrokerEnvironment& env, const MajordomoSettings& settings);
 };
 
 class ConsensusRuntime {
  public:
   static constexpr std::string_view kName = "consensus";
-  static std::unique_ptr<BrokerRuntime> Create(
+  static absl::StatusOr<std::unique_ptr<BrokerRuntime>> Create(
       const BrokerEnvironment& env, const ConsensusSettings& settings);
 };
 

@@ -59,12 +59,14 @@ class ConsensusAdapter final : public BrokerAdapter<ConsensusBroker> {
  public:
   ConsensusAdapter(const BrokerEnvironment& env,
                    const ConsensusSettings& settings)
-      : BrokerAdapter(env, OptionsFrom(settings, &env.log)) {}
+      : BrokerAdapter(env, std::make_unique<ConsensusBroker>(
+                               env.reactor, env.context,
+                               OptionsFrom(settings, &env.log))) {}
 
   std::string_view name() const override { return ConsensusRuntime::kName; }
 
   BrokerSnapshot Snapshot() const override {
-    const ConsensusBroker::Stats s = broker_.stats();
+    const ConsensusBroker::Stats s = broker_->stats();
     BrokerSnapshot out;
     out.requests = s.requests;
     out.replies = s.replies_success + s.replies_failure;
@@ -100,18 +102,18 @@ class ConsensusAdapter final : public BrokerAdapter<ConsensusBroker> {
         {"refused_services", s.refused_services},
         {"malformed_requests", s.malformed_requests},
     };
-    for (auto& [name, workers] : broker_.workers_per_service()) {
+    for (auto& [name, workers] : broker_->workers_per_service()) {
       out.services.push_back({std::move(name), workers, 0});
     }
-    out.open_requests = broker_.open_requests();
-    out.draining = broker_.draining();
+    out.open_requests = broker_->open_requests();
+    out.draining = broker_->draining();
     return out;
   }
 };
 
 }  // namespace
 
-std::unique_ptr<BrokerRuntime> ConsensusRuntime::Create(
+absl::StatusOr<std::unique_ptr<BrokerRuntime>> ConsensusRuntime::Create(
     const BrokerEnvironment& env, const ConsensusSettings& settings) {
   return std::make_unique<ConsensusAdapter>(env, settings);
 }

@@ -149,7 +149,8 @@ struct BrokerPlan {
   const std::vector<std::string>* endpoints;  // plaintext, bound first
   const std::vector<std::string>* curve_endpoints;
   // Builds the broker on its reactor thread.
-  std::function<std::unique_ptr<BrokerRuntime>(const BrokerEnvironment&)>
+  std::function<absl::StatusOr<std::unique_ptr<BrokerRuntime>>(
+      const BrokerEnvironment&)>
       create;
   Listening* listening;  // filled once every broker is bound
 };
@@ -305,7 +306,14 @@ absl::Status Daemon::Impl::StartBroker(const BrokerPlan& plan) {
   return r->thread->Invoke([&](Reactor& reactor) -> absl::Status {
     // Kept at once: a broker must be destroyed on its thread (Teardown)
     // even when a Bind() below fails.
-    r->runtime = plan.create({reactor, context, *log, *r->metrics});
+    absl::StatusOr<std::unique_ptr<BrokerRuntime>> runtime =
+        plan.create({reactor, context, *log, *r->metrics});
+    if (!runtime.ok()) {
+      return absl::Status(
+          runtime.status().code(),
+          absl::StrFormat("%s: %s", r->name, runtime.status().message()));
+    }
+    r->runtime = *std::move(runtime);
     for (const std::string& ep : *plan.endpoints) {
       if (absl::Status st = r->runtime->Bind(ep, {}); !st.ok()) {
         return absl::Status(st.code(), BindError(r->name, ep, st));

@@ -50,31 +50,17 @@ MajordomoBroker::Options OptionsFrom(const MajordomoSettings& s) {
 class MajordomoAdapter final : public BrokerAdapter<MajordomoBroker> {
  public:
   MajordomoAdapter(const BrokerEnvironment& env,
-                   const MajordomoSettings& settings)
-      : BrokerAdapter(env, OptionsFrom(settings)) {
+                   std::unique_ptr<MajordomoBroker> broker)
+      : BrokerAdapter(env, std::move(broker)) {
     // Worker joins and leaves come through the log hook, rate-limited by the
     // broker (a join flood must not flood the log).
-    spdlog::logger* lg = &env.log;
-    broker_.set_log_hook(
-        [lg](MajordomoBroker::LogLevel level, std::string_view s) {
-          switch (level) {
-            case MajordomoBroker::LogLevel::kDebug:
-              lg->debug("majordomo: {}", s);
-              break;
-            case MajordomoBroker::LogLevel::kInfo:
-              lg->info("majordomo: {}", s);
-              break;
-            case MajordomoBroker::LogLevel::kWarning:
-              lg->warn("majordomo: {}", s);
-              break;
-          }
-        });
+    broker_->set_log_hook(DaemonLogHook(env.log, MajordomoRuntime::kName));
   }
 
   std::string_view name() const override { return MajordomoRuntime::kName; }
 
   BrokerSnapshot Snapshot() const override {
-    const MajordomoBroker::Stats s = broker_.stats();
+    const MajordomoBroker::Stats s = broker_->stats();
     BrokerSnapshot out;
     out.requests = s.requests;
     out.replies = s.replies;
@@ -107,17 +93,20 @@ class MajordomoAdapter final : public BrokerAdapter<MajordomoBroker> {
     }
     std::sort(out.services.begin(), out.services.end(),
               [](const auto& a, const auto& b) { return a.name < b.name; });
-    out.open_requests = broker_.open_requests();
-    out.draining = broker_.draining();
+    out.open_requests = broker_->open_requests();
+    out.draining = broker_->draining();
     return out;
   }
 };
 
 }  // namespace
 
-std::unique_ptr<BrokerRuntime> MajordomoRuntime::Create(
+absl::StatusOr<std::unique_ptr<BrokerRuntime>> MajordomoRuntime::Create(
     const BrokerEnvironment& env, const MajordomoSettings& settings) {
-  return std::make_unique<MajordomoAdapter>(env, settings);
+  absl::StatusOr<std::unique_ptr<MajordomoBroker>> broker =
+      MajordomoBroker::Create(env.reactor, env.context, OptionsFrom(settings));
+  if (!broker.ok()) return broker.status();
+  return std::make_unique<MajordomoAdapter>(env, *std::move(broker));
 }
 
 }  // namespace zb

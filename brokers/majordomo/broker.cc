@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/memory/memory.h"
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -32,8 +33,8 @@ std::string_view SV(absl::string_view s) {
   return std::string_view(s.data(), s.size());
 }
 
-void DefaultLog(MajordomoBroker::LogLevel level, std::string_view line) {
-  if (level != MajordomoBroker::LogLevel::kWarning) return;
+void DefaultLog(LogLevel level, std::string_view line) {
+  if (level < LogLevel::kWarning) return;
   std::fprintf(stderr, "zb::MajordomoBroker: %.*s\n",
                static_cast<int>(line.size()), line.data());
 }
@@ -116,19 +117,24 @@ class MajordomoBroker::Impl {
     }
     worker_lifetime_ =
         options_.heartbeat_interval * options_.heartbeat_liveness;
-    absl::Status s = reactor_.add(
-        router_, [this](std::span<zmq::message_t> f) { OnMessage(f); });
-    if (!s.ok()) Log(LogLevel::kWarning, s.ToString());
-    sweep_timer_ =
-        *reactor_.every(options_.heartbeat_interval, [this] { Sweep(); });
   }
 
-  ~Impl() {
-    reactor_.Cancel(sweep_timer_);
-    if (drain_timer_ != 0) reactor_.Cancel(drain_timer_);
-    PostDrainCallbacks();  // a drain the destructor cut short
-    reactor_.Remove(router_).IgnoreError();
+  // The reactor registrations, made once by Create(); on failure none is
+  // left.
+  absl::Status Register() {
+    absl::StatusOr<Reactor::SocketWatch> watch = reactor_.Add(
+        router_, [this](std::span<zmq::message_t> f) { OnMessage(f); });
+    if (!watch.ok()) return watch.status();
+    absl::StatusOr<Reactor::Timer> sweep =
+        reactor_.Every(options_.heartbeat_interval, [this] { Sweep(); });
+    if (!sweep.ok()) return sweep.status();
+    router_watch_ = *std::move(watch);
+    sweep_timer_ = *std::move(sweep);
+    return absl::OkStatus();
   }
+
+  // The handles cancel the timers and remove the watch as members.
+  ~Impl() { PostDrainCallbacks(); }  // a drain the destructor cut short
 
   absl::StatusOr<std::string> Bind(const std::string& endpoint,
                                    const ListenerSecurity& security) {
@@ -179,8 +185,8 @@ class MajordomoBroker::Impl {
     }
     if (draining_) return;  // the first deadline stands
     draining_ = true;
-    drain_timer_ = *reactor_.after(grace, [this] {
-      drain_timer_ = 0;
+    drain_timer_ = *reactor_.After(grace, [this] {
+      drain_timer_.Release();  // fired: nothing left to cancel
       FinishDrain();
     });
     MaybeFinishDrain();
@@ -1045,10 +1051,7 @@ class MajordomoBroker::Impl {
   void FinishDrain() {
     if (drained_) return;
     drained_ = true;
-    if (drain_timer_ != 0) {
-      reactor_.Cancel(drain_timer_);
-      drain_timer_ = 0;
-    }
+    drain_timer_.Reset();
     while (!workers_.empty()) {
       Worker* w = workers_.begin()->second.get();
       SendDisconnect(w->identity);
@@ -1164,9 +1167,11 @@ class MajordomoBroker::Impl {
   Reactor& reactor_;
   Options options_;
   zmq::socket_t router_;
+  // Declared after router_, so they go first.
+  Reactor::SocketWatch router_watch_;
+  Reactor::Timer sweep_timer_;
+  Reactor::Timer drain_timer_;  // while draining, until the grace ends
   Clock::duration worker_lifetime_;
-  TimerId sweep_timer_ = 0;
-  TimerId drain_timer_ = 0;
 
   absl::flat_hash_map<std::string, std::unique_ptr<Service>> services_;
   absl::flat_hash_map<std::string, std::unique_ptr<Worker>> workers_;
@@ -1203,9 +1208,15 @@ class MajordomoBroker::Impl {
   LogLimiter malformed_log_{{.period = std::chrono::seconds(1), .burst = 5}};
 };
 
-MajordomoBroker::MajordomoBroker(Reactor& reactor, zmq::context_t& context,
-                                 Options options)
-    : impl_(std::make_unique<Impl>(reactor, context, options)) {}
+absl::StatusOr<std::unique_ptr<MajordomoBroker>> MajordomoBroker::Create(
+    Reactor& reactor, zmq::context_t& context, Options options) {
+  auto impl = std::make_unique<Impl>(reactor, context, options);
+  if (absl::Status s = impl->Register(); !s.ok()) return s;
+  return absl::WrapUnique(new MajordomoBroker(std::move(impl)));
+}
+
+MajordomoBroker::MajordomoBroker(std::unique_ptr<Impl> impl)
+    : impl_(std::move(impl)) {}
 
 MajordomoBroker::~MajordomoBroker() {
   impl_.reset();  // closes the socket

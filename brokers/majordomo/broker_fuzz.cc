@@ -112,8 +112,11 @@ class Harness {
     options_ = o;
 
     zb::Reactor reactor;
-    auto broker = std::make_unique<Broker>(reactor, context, o);
-    broker->set_log_hook([](Broker::LogLevel, std::string_view) {});
+    absl::StatusOr<std::unique_ptr<Broker>> created =
+        Broker::Create(reactor, context, o);
+    Check(created.ok(), "create");
+    std::unique_ptr<Broker> broker = *std::move(created);
+    broker->set_log_hook([](zb::LogLevel, std::string_view) {});
     Clock::time_point now = Clock::now();
     broker->SetClockForTesting([&now] { return now; });
     static int endpoint_counter = 0;

@@ -43,6 +43,14 @@ void AppendRequestCopy(std::string_view service, const Frames& body,
 // --- MdpClient
 // ----------------------------------------------------------------
 
+absl::StatusOr<std::unique_ptr<MdpClient>> MdpClient::Create(
+    std::string endpoint, Options options, zmq::context_t* context) {
+  std::unique_ptr<MdpClient> client(
+      new MdpClient(std::move(endpoint), options, context));
+  if (absl::Status s = client->Open(); !s.ok()) return s;
+  return client;
+}
+
 MdpClient::MdpClient(std::string endpoint, Options options,
                      zmq::context_t* context)
     : endpoint_(std::move(endpoint)), options_(options) {
@@ -165,6 +173,15 @@ std::uint64_t TagId(const zmq::message_t& tag) {
 
 }  // namespace
 
+absl::StatusOr<std::unique_ptr<MdpAsyncClient>> MdpAsyncClient::Create(
+    Reactor& reactor, zmq::context_t& context, std::string endpoint,
+    Options options) {
+  std::unique_ptr<MdpAsyncClient> client(
+      new MdpAsyncClient(reactor, context, std::move(endpoint), options));
+  if (absl::Status s = client->Open(); !s.ok()) return s;
+  return client;
+}
+
 MdpAsyncClient::MdpAsyncClient(Reactor& reactor, zmq::context_t& context,
                                std::string endpoint, Options options)
     : reactor_(reactor),
@@ -193,13 +210,6 @@ MdpAsyncClient::~MdpAsyncClient() {
       p.done(absl::CancelledError("MdpAsyncClient destroyed"));
     }
   }
-}
-
-absl::Status MdpAsyncClient::Start() {
-  if (started_) return absl::FailedPreconditionError("already started");
-  absl::Status s = Open();
-  if (s.ok()) started_ = true;
-  return s;
 }
 
 absl::Status MdpAsyncClient::Open() {
@@ -247,9 +257,6 @@ absl::Status MdpAsyncClient::Open() {
 absl::Status MdpAsyncClient::Request(
     std::string_view service, Frames body, Callback done,
     std::optional<std::chrono::milliseconds> timeout) {
-  if (!started_) {
-    return absl::FailedPreconditionError("MdpAsyncClient: not started");
-  }
   if (service.empty()) {
     return absl::InvalidArgumentError("MdpAsyncClient: empty service name");
   }

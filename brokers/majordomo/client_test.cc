@@ -63,7 +63,10 @@ MdpClient::Options Opts(int retries, std::chrono::milliseconds timeout) {
 TEST(MdpClientTest, SendsExactFramesAndReturnsTheBody) {
   zmq::context_t ctx;
   FakeBroker broker(ctx);
-  MdpClient client(broker.endpoint(), Opts(0, 5000ms), &ctx);
+  absl::StatusOr<std::unique_ptr<MdpClient>> client_or =
+      MdpClient::Create(broker.endpoint(), Opts(0, 5000ms), &ctx);
+  ASSERT_TRUE(client_or.ok()) << client_or.status();
+  MdpClient& client = **client_or;
   absl::StatusOr<Frames> reply;
   std::thread t([&] { reply = client.Request("svc", MakeFrames({"x", "y"})); });
   auto req = broker.Recv();
@@ -79,7 +82,10 @@ TEST(MdpClientTest, SendsExactFramesAndReturnsTheBody) {
 TEST(MdpClientTest, RetriesOnANewSocket) {
   zmq::context_t ctx;
   FakeBroker broker(ctx);
-  MdpClient client(broker.endpoint(), Opts(3, 300ms), &ctx);
+  absl::StatusOr<std::unique_ptr<MdpClient>> client_or =
+      MdpClient::Create(broker.endpoint(), Opts(3, 300ms), &ctx);
+  ASSERT_TRUE(client_or.ok()) << client_or.status();
+  MdpClient& client = **client_or;
   absl::StatusOr<Frames> reply;
   std::thread t([&] { reply = client.Request("svc", MakeFrames({"x"})); });
   auto first = broker.Recv();
@@ -96,7 +102,10 @@ TEST(MdpClientTest, RetriesOnANewSocket) {
 TEST(MdpClientTest, DeadlineExceededAfterAllRetries) {
   zmq::context_t ctx;
   FakeBroker broker(ctx);
-  MdpClient client(broker.endpoint(), Opts(2, 200ms), &ctx);
+  absl::StatusOr<std::unique_ptr<MdpClient>> client_or =
+      MdpClient::Create(broker.endpoint(), Opts(2, 200ms), &ctx);
+  ASSERT_TRUE(client_or.ok()) << client_or.status();
+  MdpClient& client = **client_or;
   auto reply = client.Request("svc", MakeFrames({"x"}));
   EXPECT_EQ(reply.status().code(), absl::StatusCode::kDeadlineExceeded);
   EXPECT_EQ(client.resends(), 2u);
@@ -119,7 +128,10 @@ TEST(MdpClientTest, DeadlineExceededAfterAllRetries) {
 TEST(MdpClientTest, DropsAReplyForAnotherService) {
   zmq::context_t ctx;
   FakeBroker broker(ctx);
-  MdpClient client(broker.endpoint(), Opts(0, 5000ms), &ctx);
+  absl::StatusOr<std::unique_ptr<MdpClient>> client_or =
+      MdpClient::Create(broker.endpoint(), Opts(0, 5000ms), &ctx);
+  ASSERT_TRUE(client_or.ok()) << client_or.status();
+  MdpClient& client = **client_or;
   absl::StatusOr<Frames> reply;
   std::thread t([&] { reply = client.Request("svc", MakeFrames({"x"})); });
   auto req = broker.Recv();
@@ -135,7 +147,10 @@ TEST(MdpClientTest, DropsAReplyForAnotherService) {
 TEST(MdpClientTest, EmptyBodySendsOneEmptyFrameAndEmptyServiceFails) {
   zmq::context_t ctx;
   FakeBroker broker(ctx);
-  MdpClient client(broker.endpoint(), Opts(0, 5000ms), &ctx);
+  absl::StatusOr<std::unique_ptr<MdpClient>> client_or =
+      MdpClient::Create(broker.endpoint(), Opts(0, 5000ms), &ctx);
+  ASSERT_TRUE(client_or.ok()) << client_or.status();
+  MdpClient& client = **client_or;
   EXPECT_EQ(client.Request("", MakeFrames({"x"})).status().code(),
             absl::StatusCode::kInvalidArgument);
   std::thread t([&] { (void)client.Request("svc", {}); });
@@ -154,7 +169,10 @@ TEST(MdpClientTest, ReplyOverMaxMessageSizeIsNotAccepted) {
   FakeBroker broker(ctx);
   MdpClient::Options o = Opts(1, 1000ms);
   o.max_message_size = 1 << 20;
-  MdpClient client(broker.endpoint(), o, &ctx);
+  absl::StatusOr<std::unique_ptr<MdpClient>> client_or =
+      MdpClient::Create(broker.endpoint(), o, &ctx);
+  ASSERT_TRUE(client_or.ok()) << client_or.status();
+  MdpClient& client = **client_or;
   absl::StatusOr<Frames> reply;
   std::thread t([&] { reply = client.Request("svc", MakeFrames({"x"})); });
   auto first = broker.Recv();
@@ -183,9 +201,10 @@ class MdpAsyncClientTest : public ::testing::Test {
 
   void Start(MdpAsyncClient::Options o = {}) {
     thread_.Invoke([&](Reactor& r) {
-      client_ =
-          std::make_unique<MdpAsyncClient>(r, ctx_, broker_.endpoint(), o);
-      ASSERT_TRUE(client_->Start().ok());
+      absl::StatusOr<std::unique_ptr<MdpAsyncClient>> created =
+          MdpAsyncClient::Create(r, ctx_, broker_.endpoint(), o);
+      ASSERT_TRUE(created.ok()) << created.status();
+      client_ = *std::move(created);
     });
   }
 
@@ -526,15 +545,14 @@ TEST_F(MdpAsyncClientTest, DestructionCancelsOutstandingRequests) {
   EXPECT_EQ(Result(0), "CANCELLED");
 }
 
-TEST_F(MdpAsyncClientTest, RefusesBeforeStartAndEmptyService) {
+TEST_F(MdpAsyncClientTest, RefusesEmptyService) {
   thread_.Invoke([&](Reactor& r) {
-    MdpAsyncClient c(r, ctx_, broker_.endpoint());
-    EXPECT_EQ(c.Request("svc", {}, [](absl::StatusOr<Frames>) {}).code(),
-              absl::StatusCode::kFailedPrecondition);
-    ASSERT_TRUE(c.Start().ok());
-    EXPECT_EQ(c.Request("", {}, [](absl::StatusOr<Frames>) {}).code(),
+    absl::StatusOr<std::unique_ptr<MdpAsyncClient>> c =
+        MdpAsyncClient::Create(r, ctx_, broker_.endpoint());
+    ASSERT_TRUE(c.ok()) << c.status();
+    EXPECT_EQ((*c)->Request("", {}, [](absl::StatusOr<Frames>) {}).code(),
               absl::StatusCode::kInvalidArgument);
-    EXPECT_EQ(c.outstanding(), 0u);
+    EXPECT_EQ((*c)->outstanding(), 0u);
   });
 }
 

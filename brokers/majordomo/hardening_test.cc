@@ -184,10 +184,9 @@ TEST_F(MdpHardeningTest, MaxServicesCountsAndLogsRateLimited) {
   StartBroker(o);
   std::atomic<int> warnings{0};
   broker_thread_.Invoke([&](Reactor&) {
-    broker_->set_log_hook(
-        [&](MajordomoBroker::LogLevel level, std::string_view) {
-          if (level == MajordomoBroker::LogLevel::kWarning) ++warnings;
-        });
+    broker_->set_log_hook([&](LogLevel level, std::string_view) {
+      if (level == LogLevel::kWarning) ++warnings;
+    });
   });
   auto c = RawClient();
   constexpr int kNames = 200;
@@ -255,11 +254,10 @@ TEST_F(MdpHardeningTest, JoinAndLeaveFloodIsLoggedRateLimited) {
   std::mutex mu;
   std::vector<std::string> lines;
   broker_thread_.Invoke([&](Reactor&) {
-    broker_->set_log_hook(
-        [&](MajordomoBroker::LogLevel, std::string_view line) {
-          std::lock_guard<std::mutex> lock(mu);
-          lines.emplace_back(line);
-        });
+    broker_->set_log_hook([&](LogLevel, std::string_view line) {
+      std::lock_guard<std::mutex> lock(mu);
+      lines.emplace_back(line);
+    });
   });
   constexpr int kWorkers = 500;
   std::vector<std::unique_ptr<RawPeer>> peers;
@@ -377,9 +375,10 @@ TEST_F(MdpHardeningTest, AsyncClientNeverCompletesARequestWithAnotherReply) {
   worker_thread_.Invoke([&](Reactor& r) {
     MdpAsyncClient::Options o;
     o.timeout = 20s;
-    async_clients_.push_back(
-        std::make_unique<MdpAsyncClient>(r, ctx_, endpoint_, o));
-    ASSERT_TRUE(async_clients_[0]->Start().ok());
+    absl::StatusOr<std::unique_ptr<MdpAsyncClient>> created =
+        MdpAsyncClient::Create(r, ctx_, endpoint_, o);
+    ASSERT_TRUE(created.ok()) << created.status();
+    async_clients_.push_back(*std::move(created));
     RunMatched(*async_clients_[0], kRequests, 50, counts, finished);
   });
   ASSERT_TRUE(WaitFor([&] { return finished.load(); }, 120s));
@@ -419,7 +418,10 @@ TEST_F(MdpHardeningTest, UnansweredRequestIsGivenBackAndServedElsewhere) {
   ASSERT_TRUE(WaitFor([&] { return Workers("svc") == 2; }));
   AddWorker("svc", Echo());
   ASSERT_TRUE(WaitFor([&] { return Workers("svc") == 3; }));
-  MdpClient client(endpoint_, Quick(0, 10000ms), &ctx_);
+  absl::StatusOr<std::unique_ptr<MdpClient>> client_or =
+      MdpClient::Create(endpoint_, Quick(0, 10000ms), &ctx_);
+  ASSERT_TRUE(client_or.ok()) << client_or.status();
+  MdpClient& client = **client_or;
   for (int i = 0; i < 6; ++i) {
     auto reply = client.Request("svc", MakeFrames({std::to_string(i)}));
     ASSERT_TRUE(reply.ok()) << reply.status();
@@ -491,7 +493,10 @@ TEST_F(MdpHardeningTest, FrameOverMaxMessageSizeDisconnectsThePeer) {
   ASSERT_TRUE(zmq::send_multipart(big, f).has_value());
   EXPECT_TRUE(monitor.WaitFor(ZMQ_EVENT_DISCONNECTED));
   // Exactly at the limit is fine, and everybody else is served meanwhile.
-  MdpClient client(endpoint_, Quick(), &ctx_);
+  absl::StatusOr<std::unique_ptr<MdpClient>> client_or =
+      MdpClient::Create(endpoint_, Quick(), &ctx_);
+  ASSERT_TRUE(client_or.ok()) << client_or.status();
+  MdpClient& client = **client_or;
   auto reply = client.Request("echo", MakeFrames({std::string(1 << 20, 'y')}));
   ASSERT_TRUE(reply.ok()) << reply.status();
   EXPECT_EQ(reply->at(0).size(), 1u << 20);
@@ -526,7 +531,10 @@ TEST_F(MdpHardeningTest, GreedyClientDoesNotStarveAPoliteOne) {
     greedy->Send({"", "MDPC01", "slow", "greedy"});
   }
   ASSERT_TRUE(WaitFor([&] { return Queued("slow") > kGreedy / 2; }));
-  MdpClient polite(endpoint_, Quick(0, 1000ms), &ctx_);
+  absl::StatusOr<std::unique_ptr<MdpClient>> polite_or =
+      MdpClient::Create(endpoint_, Quick(0, 1000ms), &ctx_);
+  ASSERT_TRUE(polite_or.ok()) << polite_or.status();
+  MdpClient& polite = **polite_or;
   constexpr int kPolite = 10;
   int ok = 0;
   for (int i = 0; i < kPolite; ++i) {

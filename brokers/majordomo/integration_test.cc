@@ -35,7 +35,10 @@ using namespace mdp_test;
 TEST_F(MdpIntegrationTest, EchoOverTcp) {
   StartBroker();
   AddWorker("echo", Echo());
-  MdpClient client(endpoint_, Quick(), &ctx_);
+  absl::StatusOr<std::unique_ptr<MdpClient>> client_or =
+      MdpClient::Create(endpoint_, Quick(), &ctx_);
+  ASSERT_TRUE(client_or.ok()) << client_or.status();
+  MdpClient& client = **client_or;
   auto reply = client.Request("echo", MakeFrames({"hello", "", "world"}));
   ASSERT_TRUE(reply.ok()) << reply.status();
   EXPECT_THAT(FramesToStrings(*reply), ElementsAre("hello", "", "world"));
@@ -68,7 +71,10 @@ TEST_F(MdpIntegrationTest, DispatchesToLeastRecentlyUsedWorker) {
     AddWorker("svc", Named(name));
     ASSERT_TRUE(WaitFor([&] { return Workers("svc") == before + 1; }));
   }
-  MdpClient client(endpoint_, Quick(), &ctx_);
+  absl::StatusOr<std::unique_ptr<MdpClient>> client_or =
+      MdpClient::Create(endpoint_, Quick(), &ctx_);
+  ASSERT_TRUE(client_or.ok()) << client_or.status();
+  MdpClient& client = **client_or;
   std::vector<std::string> served;
   for (int i = 0; i < 6; ++i) {
     auto reply = client.Request("svc", MakeFrames({"x"}));
@@ -83,9 +89,10 @@ TEST_F(MdpIntegrationTest, QueuesUntilAWorkerArrivesAndMatchesFifo) {
   std::atomic<int> ok{0};
   std::vector<std::string> bodies;
   worker_thread_.Invoke([&](Reactor& r) {
-    async_clients_.push_back(
-        std::make_unique<MdpAsyncClient>(r, ctx_, endpoint_));
-    ASSERT_TRUE(async_clients_[0]->Start().ok());
+    absl::StatusOr<std::unique_ptr<MdpAsyncClient>> created =
+        MdpAsyncClient::Create(r, ctx_, endpoint_);
+    ASSERT_TRUE(created.ok()) << created.status();
+    async_clients_.push_back(*std::move(created));
     for (int i = 0; i < 50; ++i) {
       ASSERT_TRUE(async_clients_[0]
                       ->Request("late", MakeFrames({std::to_string(i)}),
@@ -116,9 +123,10 @@ TEST_F(MdpIntegrationTest, QueueBoundDropsAndCounts) {
   o.max_queue_per_service = 2;
   StartBroker(o);
   worker_thread_.Invoke([&](Reactor& r) {
-    async_clients_.push_back(
-        std::make_unique<MdpAsyncClient>(r, ctx_, endpoint_));
-    ASSERT_TRUE(async_clients_[0]->Start().ok());
+    absl::StatusOr<std::unique_ptr<MdpAsyncClient>> created =
+        MdpAsyncClient::Create(r, ctx_, endpoint_);
+    ASSERT_TRUE(created.ok()) << created.status();
+    async_clients_.push_back(*std::move(created));
     for (int i = 0; i < 5; ++i) {
       ASSERT_TRUE(async_clients_[0]
                       ->Request("nobody", MakeFrames({"x"}),
@@ -136,7 +144,10 @@ TEST_F(MdpIntegrationTest, QueuedRequestsExpire) {
   auto o = FastBroker();
   o.queue_expiry = 100ms;
   StartBroker(o);
-  MdpClient client(endpoint_, Quick(0, 1000ms), &ctx_);
+  absl::StatusOr<std::unique_ptr<MdpClient>> client_or =
+      MdpClient::Create(endpoint_, Quick(0, 1000ms), &ctx_);
+  ASSERT_TRUE(client_or.ok()) << client_or.status();
+  MdpClient& client = **client_or;
   auto reply = client.Request("nobody", MakeFrames({"x"}));
   EXPECT_EQ(reply.status().code(), absl::StatusCode::kDeadlineExceeded);
   ASSERT_TRUE(WaitFor([&] { return Stats().expired == 1; }));
@@ -155,7 +166,10 @@ TEST_F(MdpIntegrationTest, MmiService) {
   StartBroker();
   AddWorker("echo", Echo());
   ASSERT_TRUE(WaitFor([&] { return Workers("echo") == 1; }));
-  MdpClient client(endpoint_, Quick(), &ctx_);
+  absl::StatusOr<std::unique_ptr<MdpClient>> client_or =
+      MdpClient::Create(endpoint_, Quick(), &ctx_);
+  ASSERT_TRUE(client_or.ok()) << client_or.status();
+  MdpClient& client = **client_or;
   auto found = client.Request("mmi.service", MakeFrames({"echo"}));
   auto missing = client.Request("mmi.service", MakeFrames({"nope"}));
   auto other = client.Request("mmi.other", MakeFrames({"echo"}));
@@ -206,7 +220,10 @@ TEST_F(MdpIntegrationTest, WorkerKilledWhileBusyIsRedispatched) {
   std::thread client_thread;
   std::atomic<bool> ok{false};
   client_thread = std::thread([&] {
-    MdpClient client(endpoint_, Quick(0, 10000ms), &ctx_);
+    absl::StatusOr<std::unique_ptr<MdpClient>> client_or =
+        MdpClient::Create(endpoint_, Quick(0, 10000ms), &ctx_);
+    ASSERT_TRUE(client_or.ok()) << client_or.status();
+    MdpClient& client = **client_or;
     auto reply = client.Request("svc", MakeFrames({"payload"}));
     ok = reply.ok() && FramesToStrings(*reply)[0] == "payload";
   });
@@ -235,7 +252,10 @@ TEST_F(MdpIntegrationTest, SilentBusyWorkerExpiresAndDisconnectWhileBusy) {
   // The client's outcome does not matter here (the request is lost on
   // purpose); it only has to send one request.
   std::thread client_thread([&] {
-    MdpClient client(endpoint_, Quick(0, 1500ms), &ctx_);
+    absl::StatusOr<std::unique_ptr<MdpClient>> client_or =
+        MdpClient::Create(endpoint_, Quick(0, 1500ms), &ctx_);
+    ASSERT_TRUE(client_or.ok()) << client_or.status();
+    MdpClient& client = **client_or;
     (void)client.Request("svc", MakeFrames({"p"}));
   });
   std::vector<std::string> got;
@@ -276,7 +296,10 @@ TEST_F(MdpIntegrationTest, WorkersReconnectAfterBrokerRestart) {
   // The worker's heartbeats reach a broker that does not know it; the
   // broker answers DISCONNECT, the worker reconnects and sends READY.
   ASSERT_TRUE(WaitFor([&] { return Workers("echo") == 1; }));
-  MdpClient client(endpoint_, Quick(3, 1000ms), &ctx_);
+  absl::StatusOr<std::unique_ptr<MdpClient>> client_or =
+      MdpClient::Create(endpoint_, Quick(3, 1000ms), &ctx_);
+  ASSERT_TRUE(client_or.ok()) << client_or.status();
+  MdpClient& client = **client_or;
   auto reply = client.Request("echo", MakeFrames({"again"}));
   ASSERT_TRUE(reply.ok()) << reply.status();
   EXPECT_THAT(FramesToStrings(*reply), ElementsAre("again"));
@@ -313,7 +336,10 @@ TEST_F(MdpIntegrationTest, MalformedFloodDoesNotStopService) {
     // Give the broker time to read everything before the socket closes.
     ASSERT_TRUE(WaitFor([&] { return Stats().malformed >= kGarbage; }));
   });
-  MdpClient client(endpoint_, Quick(), &ctx_);
+  absl::StatusOr<std::unique_ptr<MdpClient>> client_or =
+      MdpClient::Create(endpoint_, Quick(), &ctx_);
+  ASSERT_TRUE(client_or.ok()) << client_or.status();
+  MdpClient& client = **client_or;
   for (int i = 0; i < 200; ++i) {
     auto reply = client.Request("echo", MakeFrames({std::to_string(i)}));
     ASSERT_TRUE(reply.ok()) << reply.status();
@@ -334,9 +360,10 @@ TEST_F(MdpIntegrationTest, AsyncClientManyOutstandingTwoWorkers) {
   constexpr int kRequests = 2000;
   std::atomic<int> done{0}, failed{0};
   worker_thread_.Invoke([&](Reactor& r) {
-    async_clients_.push_back(
-        std::make_unique<MdpAsyncClient>(r, ctx_, endpoint_));
-    ASSERT_TRUE(async_clients_[0]->Start().ok());
+    absl::StatusOr<std::unique_ptr<MdpAsyncClient>> created =
+        MdpAsyncClient::Create(r, ctx_, endpoint_);
+    ASSERT_TRUE(created.ok()) << created.status();
+    async_clients_.push_back(*std::move(created));
     for (int i = 0; i < kRequests; ++i) {
       ASSERT_TRUE(async_clients_[0]
                       ->Request("echo", MakeFrames({"x"}),
@@ -370,7 +397,10 @@ TEST_F(MdpIntegrationTest, DrainFinishesOpenRequestsThenDisconnectsWorkers) {
   ASSERT_TRUE(WaitFor([&] { return Workers("slow") == 1; }));
   std::atomic<bool> first_ok{false};
   std::thread client_thread([&] {
-    MdpClient client(endpoint_, Quick(0, 10000ms), &ctx_);
+    absl::StatusOr<std::unique_ptr<MdpClient>> client_or =
+        MdpClient::Create(endpoint_, Quick(0, 10000ms), &ctx_);
+    ASSERT_TRUE(client_or.ok()) << client_or.status();
+    MdpClient& client = **client_or;
     first_ok = client.Request("slow", MakeFrames({"a"})).ok();
   });
   ASSERT_TRUE(WaitFor([&] {
@@ -385,7 +415,10 @@ TEST_F(MdpIntegrationTest, DrainFinishesOpenRequestsThenDisconnectsWorkers) {
     broker_->Drain(1ms, nullptr);
   });
   // New requests are refused while draining.
-  MdpClient late(endpoint_, Quick(0, 1000ms), &ctx_);
+  absl::StatusOr<std::unique_ptr<MdpClient>> late_or =
+      MdpClient::Create(endpoint_, Quick(0, 1000ms), &ctx_);
+  ASSERT_TRUE(late_or.ok()) << late_or.status();
+  MdpClient& late = **late_or;
   EXPECT_EQ(late.Request("slow", MakeFrames({"b"})).status().code(),
             absl::StatusCode::kDeadlineExceeded);
   EXPECT_EQ(Stats().rejected_draining, 1u);
@@ -418,7 +451,10 @@ TEST_F(MdpIntegrationTest, DrainGraceExpires) {
     held.push_back(std::move(r));
   });
   ASSERT_TRUE(WaitFor([&] { return Workers("never") == 1; }));
-  MdpClient client(endpoint_, Quick(0, 1000ms), &ctx_);
+  absl::StatusOr<std::unique_ptr<MdpClient>> client_or =
+      MdpClient::Create(endpoint_, Quick(0, 1000ms), &ctx_);
+  ASSERT_TRUE(client_or.ok()) << client_or.status();
+  MdpClient& client = **client_or;
   EXPECT_FALSE(client.Request("never", MakeFrames({"a"})).ok());
   std::atomic<bool> drained{false};
   broker_thread_.Invoke([&](Reactor&) {
@@ -448,7 +484,10 @@ TEST_F(MdpIntegrationTest, HooksSeeWorkersAndLatency) {
   });
   const std::size_t w = AddWorker("echo", Echo());
   ASSERT_TRUE(WaitFor([&] { return Workers("echo") == 1; }));
-  MdpClient client(endpoint_, Quick(), &ctx_);
+  absl::StatusOr<std::unique_ptr<MdpClient>> client_or =
+      MdpClient::Create(endpoint_, Quick(), &ctx_);
+  ASSERT_TRUE(client_or.ok()) << client_or.status();
+  MdpClient& client = **client_or;
   ASSERT_TRUE(client.Request("echo", MakeFrames({"1"})).ok());
   ASSERT_TRUE(client.Request("echo", MakeFrames({"2"})).ok());
   worker_thread_.Invoke([&](Reactor&) { workers_[w]->Shutdown(); });
@@ -463,12 +502,13 @@ TEST_F(MdpIntegrationTest, HooksSeeWorkersAndLatency) {
 TEST_F(PrefetchTest, InvalidPrefetchFailsBind) {
   for (int n : {0, -1, MajordomoBroker::kMaxWorkerPrefetch + 1}) {
     bool ok = broker_thread_.Invoke([&](Reactor& r) {
-      MajordomoBroker b(r, ctx_, Prefetch(n));
-      absl::Status s = b.Bind("tcp://127.0.0.1:*");
+      std::unique_ptr<MajordomoBroker> b =
+          *MajordomoBroker::Create(r, ctx_, Prefetch(n));
+      absl::Status s = b->Bind("tcp://127.0.0.1:*");
       EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << n;
       EXPECT_THAT(std::string(s.message()),
                   ::testing::HasSubstr("worker_prefetch"));
-      return s.ok() || !b.endpoints().empty();
+      return s.ok() || !b->endpoints().empty();
     });
     EXPECT_FALSE(ok) << n;
   }
@@ -681,9 +721,10 @@ TEST_F(PrefetchTest, ManyOutstandingTwoWorkers) {
   std::atomic<int> done{0}, failed{0};
   std::vector<int> bodies;  // worker thread only
   worker_thread_.Invoke([&](Reactor& r) {
-    async_clients_.push_back(
-        std::make_unique<MdpAsyncClient>(r, ctx_, endpoint_));
-    ASSERT_TRUE(async_clients_[0]->Start().ok());
+    absl::StatusOr<std::unique_ptr<MdpAsyncClient>> created =
+        MdpAsyncClient::Create(r, ctx_, endpoint_);
+    ASSERT_TRUE(created.ok()) << created.status();
+    async_clients_.push_back(*std::move(created));
     for (int i = 0; i < kRequests; ++i) {
       // Two workers may answer out of order; request tags match each reply
       // to its own request all the same.
@@ -748,7 +789,10 @@ TEST_F(PrefetchTest, ServiceForgottenWhenItsLastWorkerLeaves) {
   EXPECT_THAT(c->Recv(), ElementsAre("", "MDPC01", "svc", "a"));
   w4->Send({"", "MDPW01", kDisconnect});
   ASSERT_TRUE(WaitFor([&] { return !Stats().services.contains("svc"); }));
-  MdpClient mmi(endpoint_, Quick(), &ctx_);
+  absl::StatusOr<std::unique_ptr<MdpClient>> mmi_or =
+      MdpClient::Create(endpoint_, Quick(), &ctx_);
+  ASSERT_TRUE(mmi_or.ok()) << mmi_or.status();
+  MdpClient& mmi = **mmi_or;
   auto found = mmi.Request("mmi.service", MakeFrames({"svc"}));
   ASSERT_TRUE(found.ok());
   EXPECT_THAT(FramesToStrings(*found), ElementsAre("404"));

@@ -132,7 +132,10 @@ class MdpInteropTest : public ::testing::Test {
     o.heartbeat_liveness = 5;  // Python peers can be starved under load
     o.max_redispatch = 3;
     broker_thread_.Invoke([&](Reactor& r) {
-      broker_ = std::make_unique<MajordomoBroker>(r, ctx_, o);
+      absl::StatusOr<std::unique_ptr<MajordomoBroker>> b =
+          MajordomoBroker::Create(r, ctx_, o);
+      ASSERT_TRUE(b.ok()) << b.status();
+      broker_ = *std::move(b);
       ASSERT_TRUE(broker_->Bind("tcp://127.0.0.1:*").ok());
       endpoint_ = broker_->endpoints()[0];
       broker_->set_log_hook(nullptr);
@@ -193,7 +196,10 @@ TEST_F(MdpInteropTest, PythonClientsAndWorkers) {
 TEST_F(MdpInteropTest, CppClientWithPythonWorker) {
   auto w = PyWorker("py.echo");
   ASSERT_TRUE(WaitFor([&] { return Workers("py.echo") == 1; }));
-  MdpClient client(endpoint_, {}, &ctx_);
+  absl::StatusOr<std::unique_ptr<MdpClient>> client_or =
+      MdpClient::Create(endpoint_, {}, &ctx_);
+  ASSERT_TRUE(client_or.ok()) << client_or.status();
+  MdpClient& client = **client_or;
   for (int i = 0; i < 100; ++i) {
     auto reply =
         client.Request("py.echo", MakeFrames({"a", std::to_string(i)}));
@@ -283,8 +289,10 @@ TEST_F(MdpInteropTest, CppAsyncClientMatchesExactlyWithPythonWorkers) {
   worker_thread_.Invoke([&](Reactor& r) {
     MdpAsyncClient::Options o;
     o.timeout = 20s;
-    client = std::make_unique<MdpAsyncClient>(r, ctx_, endpoint_, o);
-    ASSERT_TRUE(client->Start().ok());
+    absl::StatusOr<std::unique_ptr<MdpAsyncClient>> created =
+        MdpAsyncClient::Create(r, ctx_, endpoint_, o);
+    ASSERT_TRUE(created.ok()) << created.status();
+    client = *std::move(created);
     mdp_test::RunMatched(*client, kRequests, 50, counts, finished);
   });
   ASSERT_TRUE(WaitFor([&] { return finished.load(); }, 120s));
@@ -335,8 +343,10 @@ TEST_P(PlainBrokerTest, CppAsyncClientFallsBackToWhatRfc7CanMatch) {
     MdpAsyncClient::Options o;
     o.timeout = 10s;
     o.retries = 3;
-    client = std::make_unique<MdpAsyncClient>(r, ctx_, endpoint, o);
-    ASSERT_TRUE(client->Start().ok());
+    absl::StatusOr<std::unique_ptr<MdpAsyncClient>> created =
+        MdpAsyncClient::Create(r, ctx_, endpoint, o);
+    ASSERT_TRUE(created.ok()) << created.status();
+    client = *std::move(created);
     mdp_test::RunMatched(*client, kRequests, 50, counts, finished);
   });
   ASSERT_TRUE(WaitFor([&] { return finished.load(); }, 150s))

@@ -68,7 +68,11 @@ class MdpIntegrationTest : public ::testing::Test {
     for (int attempt = 0; attempt < 250 && !bound; ++attempt) {
       if (attempt > 0) std::this_thread::sleep_for(20ms);
       bound = broker_thread_.Invoke([&](Reactor& r) {
-        broker_ = std::make_unique<MajordomoBroker>(r, ctx_, options);
+        absl::StatusOr<std::unique_ptr<MajordomoBroker>> b =
+            MajordomoBroker::Create(r, ctx_, options);
+        EXPECT_TRUE(b.ok()) << b.status();
+        if (!b.ok()) return false;
+        broker_ = *std::move(b);
         if (broker_->Bind(endpoint).ok()) return true;
         broker_.reset();
         return false;
@@ -77,8 +81,8 @@ class MdpIntegrationTest : public ::testing::Test {
     ASSERT_TRUE(bound) << endpoint;
     broker_thread_.Invoke([&](Reactor&) {
       endpoint_ = broker_->endpoints().back();
-      broker_->set_log_hook([this](MajordomoBroker::LogLevel,
-                                   std::string_view) { ++log_lines_; });
+      broker_->set_log_hook(
+          [this](LogLevel, std::string_view) { ++log_lines_; });
     });
   }
 

@@ -91,8 +91,14 @@ int main() {
       *worker = *std::move(w);
     }
 
-    mdp_broker = std::make_unique<zb::MajordomoBroker>(
-        reactor, ctx, zb::MajordomoBroker::Options{});
+    absl::StatusOr<std::unique_ptr<zb::MajordomoBroker>> created =
+        zb::MajordomoBroker::Create(reactor, ctx,
+                                    zb::MajordomoBroker::Options{});
+    if (!created.ok()) {
+      setup_error = "majordomo create: " + created.status().ToString();
+      return;
+    }
+    mdp_broker = *std::move(created);
     if (absl::Status s = mdp_broker->Bind("tcp://127.0.0.1:*"); !s.ok()) {
       setup_error = "majordomo bind: " + s.ToString();
       return;
@@ -148,9 +154,12 @@ int main() {
     zb::MdpClient::Options options;
     options.timeout = std::chrono::seconds(5);
     options.retries = 1;
-    zb::MdpClient client(mdp_endpoint, options, &ctx);
+    absl::StatusOr<std::unique_ptr<zb::MdpClient>> client =
+        zb::MdpClient::Create(mdp_endpoint, options, &ctx);
     absl::StatusOr<zb::Frames> reply =
-        client.Request("echo", zb::MakeFrames({"hello", "mdp"}));
+        client.ok()
+            ? (*client)->Request("echo", zb::MakeFrames({"hello", "mdp"}))
+            : absl::StatusOr<zb::Frames>(client.status());
     if (!reply.ok()) {
       rc = Fail("mdp request: " + reply.status().ToString());
     } else if (Strings(*reply) != std::vector<std::string>{"hello", "mdp"}) {

@@ -78,9 +78,9 @@ TEST(Ipv6Test, MajordomoRoundTripOverIpv6Loopback) {
   zmq::context_t ctx;
   ReactorThread thread;
   std::string endpoint;
-  std::optional<MajordomoBroker> broker;
+  std::unique_ptr<MajordomoBroker> broker;
   std::unique_ptr<MdpWorker> worker;
-  std::optional<MdpAsyncClient> async_client;
+  std::unique_ptr<MdpAsyncClient> async_client;
   std::optional<absl::StatusOr<Frames>> async_reply;
   // Whatever happens, the reactor's objects die on the reactor's thread.
   absl::Cleanup cleanup = [&] {
@@ -92,7 +92,10 @@ TEST(Ipv6Test, MajordomoRoundTripOverIpv6Loopback) {
   };
   ASSERT_TRUE(thread
                   .Invoke([&](Reactor& reactor) -> absl::Status {
-                    broker.emplace(reactor, ctx, MajordomoBroker::Options{});
+                    absl::StatusOr<std::unique_ptr<MajordomoBroker>> b =
+                        MajordomoBroker::Create(reactor, ctx, {});
+                    if (!b.ok()) return b.status();
+                    broker = *std::move(b);
                     if (absl::Status s = broker->Bind("tcp://[::1]:*");
                         !s.ok()) {
                       return s;
@@ -113,11 +116,11 @@ TEST(Ipv6Test, MajordomoRoundTripOverIpv6Loopback) {
                                   });
             if (!w.ok()) return w.status();
             worker = *std::move(w);
-            async_client.emplace(reactor, ctx, endpoint,
-                                 MdpAsyncClientOptions{.timeout = 5s});
-            if (absl::Status s = async_client->Start(); !s.ok()) {
-              return s;
-            }
+            absl::StatusOr<std::unique_ptr<MdpAsyncClient>> c =
+                MdpAsyncClient::Create(reactor, ctx, endpoint,
+                                       MdpAsyncClientOptions{.timeout = 5s});
+            if (!c.ok()) return c.status();
+            async_client = *std::move(c);
             return async_client->Request(
                 "echo", MakeFrames({"async over ipv6"}),
                 [&](absl::StatusOr<Frames> r) { async_reply = std::move(r); });
@@ -125,7 +128,10 @@ TEST(Ipv6Test, MajordomoRoundTripOverIpv6Loopback) {
           .ok());
 
   // The synchronous client, on this thread.
-  MdpClient client(endpoint, {.timeout = 5s, .retries = 0}, &ctx);
+  absl::StatusOr<std::unique_ptr<MdpClient>> client_or =
+      MdpClient::Create(endpoint, {.timeout = 5s, .retries = 0}, &ctx);
+  ASSERT_TRUE(client_or.ok()) << client_or.status();
+  MdpClient& client = **client_or;
   absl::StatusOr<Frames> reply =
       client.Request("echo", MakeFrames({"sync over ipv6"}));
   ASSERT_TRUE(reply.ok()) << reply.status();

@@ -68,7 +68,10 @@ class CurveLibrariesTest : public ::testing::Test {
 
       MajordomoBroker::Options mo;
       mo.heartbeat_interval = milliseconds(200);
-      mdp_ = std::make_unique<MajordomoBroker>(r, ctx_, mo);
+      absl::StatusOr<std::unique_ptr<MajordomoBroker>> mdp =
+          MajordomoBroker::Create(r, ctx_, mo);
+      ASSERT_TRUE(mdp.ok()) << mdp.status();
+      mdp_ = *std::move(mdp);
       ccp_ = std::make_unique<ConsensusBroker>(r, ctx_,
                                                ConsensusBroker::Options{});
       const ListenerSecurity mdp_curve{.curve_secret_key = server_.secret_key,
@@ -193,8 +196,10 @@ class CurveLibrariesTest : public ::testing::Test {
     o.timeout = timeout;
     o.retries = 0;
     o.curve = curve;
-    MdpClient client(endpoint, o, &ctx_);
-    return client.Request("echo", MakeFrames({"mdp-payload"}));
+    absl::StatusOr<std::unique_ptr<MdpClient>> client =
+        MdpClient::Create(endpoint, o, &ctx_);
+    if (!client.ok()) return client.status();
+    return (*client)->Request("echo", MakeFrames({"mdp-payload"}));
   }
 
   ConsensusClient::Result CcpRequest(const std::string& endpoint,
@@ -251,8 +256,10 @@ TEST_F(CurveLibrariesTest, AllowedPeersWorkOnBothProtocols) {
   client_thread.Invoke([&](Reactor& reactor) {
     MdpAsyncClient::Options o;
     o.curve = Keys(client_);
-    async = std::make_unique<MdpAsyncClient>(reactor, ctx_, mdp_curve_, o);
-    ASSERT_TRUE(async->Start().ok());
+    absl::StatusOr<std::unique_ptr<MdpAsyncClient>> created =
+        MdpAsyncClient::Create(reactor, ctx_, mdp_curve_, o);
+    ASSERT_TRUE(created.ok()) << created.status();
+    async = *std::move(created);
     ASSERT_TRUE(async
                     ->Request(
                         "echo", MakeFrames({"async"}),

@@ -164,8 +164,10 @@ absl::StatusOr<Frames> MdpCall(const Options& o,
   mo.timeout = o.timeout;
   mo.retries = o.retries;
   mo.curve = keys;
-  MdpClient client(o.endpoint, mo, &ctx);
-  return client.Request(service, std::move(body));
+  absl::StatusOr<std::unique_ptr<MdpClient>> client =
+      MdpClient::Create(o.endpoint, mo, &ctx);
+  if (!client.ok()) return client.status();
+  return (*client)->Request(service, std::move(body));
 }
 
 int MdpRequest(const Options& o, const std::optional<CurveClientKeys>& keys,

@@ -27,8 +27,10 @@
 //
 //   zmq::context_t ctx;
 //   zb::Reactor reactor;
-//   zb::MajordomoBroker broker(reactor, ctx, {});
-//   if (absl::Status s = broker.Bind("tcp://*:5555"); !s.ok()) { ... }
+//   absl::StatusOr<std::unique_ptr<zb::MajordomoBroker>> broker =
+//       zb::MajordomoBroker::Create(reactor, ctx, {});
+//   if (!broker.ok()) { ... }
+//   if (absl::Status s = (*broker)->Bind("tcp://*:5555"); !s.ok()) { ... }
 //   reactor.Run();
 //
 // What happens to requests that cannot be answered (RFC 7 has no error reply,
@@ -91,7 +93,7 @@
 // Ownership and threading.  The broker owns its ROUTER socket and registers
 // it with the reactor; the context and the reactor must outlive it.  Every
 // method must be called on the reactor's thread (construct and destroy the
-// broker there too, e.g. through ReactorThread::invoke).  Hooks are called on
+// broker there too, e.g. through ReactorThread::Invoke).  Hooks are called on
 // that thread, synchronously; they must not destroy the broker.
 
 #ifndef ZBROKERS_MAJORDOMO_BROKER_H_
@@ -110,6 +112,8 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/functional/any_invocable.h"
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "zbrokers/common/log.h"
 #include "zbrokers/reactor/reactor.h"
 #include "zbrokers/security/curve.h"
 
@@ -248,17 +252,23 @@ class MajordomoBroker {
   using LatencyHook = absl::AnyInvocable<void(
       std::string_view service, std::chrono::nanoseconds latency)>;
 
-  enum class LogLevel { kDebug, kInfo, kWarning };
-  // Log lines: worker joins and leaves (kInfo), refused workers and
-  // requests dropped by a cap, malformed messages (kWarning).  Each kind is
+  // Log lines (zbrokers/common/log.h): worker joins and leaves
+  // (LogLevel::kInfo), refused workers and requests dropped by a cap,
+  // malformed messages (LogLevel::kWarning).  Each kind is
   // rate-limited by its own zb::LogLimiter (joins and leaves: 10 lines per
   // second; refusals and malformed messages: 5), and what was held back is
   // reported: in the next line of that kind, or by the sweep in one
   // summary line.  So a flooding peer cannot flood the log.  Default:
   // warnings to stderr.
-  using LogHook = absl::AnyInvocable<void(LogLevel, std::string_view)>;
+  using LogHook = zb::LogHook;
 
-  MajordomoBroker(Reactor& reactor, zmq::context_t& context, Options options);
+  // Opens the ROUTER socket and registers it and the sweep timer with
+  // `reactor`; binds nothing yet (Bind()).  Fails with the reactor's error
+  // when the registration fails; nothing is left registered then.
+  // Out-of-range timings are not errors: a heartbeat_interval <= 0 counts
+  // as 1 ms, a heartbeat_liveness < 1 as 1, a max_redispatch < 0 as 0.
+  static absl::StatusOr<std::unique_ptr<MajordomoBroker>> Create(
+      Reactor& reactor, zmq::context_t& context, Options options);
   // Sends nothing; unregisters and closes the socket (linger 0).
   ~MajordomoBroker();
 
@@ -267,9 +277,10 @@ class MajordomoBroker {
 
   // Binds the ROUTER socket to `endpoint` (may be called several times).
   // "tcp://127.0.0.1:*" picks a free port; see endpoints() for the result.
-  // Fails with InvalidArgument, binding nothing, when the Options are
-  // invalid (worker_prefetch out of range).  `security` applies to this
-  // endpoint only (CURVE or plaintext, zbrokers/security/curve.h).
+  // Fails with InvalidArgument, binding nothing, for an endpoint libzmq
+  // refuses or when the Options are invalid (worker_prefetch out of
+  // range).  `security` applies to this endpoint only (CURVE or
+  // plaintext, zbrokers/security/curve.h).
   absl::Status Bind(const std::string& endpoint,
                     const ListenerSecurity& security = {});
   // Starts libzmq's socket monitor on the ROUTER: `events` (ZMQ_EVENT_*)
@@ -329,6 +340,8 @@ class MajordomoBroker {
 
  private:
   class Impl;
+  explicit MajordomoBroker(std::unique_ptr<Impl> impl);
+
   std::unique_ptr<Impl> impl_;
   std::vector<std::string> endpoints_;
 };

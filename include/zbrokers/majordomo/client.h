@@ -9,18 +9,21 @@
 // old request can never be taken for the answer to a later one) and sends
 // the request again, up to `retries` times: RFC 7's recommended recovery.
 //
-//   zb::MdpClient client("tcp://127.0.0.1:5555");
+//   absl::StatusOr<std::unique_ptr<zb::MdpClient>> client =
+//       zb::MdpClient::Create("tcp://127.0.0.1:5555");
+//   if (!client.ok()) { ... }
 //   absl::StatusOr<zb::Frames> reply =
-//       client.Request("echo", zb::MakeFrames({"hello"}));
+//       (*client)->Request("echo", zb::MakeFrames({"hello"}));
 //
 // zb::MdpAsyncClient runs on a zb::Reactor and keeps many requests
 // outstanding on one DEALER socket; each request's callback is called once,
 // on the reactor thread, with the reply body or an error.
 //
-//   zb::MdpAsyncClient client(reactor, ctx, "tcp://127.0.0.1:5555");
-//   client.Start().IgnoreError();
-//   client.Request("echo", zb::MakeFrames({"hi"}),
-//                  [](absl::StatusOr<zb::Frames> reply) { ... });
+//   absl::StatusOr<std::unique_ptr<zb::MdpAsyncClient>> client =
+//       zb::MdpAsyncClient::Create(reactor, ctx, "tcp://127.0.0.1:5555");
+//   if (!client.ok()) { ... }
+//   (*client)->Request("echo", zb::MakeFrames({"hi"}),
+//                      [](absl::StatusOr<zb::Frames> reply) { ... });
 //
 // How asynchronous replies are matched.  A reply is only ever delivered to
 // the request it answers.  MDP/0.1 replies carry no request id (only the
@@ -56,12 +59,14 @@
 // Resent requests may run twice on workers (RFC 7 assumes idempotent
 // workers).
 
-// Errors: InvalidArgument (empty service name), DeadlineExceeded (no reply
-// after all retries), Cancelled (the async client was destroyed with the
-// request outstanding), Internal (a ZeroMQ error).  MMI requests
-// ("mmi.service") are ordinary requests.
+// Errors: from Create(), InvalidArgument (an endpoint libzmq refuses, bad
+// CURVE keys) or the reactor's registration error; from a request,
+// InvalidArgument (empty service name), DeadlineExceeded (no reply after
+// all retries), Cancelled (the async client was destroyed with the request
+// outstanding), Internal (a ZeroMQ error).  MMI requests ("mmi.service")
+// are ordinary requests.
 //
-// Threading.  MdpClient: one thread at a time.  MdpAsyncClient: construct,
+// Threading.  MdpClient: one thread at a time.  MdpAsyncClient: create,
 // use and destroy on the reactor's thread; callbacks run there.
 
 #ifndef ZBROKERS_MAJORDOMO_CLIENT_H_
@@ -124,10 +129,14 @@ class MdpClient {
  public:
   using Options = MdpClientOptions;
 
-  // Uses `context` when given (it must outlive the client), otherwise a
-  // private one.  Connects lazily, on the first request.
-  explicit MdpClient(std::string endpoint, Options options = {},
-                     zmq::context_t* context = nullptr);
+  // Opens the DEALER socket and connects it to `endpoint` (libzmq brings
+  // the connection up in the background; a request made before it is up
+  // waits in the socket).  Uses `context` when given (it must outlive the
+  // client), otherwise a private one.  Fails with InvalidArgument for an
+  // endpoint libzmq refuses or CURVE keys it does not take.
+  static absl::StatusOr<std::unique_ptr<MdpClient>> Create(
+      std::string endpoint, Options options = {},
+      zmq::context_t* context = nullptr);
   ~MdpClient();
 
   MdpClient(const MdpClient&) = delete;
@@ -143,6 +152,10 @@ class MdpClient {
   std::uint64_t dropped_replies() const { return dropped_; }
 
  private:
+  MdpClient(std::string endpoint, Options options, zmq::context_t* context);
+
+  // A new socket, connected (after a timeout, Request() drops the old one
+  // and the next attempt opens another).
   absl::Status Open();
   absl::Status Send(std::string_view service, const Frames& body);
 
@@ -160,8 +173,15 @@ class MdpAsyncClient {
   using Options = MdpAsyncClientOptions;
   using Callback = absl::AnyInvocable<void(absl::StatusOr<Frames>)>;
 
-  MdpAsyncClient(Reactor& reactor, zmq::context_t& context,
-                 std::string endpoint, Options options = {});
+  // Opens the DEALER socket, connects it to `endpoint`, registers it with
+  // `reactor` and sends the "mmi.zb.tag" query (unless
+  // Options::request_tags is false).  `reactor` and `context` must outlive
+  // the client.  Fails with InvalidArgument for an endpoint libzmq refuses
+  // or CURVE keys it does not take, or with the reactor's registration
+  // error.
+  static absl::StatusOr<std::unique_ptr<MdpAsyncClient>> Create(
+      Reactor& reactor, zmq::context_t& context, std::string endpoint,
+      Options options = {});
   // Completes every outstanding request with Cancelled.  Callbacks must not
   // use the client.
   ~MdpAsyncClient();
@@ -169,13 +189,10 @@ class MdpAsyncClient {
   MdpAsyncClient(const MdpAsyncClient&) = delete;
   MdpAsyncClient& operator=(const MdpAsyncClient&) = delete;
 
-  // Opens the socket.  Requests made before Start() fail.
-  absl::Status Start();
-
   // Sends a request.  When this returns OK, `done` is called exactly once,
-  // later (never from inside this call); when it returns an error (not
-  // started, empty service), `done` is not called.  `timeout` overrides
-  // Options::timeout for this request.
+  // later (never from inside this call); when it returns an error (empty
+  // service), `done` is not called.  `timeout` overrides Options::timeout
+  // for this request.
   absl::Status Request(std::string_view service, Frames body, Callback done,
                        std::optional<std::chrono::milliseconds> timeout = {});
 
@@ -218,6 +235,11 @@ class MdpAsyncClient {
   static constexpr std::uint64_t kNone = 0;
   static constexpr std::uint64_t kProbe = ~std::uint64_t{0};
 
+  MdpAsyncClient(Reactor& reactor, zmq::context_t& context,
+                 std::string endpoint, Options options);
+
+  // A new socket, connected and registered, with the tag query sent
+  // (Create(), and every reconnect).
   absl::Status Open();
   void OnMessage(std::span<zmq::message_t> frames);
   void OnTagged(const mdp::ClientMessage& m);
@@ -245,7 +267,6 @@ class MdpAsyncClient {
   zmq::socket_t socket_;
   // The socket's registration; declared after it, so it goes first.
   Reactor::SocketWatch socket_watch_;
-  bool started_ = false;
   bool tagged_ = false;  // the broker on socket_ said "200" to mmi.zb.tag
   std::uint64_t next_id_ = 1;
   // Outstanding requests by id; ids increase, so resends follow the order
