@@ -107,14 +107,6 @@ class MajordomoBroker::Impl {
     }
     if (options_.heartbeat_liveness < 1) options_.heartbeat_liveness = 1;
     if (options_.max_redispatch < 0) options_.max_redispatch = 0;
-    if (options_.worker_prefetch < 1 ||
-        options_.worker_prefetch > kMaxWorkerPrefetch) {
-      invalid_ = absl::InvalidArgumentError(
-          absl::StrFormat("worker_prefetch must be between 1 and %d, not %d",
-                          kMaxWorkerPrefetch, options_.worker_prefetch));
-      options_.worker_prefetch =
-          std::clamp(options_.worker_prefetch, 1, kMaxWorkerPrefetch);
-    }
     worker_lifetime_ =
         options_.heartbeat_interval * options_.heartbeat_liveness;
   }
@@ -138,7 +130,6 @@ class MajordomoBroker::Impl {
 
   absl::StatusOr<std::string> Bind(const std::string& endpoint,
                                    const ListenerSecurity& security) {
-    if (!invalid_.ok()) return invalid_;
     if (absl::Status s = CheckEndpoint(endpoint); !s.ok()) return s;
     ListenerSecurityScope scope(router_, security);
     if (!scope.status().ok()) return scope.status();
@@ -1182,7 +1173,6 @@ class MajordomoBroker::Impl {
   std::size_t queued_total_ = 0;
   std::size_t busy_total_ = 0;  // requests outstanding at workers
   int removing_ = 0;            // RemoveWorker nesting depth
-  absl::Status invalid_;        // invalid Options, reported by Bind()
 
   Clock::time_point now_;
   Frames out_;      // reused for every forwarded message
@@ -1210,6 +1200,14 @@ class MajordomoBroker::Impl {
 
 absl::StatusOr<std::unique_ptr<MajordomoBroker>> MajordomoBroker::Create(
     Reactor& reactor, zmq::context_t& context, Options options) {
+  // Refused before anything exists (the timings out of range are clamped
+  // by Impl instead, as documented).
+  if (options.worker_prefetch < 1 ||
+      options.worker_prefetch > kMaxWorkerPrefetch) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "MajordomoBroker: worker_prefetch must be between 1 and %d, not %d",
+        kMaxWorkerPrefetch, options.worker_prefetch));
+  }
   auto impl = std::make_unique<Impl>(reactor, context, options);
   if (absl::Status s = impl->Register(); !s.ok()) return s;
   return absl::WrapUnique(new MajordomoBroker(std::move(impl)));

@@ -499,16 +499,21 @@ TEST_F(MdpIntegrationTest, HooksSeeWorkersAndLatency) {
 
 // --- Prefetch (Options::worker_prefetch) -------------------------------------
 
-TEST_F(PrefetchTest, InvalidPrefetchFailsBind) {
+// An invalid option is refused when the broker is made, not stored until
+// the first Bind(): no broker exists that could be bound, and nothing of it
+// stays registered with the reactor.
+TEST_F(PrefetchTest, InvalidPrefetchFailsCreate) {
   for (int n : {0, -1, MajordomoBroker::kMaxWorkerPrefetch + 1}) {
     bool ok = broker_thread_.Invoke([&](Reactor& r) {
-      std::unique_ptr<MajordomoBroker> b =
-          *MajordomoBroker::Create(r, ctx_, Prefetch(n));
-      absl::Status s = b->Bind("tcp://127.0.0.1:*");
-      EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << n;
-      EXPECT_THAT(std::string(s.message()),
+      const std::size_t timers = r.timer_count();
+      absl::StatusOr<std::unique_ptr<MajordomoBroker>> b =
+          MajordomoBroker::Create(r, ctx_, Prefetch(n));
+      EXPECT_EQ(b.status().code(), absl::StatusCode::kInvalidArgument) << n;
+      EXPECT_THAT(std::string(b.status().message()),
                   ::testing::HasSubstr("worker_prefetch"));
-      return s.ok() || !b->endpoints().empty();
+      if (b.ok()) b->reset();
+      EXPECT_EQ(r.timer_count(), timers) << n;
+      return b.ok();
     });
     EXPECT_FALSE(ok) << n;
   }

@@ -173,8 +173,7 @@ class MajordomoBroker {
     // Most requests outstanding at one worker (an opt-in extension of RFC 7,
     // see "Prefetch" above and docs/majordomo.md).  1, the default, is
     // RFC 7's one request per worker at a time.  Must be between 1 and
-    // kMaxWorkerPrefetch: Bind() fails with InvalidArgument otherwise (the
-    // broker then behaves as if the value were clamped into that range).
+    // kMaxWorkerPrefetch: Create() fails with InvalidArgument otherwise.
     int worker_prefetch = 1;
     // The largest message FRAME the broker accepts, in bytes (ZMQ_MAXMSGSIZE
     // on its ROUTER socket; libzmq checks every frame on its own, so a
@@ -262,9 +261,11 @@ class MajordomoBroker {
   // warnings to stderr.
   using LogHook = zb::LogHook;
 
-  // Opens the ROUTER socket and registers it and the sweep timer with
-  // `reactor`; binds nothing yet (Bind()).  Fails with the reactor's error
-  // when the registration fails; nothing is left registered then.
+  // Checks `options`, opens the ROUTER socket and registers it and the
+  // sweep timer with `reactor`; binds nothing yet (Bind()).  Fails with
+  // InvalidArgument naming the option when one is out of range
+  // (worker_prefetch outside 1..kMaxWorkerPrefetch), or with the reactor's
+  // error when the registration fails; nothing is left registered then.
   // Out-of-range timings are not errors: a heartbeat_interval <= 0 counts
   // as 1 ms, a heartbeat_liveness < 1 as 1, a max_redispatch < 0 as 0.
   static absl::StatusOr<std::unique_ptr<MajordomoBroker>> Create(
@@ -278,8 +279,7 @@ class MajordomoBroker {
   // Binds the ROUTER socket to `endpoint` (may be called several times).
   // "tcp://127.0.0.1:*" picks a free port; see endpoints() for the result.
   // Fails with InvalidArgument, binding nothing, for an endpoint libzmq
-  // refuses or when the Options are invalid (worker_prefetch out of
-  // range).  `security` applies to this endpoint only (CURVE or
+  // refuses.  `security` applies to this endpoint only (CURVE or
   // plaintext, zbrokers/security/curve.h).
   absl::Status Bind(const std::string& endpoint,
                     const ListenerSecurity& security = {});
