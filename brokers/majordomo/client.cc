@@ -10,7 +10,7 @@
 
 #include "absl/strings/str_format.h"
 #include "absl/strings/string_view.h"
-#include "zbrokers/common/endpoint.h"
+#include "brokers/common/dealer.h"
 #include "zbrokers/majordomo/codec.h"
 
 namespace zb {
@@ -20,12 +20,6 @@ using Clock = std::chrono::steady_clock;
 
 absl::string_view AV(std::string_view s) {
   return absl::string_view(s.data(), s.size());
-}
-
-// ZMQ_MAXMSGSIZE for Options::max_message_size (0: no limit, which is -1).
-template <typename Options>
-std::int64_t MaxMessageSize(const Options& o) {
-  return o.max_message_size > 0 ? o.max_message_size : -1;
 }
 
 // Appends a request whose body is a copy of `body` (zmq_msg_copy shares
@@ -64,23 +58,12 @@ MdpClient::MdpClient(std::string endpoint, Options options,
 MdpClient::~MdpClient() { socket_.reset(); }
 
 absl::Status MdpClient::Open() {
-  socket_.emplace(*context_, zmq::socket_type::dealer);
-  socket_->set(zmq::sockopt::linger, 0);
-  if (options_.curve) {
-    if (absl::Status s = ApplyCurveClient(*socket_, *options_.curve); !s.ok()) {
-      socket_.reset();
-      return s;
-    }
-  }
-  socket_->set(zmq::sockopt::maxmsgsize, MaxMessageSize(options_));
-  try {
-    SetIpv6For(*socket_, endpoint_);
-    socket_->connect(endpoint_);
-  } catch (const zmq::error_t& e) {
-    socket_.reset();
-    return absl::InvalidArgumentError(
-        absl::StrFormat("MdpClient: connect %s: %s", endpoint_, e.what()));
-  }
+  absl::StatusOr<zmq::socket_t> s = OpenDealer(
+      *context_, endpoint_,
+      {.max_message_size = options_.max_message_size, .curve = options_.curve},
+      "MdpClient");
+  if (!s.ok()) return s.status();
+  socket_.emplace(*std::move(s));
   return absl::OkStatus();
 }
 
@@ -213,26 +196,15 @@ MdpAsyncClient::~MdpAsyncClient() {
 }
 
 absl::Status MdpAsyncClient::Open() {
-  socket_ = zmq::socket_t(context_, zmq::socket_type::dealer);
-  socket_.set(zmq::sockopt::linger, 0);
-  socket_.set(zmq::sockopt::maxmsgsize, MaxMessageSize(options_));
   // Outstanding requests are bounded by the caller, not by the socket.
-  socket_.set(zmq::sockopt::sndhwm, 0);
-  socket_.set(zmq::sockopt::rcvhwm, 0);
-  if (options_.curve) {
-    if (absl::Status s = ApplyCurveClient(socket_, *options_.curve); !s.ok()) {
-      socket_.close();
-      return s;
-    }
-  }
-  try {
-    SetIpv6For(socket_, endpoint_);
-    socket_.connect(endpoint_);
-  } catch (const zmq::error_t& e) {
-    socket_.close();
-    return absl::InvalidArgumentError(
-        absl::StrFormat("MdpAsyncClient: connect %s: %s", endpoint_, e.what()));
-  }
+  absl::StatusOr<zmq::socket_t> s =
+      OpenDealer(context_, endpoint_,
+                 {.max_message_size = options_.max_message_size,
+                  .curve = options_.curve,
+                  .unlimited_hwm = true},
+                 "MdpAsyncClient");
+  if (!s.ok()) return s.status();
+  socket_ = *std::move(s);
   absl::StatusOr<Reactor::SocketWatch> watch = reactor_.Add(
       socket_, [this](std::span<zmq::message_t> f) { OnMessage(f); });
   if (!watch.ok()) return watch.status();
