@@ -351,10 +351,14 @@ MdpWorker::Handler DelayedEcho(Reactor* reactor, unsigned seed) {
   auto rng = std::make_shared<std::minstd_rand>(seed);
   return [reactor, rng](Frames body, MdpWorker::Replier r) {
     const auto delay = std::chrono::microseconds((*rng)() % 3000);
-    *reactor->after(delay,
-                    [body = std::move(body), r = std::move(r)]() mutable {
-                      r.Reply(std::move(body));
-                    });
+    // Released: the reply timer outlives this handler (the reactor owns
+    // it until it fires).
+    reactor
+        ->After(delay,
+                [body = std::move(body), r = std::move(r)]() mutable {
+                  r.Reply(std::move(body));
+                })
+        ->Release();
   };
 }
 
@@ -520,9 +524,10 @@ TEST_F(MdpHardeningTest, GreedyClientDoesNotStarveAPoliteOne) {
   Reactor* reactor = worker_thread_.Invoke([](Reactor& r) { return &r; });
   // One worker taking 2 ms per request.
   AddWorker("slow", [reactor](Frames body, MdpWorker::Replier r) {
-    *reactor->after(2ms, [body = std::move(body), r = std::move(r)]() mutable {
-      r.Reply(std::move(body));
-    });
+    reactor
+        ->After(2ms, [body = std::move(body),
+                      r = std::move(r)]() mutable { r.Reply(std::move(body)); })
+        ->Release();  // fires on its own, like DelayedEcho's
   });
   ASSERT_TRUE(WaitFor([&] { return Workers("slow") == 1; }));
   auto greedy = RawClient();
