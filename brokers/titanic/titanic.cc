@@ -122,9 +122,11 @@ absl::Status Titanic::Impl::Start() {
   MdpAsyncClientOptions client_options;
   client_options.timeout = options_.request_timeout;
   client_options.retries = 0;  // the dispatcher retries, after retry_delay
-  client_ = std::make_unique<MdpAsyncClient>(reactor_, context_,
-                                             options_.broker, client_options);
-  if (absl::Status s = client_->Start(); !s.ok()) return s;
+  absl::StatusOr<std::unique_ptr<MdpAsyncClient>> client =
+      MdpAsyncClient::Create(reactor_, context_, options_.broker,
+                             client_options);
+  if (!client.ok()) return client.status();
+  client_ = *std::move(client);
 
   MdpWorkerOptions worker_options;
   worker_options.heartbeat_interval = options_.heartbeat_interval;

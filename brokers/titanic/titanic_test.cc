@@ -17,6 +17,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
+#include "test/testing/must.h"
 #include "test/testing/wait.h"
 #include "zbrokers/majordomo/broker.h"
 #include "zbrokers/majordomo/client.h"
@@ -37,11 +38,10 @@ class TitanicTest : public ::testing::Test {
     MajordomoBroker::Options bo;
     bo.heartbeat_interval = 50ms;
     bo.heartbeat_liveness = 10;
-    broker_ = std::make_unique<MajordomoBroker>(reactor_, ctx_, bo);
+    broker_ = test::Must(MajordomoBroker::Create(reactor_, ctx_, bo));
     ASSERT_TRUE(broker_->Bind("tcp://127.0.0.1:*").ok());
     endpoint_ = broker_->endpoints().back();
-    client_ = std::make_unique<MdpAsyncClient>(reactor_, ctx_, endpoint_);
-    ASSERT_TRUE(client_->Start().ok());
+    client_ = test::Must(MdpAsyncClient::Create(reactor_, ctx_, endpoint_));
   }
 
   void TearDown() override {
