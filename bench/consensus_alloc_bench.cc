@@ -215,9 +215,11 @@ Result Run(int workers, std::size_t payload_size, int round_trips) {
   zb::ReactorThread thread;
   std::unique_ptr<zb::ConsensusBroker> broker;
   const std::string endpoint = thread.Invoke([&](zb::Reactor& r) {
-    zb::ConsensusBroker::Options options;
-    options.log = [](zb::ConsensusBroker::Severity, std::string_view) {};
-    broker = std::make_unique<zb::ConsensusBroker>(r, ctx, std::move(options));
+    absl::StatusOr<std::unique_ptr<zb::ConsensusBroker>> made =
+        zb::ConsensusBroker::Create(r, ctx, {});
+    if (!made.ok()) std::exit(1);
+    broker = *std::move(made);
+    broker->set_log_hook([](zb::LogLevel, std::string_view) {});
     if (!broker->Bind("tcp://127.0.0.1:*").ok()) std::exit(1);
     return broker->endpoints().at(0);
   });

@@ -134,9 +134,11 @@ struct Rig {
           MajordomoBroker::Create(r, ctx, MajordomoBroker::Options{});
       if (!created.ok()) Die("majordomo", created.status());
       mdp = *std::move(created);
-      ConsensusBroker::Options co;
-      co.log = [](ConsensusBroker::Severity, std::string_view) {};
-      ccp = std::make_unique<ConsensusBroker>(r, ctx, co);
+      absl::StatusOr<std::unique_ptr<ConsensusBroker>> made_ccp =
+          ConsensusBroker::Create(r, ctx, {});
+      if (!made_ccp.ok()) Die("consensus broker", made_ccp.status());
+      ccp = *std::move(made_ccp);
+      ccp->set_log_hook([](LogLevel, std::string_view) {});
       auto bind = [&](auto& broker, const char* domain, std::string& plain,
                       std::string& curve) {
         if (absl::Status s = broker.Bind("tcp://127.0.0.1:*"); !s.ok()) {

@@ -330,33 +330,38 @@ extern "C" int zb_consensus_broker_new(zb_reactor_t* r,
                   absl::StrCat(kWhere, ": reactor and out are required"));
     }
     if (int rc = CheckOwner(r, kWhere)) return rc;
-    auto b = std::make_unique<zb_consensus_broker_t>(r);
     zb::ConsensusBroker::Options options;
     if (request_timeout_us > 0) {
       options.request_timeout = MillisUp(request_timeout_us);
     }
+    absl::StatusOr<std::unique_ptr<zb::ConsensusBroker>> broker =
+        zb::ConsensusBroker::Create(*r->loop, *r->context, std::move(options));
+    if (!broker.ok()) {
+      return Fail(absl::IsInvalidArgument(broker.status()) ? ZB_ERR_INVALID
+                                                           : ZB_ERR_ZMQ,
+                  absl::StrCat(kWhere, ": ", broker.status().message()));
+    }
+    auto b = std::make_unique<zb_consensus_broker_t>(r);
+    b->broker = *std::move(broker);
     zb_consensus_broker_t* bp = b.get();
-    options.log = [bp](zb::ConsensusBroker::Severity severity,
-                       std::string_view line) {
-      using Severity = zb::ConsensusBroker::Severity;
-      int level = ZB_LOG_ERROR;
-      switch (severity) {
-        case Severity::kDebug:
-          level = ZB_LOG_DEBUG;
+    b->broker->set_log_hook([bp](zb::LogLevel level, std::string_view line) {
+      // zb.h's ZB_LOG_* numbers are fixed: mapped case by case.
+      int c_level = ZB_LOG_ERROR;
+      switch (level) {
+        case zb::LogLevel::kDebug:
+          c_level = ZB_LOG_DEBUG;
           break;
-        case Severity::kInfo:
-          level = ZB_LOG_INFO;
+        case zb::LogLevel::kInfo:
+          c_level = ZB_LOG_INFO;
           break;
-        case Severity::kWarning:
-          level = ZB_LOG_WARNING;
+        case zb::LogLevel::kWarning:
+          c_level = ZB_LOG_WARNING;
           break;
-        case Severity::kError:
+        case zb::LogLevel::kError:
           break;
       }
-      bp->Log(level, line);
-    };
-    b->broker = std::make_unique<zb::ConsensusBroker>(*r->loop, *r->context,
-                                                      std::move(options));
+      bp->Log(c_level, line);
+    });
     *out = Handle::Adopt(std::move(b));
     return ZB_OK;
   });

@@ -36,6 +36,44 @@ zmq::message_t CopyOf(zmq::message_t& frame) {
   return copy;
 }
 
+// The first member of `o` outside its documented range, as
+// InvalidArgument naming it.
+absl::Status CheckOptions(const ConsensusBroker::Options& o) {
+  auto bad = [](std::string_view member, std::string_view rule,
+                std::int64_t value) {
+    return absl::InvalidArgumentError(
+        absl::StrFormat("ConsensusBroker::Options::%s must be %s, not %d",
+                        member, rule, value));
+  };
+  using std::chrono::milliseconds;
+  if (o.request_timeout < milliseconds(0)) {
+    return bad("request_timeout", ">= 0 ms", o.request_timeout.count());
+  }
+  if (o.sweep_interval <= milliseconds(0)) {
+    return bad("sweep_interval", "> 0 ms", o.sweep_interval.count());
+  }
+  if (o.client_idle_timeout < milliseconds(0)) {
+    return bad("client_idle_timeout", ">= 0 ms", o.client_idle_timeout.count());
+  }
+  if (o.max_service_size < 1) {
+    return bad("max_service_size", ">= 1", 0);
+  }
+  if (o.max_heartbeat_interval <= milliseconds(0)) {
+    return bad("max_heartbeat_interval", "> 0 ms",
+               o.max_heartbeat_interval.count());
+  }
+  if (o.max_heartbeat_liveness < 1) {
+    return bad("max_heartbeat_liveness", ">= 1", o.max_heartbeat_liveness);
+  }
+  if (o.max_message_size < 0) {
+    return bad("max_message_size", ">= 0 (0 = no limit)", o.max_message_size);
+  }
+  if (o.linger < milliseconds(0)) {
+    return bad("linger", ">= 0 ms", o.linger.count());
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 struct ConsensusBroker::Service {
@@ -98,30 +136,52 @@ struct ConsensusBroker::Request {
   Request* fifo_next = nullptr;
 };
 
-ConsensusBroker::ConsensusBroker(Reactor& reactor, zmq::context_t& context,
-                                 Options options)
-    : reactor_(reactor),
-      options_(std::move(options)),
-      router_(context, zmq::socket_type::router) {
+absl::StatusOr<std::unique_ptr<ConsensusBroker>> ConsensusBroker::Create(
+    Reactor& reactor, zmq::context_t& context, Options options) {
+  if (absl::Status s = CheckOptions(options); !s.ok()) return s;
+  std::unique_ptr<ConsensusBroker> broker(
+      new ConsensusBroker(reactor, std::move(options)));
+  if (absl::Status s = broker->Init(context); !s.ok()) return s;
+  return broker;
+}
+
+ConsensusBroker::ConsensusBroker(Reactor& reactor, Options options)
+    : reactor_(reactor), options_(std::move(options)) {
   limits_.max_frames = options_.max_frames;
   limits_.max_service_size = options_.max_service_size;
-  router_.set(zmq::sockopt::router_mandatory, 1);
-  router_.set(zmq::sockopt::linger, static_cast<int>(options_.linger.count()));
-  router_.set(zmq::sockopt::maxmsgsize,
-              options_.max_message_size > 0 ? options_.max_message_size : -1);
   out_.reserve(64);
   scratch_leaving_.reserve(16);
   open_.reserve(64);
-  const absl::Status added = reactor_.add(
-      router_, [this](std::span<zmq::message_t> frames) { OnMessage(frames); });
-  if (!added.ok()) Log(Severity::kError, Std(added.message()));
-  sweep_timer_ = *reactor_.every(options_.sweep_interval, [this] { Sweep(); });
   next_client_sweep_ = Clock::now();
 }
 
+absl::Status ConsensusBroker::Init(zmq::context_t& context) {
+  try {
+    router_ = zmq::socket_t(context, zmq::socket_type::router);
+    router_.set(zmq::sockopt::router_mandatory, 1);
+    router_.set(zmq::sockopt::linger,
+                static_cast<int>(options_.linger.count()));
+    router_.set(zmq::sockopt::maxmsgsize, options_.max_message_size > 0
+                                              ? options_.max_message_size
+                                              : std::int64_t{-1});
+  } catch (const zmq::error_t& e) {
+    return absl::FailedPreconditionError(absl::StrFormat(
+        "ConsensusBroker: cannot create its ROUTER socket: %s", e.what()));
+  }
+  absl::StatusOr<Reactor::SocketWatch> watch = reactor_.Add(
+      router_, [this](std::span<zmq::message_t> frames) { OnMessage(frames); });
+  if (!watch.ok()) return watch.status();
+  router_watch_ = *std::move(watch);
+  absl::StatusOr<Reactor::Timer> sweep =
+      reactor_.Every(options_.sweep_interval, [this] { Sweep(); });
+  if (!sweep.ok()) return sweep.status();
+  sweep_timer_ = *std::move(sweep);
+  return absl::OkStatus();
+}
+
 ConsensusBroker::~ConsensusBroker() {
-  reactor_.Cancel(sweep_timer_);
-  if (drain_timer_ != 0) reactor_.Cancel(drain_timer_);
+  sweep_timer_.Reset();
+  drain_timer_.Reset();
   while (fifo_head_ != nullptr) {
     Fail(fifo_head_, ccp::kReasonShutdown, "the broker is shutting down");
   }
@@ -129,7 +189,7 @@ ConsensusBroker::~ConsensusBroker() {
     SendToWorker(worker.get(), MessageType::kDisconnect).IgnoreError();
   }
   FlushLogLimiters(Clock::now(), /*force=*/true);
-  reactor_.Remove(router_).IgnoreError();
+  router_watch_.Reset();
   // libzmq 4.3 leaves the socket files of ipc:// endpoints behind.
   for (const std::string& endpoint : endpoints_) RemoveIpcSocketFile(endpoint);
 }
@@ -303,7 +363,7 @@ void ConsensusBroker::OnReady(std::span<zmq::message_t> frames,
   service->workers.push_back(w);
   ++stats_.workers_joined;
   if (joins_log_.Admit(now)) {
-    Log(Severity::kInfo,
+    Log(LogLevel::kInfo,
         absl::StrFormat("worker %s joined service %s (heartbeat %d ms x %d); "
                         "%d worker(s)%s",
                         PrintableIdentity(identity), QuotedText(service->name),
@@ -323,7 +383,7 @@ void ConsensusBroker::RefuseReady(std::span<zmq::message_t> frames,
   SendFrames(router_, out_).IgnoreError();
   out_.clear();
   if (refused_log_.Admit(Clock::now())) {
-    Log(Severity::kWarning,
+    Log(LogLevel::kWarning,
         absl::StrFormat("refused READY from %s for service %s: %s%s",
                         PrintableIdentity(View(frames[0])),
                         QuotedText(h.service), why,
@@ -651,8 +711,8 @@ void ConsensusBroker::Drain(std::chrono::milliseconds grace,
   if (done) on_drained_.push_back(std::move(done));
   if (!draining_) {
     draining_ = true;
-    drain_timer_ = *reactor_.after(grace, [this] {
-      drain_timer_ = 0;
+    drain_timer_ = *reactor_.After(grace, [this] {
+      drain_timer_.Release();  // fired: nothing left to cancel
       EndGrace();
     });
   }
@@ -845,7 +905,7 @@ void ConsensusBroker::RemoveWorker(Worker* w, Leave why) {
       break;
   }
   if (leaves_log_.Admit(Clock::now())) {
-    Log(Severity::kInfo,
+    Log(LogLevel::kInfo,
         absl::StrFormat("worker %s %s; service %s has %d worker(s)%s",
                         PrintableIdentity(w->identity), reason,
                         QuotedText(service->name), service->workers.size(),
@@ -957,7 +1017,7 @@ void ConsensusBroker::NoteMalformed(std::string_view identity,
                                     const absl::Status& error) {
   ++stats_.malformed;
   if (malformed_log_.Admit(Clock::now())) {
-    Log(Severity::kWarning,
+    Log(LogLevel::kWarning,
         absl::StrFormat("malformed message from %s: %s%s",
                         PrintableIdentity(identity), error.message(),
                         malformed_log_.SuppressedNote()));
@@ -967,34 +1027,33 @@ void ConsensusBroker::NoteMalformed(std::string_view identity,
 void ConsensusBroker::FlushLogLimiters(Clock::time_point now, bool force) {
   struct Kind {
     LogLimiter* limiter;
-    Severity severity;
+    LogLevel level;
     const char* what;
   };
   const Kind kinds[] = {
-      {&joins_log_, Severity::kInfo, "worker join line(s)"},
-      {&leaves_log_, Severity::kInfo, "worker leave line(s)"},
-      {&refused_log_, Severity::kWarning, "refused READY line(s)"},
-      {&malformed_log_, Severity::kWarning, "malformed message line(s)"},
+      {&joins_log_, LogLevel::kInfo, "worker join line(s)"},
+      {&leaves_log_, LogLevel::kInfo, "worker leave line(s)"},
+      {&refused_log_, LogLevel::kWarning, "refused READY line(s)"},
+      {&malformed_log_, LogLevel::kWarning, "malformed message line(s)"},
   };
   for (const Kind& k : kinds) {
     const std::uint64_t n =
         force ? k.limiter->TakeSuppressed() : k.limiter->Flush(now);
     if (n != 0) {
-      Log(k.severity,
+      Log(k.level,
           absl::StrFormat("%d more %s not logged (rate limit)", n, k.what));
     }
   }
 }
 
-void ConsensusBroker::Log(Severity severity, std::string_view line) {
-  if (options_.log) {
-    options_.log(severity, line);
+void ConsensusBroker::Log(LogLevel level, std::string_view line) {
+  if (log_hook_) {
+    log_hook_(level, line);
     return;
   }
-  static constexpr const char* kNames[] = {"debug", "info", "warning", "error"};
-  std::fprintf(stderr, "consensus %s: %.*s\n",
-               kNames[static_cast<int>(severity)],
-               static_cast<int>(line.size()), line.data());
+  const std::string_view name = LogLevelName(level);
+  std::fprintf(stderr, "consensus %.*s: %.*s\n", static_cast<int>(name.size()),
+               name.data(), static_cast<int>(line.size()), line.data());
 }
 
 }  // namespace zb

@@ -101,11 +101,13 @@ class Harness {
         in_.ConsumeIntegralInRange<std::size_t>(0, 3);
     options.sweep_interval = std::chrono::hours(1);  // the harness sweeps
     options.linger = std::chrono::milliseconds(0);
-    options.log = [](zb::ConsensusBroker::Severity, std::string_view) {};
 
     zb::Reactor reactor;
-    auto broker =
-        std::make_unique<zb::ConsensusBroker>(reactor, context, options);
+    absl::StatusOr<std::unique_ptr<zb::ConsensusBroker>> created =
+        zb::ConsensusBroker::Create(reactor, context, options);
+    Check(created.ok(), "create");
+    std::unique_ptr<zb::ConsensusBroker> broker = *std::move(created);
+    broker->set_log_hook([](zb::LogLevel, std::string_view) {});
     limits_.max_frames = options.max_frames;
     limits_.max_service_size = options.max_service_size;
     static int endpoint_counter = 0;

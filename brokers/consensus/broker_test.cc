@@ -172,13 +172,16 @@ class ConsensusBrokerTest : public ::testing::Test {
   }
 
   void Start(ConsensusBroker::Options options = TestOptions()) {
-    options.log = [this](ConsensusBroker::Severity, std::string_view line) {
-      std::lock_guard<std::mutex> lock(log_mu_);
-      logs_.emplace_back(line);
-    };
     thread_ = std::make_unique<ReactorThread>();
     endpoint_ = thread_->Invoke([&](Reactor& r) {
-      broker_ = std::make_unique<ConsensusBroker>(r, ctx_, std::move(options));
+      absl::StatusOr<std::unique_ptr<ConsensusBroker>> created =
+          ConsensusBroker::Create(r, ctx_, std::move(options));
+      EXPECT_TRUE(created.ok()) << created.status();
+      broker_ = *std::move(created);
+      broker_->set_log_hook([this](LogLevel, std::string_view line) {
+        std::lock_guard<std::mutex> lock(log_mu_);
+        logs_.emplace_back(line);
+      });
       const absl::Status s = broker_->Bind("tcp://127.0.0.1:*");
       EXPECT_TRUE(s.ok()) << s;
       return broker_->endpoints().at(0);
@@ -1506,6 +1509,75 @@ TEST_F(ConsensusBrokerTest, BindsSeveralEndpoints) {
   // The broker removes the socket file it created.
   EXPECT_NE(access(ipc.substr(6).c_str(), F_OK), 0);
   unlink(ipc.substr(6).c_str());
+}
+
+// Create() checks every option it is given before it touches a socket, and
+// says which one is wrong: a broker that cannot work (a sweep period of 0
+// would spin the reactor, a liveness bound of 0 refuses every worker) is
+// never built.
+TEST(ConsensusBrokerCreateTest, InvalidOptionsAreRejectedNamingTheOption) {
+  struct Case {
+    const char* option;
+    std::function<void(ConsensusBroker::Options&)> set;
+  };
+  const Case cases[] = {
+      {"sweep_interval",
+       [](ConsensusBroker::Options& o) { o.sweep_interval = milliseconds(0); }},
+      {"request_timeout",
+       [](ConsensusBroker::Options& o) {
+         o.request_timeout = milliseconds(-1);
+       }},
+      {"client_idle_timeout",
+       [](ConsensusBroker::Options& o) {
+         o.client_idle_timeout = milliseconds(-5);
+       }},
+      {"max_heartbeat_interval",
+       [](ConsensusBroker::Options& o) {
+         o.max_heartbeat_interval = milliseconds(0);
+       }},
+      {"max_heartbeat_liveness",
+       [](ConsensusBroker::Options& o) { o.max_heartbeat_liveness = 0; }},
+      {"max_service_size",
+       [](ConsensusBroker::Options& o) { o.max_service_size = 0; }},
+      {"max_message_size",
+       [](ConsensusBroker::Options& o) { o.max_message_size = -2; }},
+      {"linger",
+       [](ConsensusBroker::Options& o) { o.linger = milliseconds(-1); }},
+  };
+  zmq::context_t ctx;
+  Reactor reactor;
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.option);
+    ConsensusBroker::Options options;
+    c.set(options);
+    absl::StatusOr<std::unique_ptr<ConsensusBroker>> broker =
+        ConsensusBroker::Create(reactor, ctx, std::move(options));
+    ASSERT_FALSE(broker.ok());
+    EXPECT_EQ(broker.status().code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_THAT(broker.status().message(), HasSubstr(c.option));
+  }
+  // The edges that are meaningful stay accepted: a request timeout and an
+  // idle timeout of 0 (everything expires at the next sweep; the fuzzer
+  // uses them), and 0 for the message size (no limit).
+  ConsensusBroker::Options edges;
+  edges.request_timeout = milliseconds(0);
+  edges.client_idle_timeout = milliseconds(0);
+  edges.max_message_size = 0;
+  absl::StatusOr<std::unique_ptr<ConsensusBroker>> broker =
+      ConsensusBroker::Create(reactor, ctx, std::move(edges));
+  EXPECT_TRUE(broker.ok()) << broker.status();
+}
+
+// A context that is already shut down (the program is exiting) is an error
+// from Create(), never an exception out of it.
+TEST(ConsensusBrokerCreateTest, ShutDownContextIsAnErrorNotAnException) {
+  zmq::context_t ctx;
+  ctx.shutdown();
+  Reactor reactor;
+  absl::StatusOr<std::unique_ptr<ConsensusBroker>> broker;
+  EXPECT_NO_THROW(broker = ConsensusBroker::Create(reactor, ctx, {}));
+  ASSERT_FALSE(broker.ok());
+  EXPECT_THAT(broker.status().message(), HasSubstr("socket"));
 }
 
 }  // namespace

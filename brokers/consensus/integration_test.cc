@@ -102,7 +102,6 @@ ConsensusBroker::Options BrokerOptions(
   ConsensusBroker::Options o;
   o.request_timeout = request_timeout;
   o.sweep_interval = milliseconds(20);
-  o.log = [](ConsensusBroker::Severity, std::string_view) {};
   return o;
 }
 
@@ -139,7 +138,11 @@ class Cluster {
     absl::Status s;
     do {
       s = broker_thread_.Invoke([&](Reactor& r) {
-        broker_ = std::make_unique<ConsensusBroker>(r, ctx_, options_);
+        absl::StatusOr<std::unique_ptr<ConsensusBroker>> created =
+            ConsensusBroker::Create(r, ctx_, options_);
+        if (!created.ok()) return created.status();
+        broker_ = *std::move(created);
+        broker_->set_log_hook([](LogLevel, std::string_view) {});
         absl::Status bound =
             broker_->Bind(endpoint_.empty() ? bind_ : endpoint_);
         if (bound.ok()) {

@@ -15,8 +15,7 @@
 namespace zb {
 namespace {
 
-ConsensusBroker::Options OptionsFrom(const ConsensusSettings& s,
-                                     spdlog::logger* lg) {
+ConsensusBroker::Options OptionsFrom(const ConsensusSettings& s) {
   ConsensusBroker::Options options;
   if (s.request_timeout) options.request_timeout = *s.request_timeout;
   if (s.client_idle_timeout) {
@@ -26,7 +25,8 @@ ConsensusBroker::Options OptionsFrom(const ConsensusSettings& s,
     options.max_heartbeat_interval = *s.max_heartbeat_interval;
   }
   if (s.max_heartbeat_liveness) {
-    options.max_heartbeat_liveness = static_cast<int>(*s.max_heartbeat_liveness);
+    options.max_heartbeat_liveness =
+        static_cast<int>(*s.max_heartbeat_liveness);
   }
   auto size = [](std::int64_t n) { return static_cast<std::size_t>(n); };
   if (s.max_workers) options.max_workers = size(*s.max_workers);
@@ -36,32 +36,18 @@ ConsensusBroker::Options OptionsFrom(const ConsensusSettings& s,
     options.max_requests_per_client = size(*s.max_requests_per_client);
   }
   if (s.max_message_size) options.max_message_size = *s.max_message_size;
-  options.log = [lg](ConsensusBroker::Severity severity, std::string_view s) {
-    switch (severity) {
-      case ConsensusBroker::Severity::kDebug:
-        lg->debug("consensus: {}", s);
-        break;
-      case ConsensusBroker::Severity::kInfo:
-        lg->info("consensus: {}", s);
-        break;
-      case ConsensusBroker::Severity::kWarning:
-        lg->warn("consensus: {}", s);
-        break;
-      case ConsensusBroker::Severity::kError:
-        lg->error("consensus: {}", s);
-        break;
-    }
-  };
   return options;
 }
 
 class ConsensusAdapter final : public BrokerAdapter<ConsensusBroker> {
  public:
   ConsensusAdapter(const BrokerEnvironment& env,
-                   const ConsensusSettings& settings)
-      : BrokerAdapter(env, std::make_unique<ConsensusBroker>(
-                               env.reactor, env.context,
-                               OptionsFrom(settings, &env.log))) {}
+                   std::unique_ptr<ConsensusBroker> broker)
+      : BrokerAdapter(env, std::move(broker)) {
+    // Worker joins and leaves come through the log hook, rate-limited by the
+    // broker (a join flood must not flood the log).
+    broker_->set_log_hook(DaemonLogHook(env.log, ConsensusRuntime::kName));
+  }
 
   std::string_view name() const override { return ConsensusRuntime::kName; }
 
@@ -115,7 +101,10 @@ class ConsensusAdapter final : public BrokerAdapter<ConsensusBroker> {
 
 absl::StatusOr<std::unique_ptr<BrokerRuntime>> ConsensusRuntime::Create(
     const BrokerEnvironment& env, const ConsensusSettings& settings) {
-  return std::make_unique<ConsensusAdapter>(env, settings);
+  absl::StatusOr<std::unique_ptr<ConsensusBroker>> broker =
+      ConsensusBroker::Create(env.reactor, env.context, OptionsFrom(settings));
+  if (!broker.ok()) return broker.status();
+  return std::make_unique<ConsensusAdapter>(env, *std::move(broker));
 }
 
 }  // namespace zb

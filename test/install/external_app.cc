@@ -74,8 +74,13 @@ int main() {
   std::unique_ptr<zb::MdpWorker> mdp_worker;
   std::string ccp_endpoint, mdp_endpoint, setup_error;
   thread.Invoke([&](zb::Reactor& reactor) {
-    ccp_broker = std::make_unique<zb::ConsensusBroker>(
-        reactor, ctx, zb::ConsensusBroker::Options{});
+    absl::StatusOr<std::unique_ptr<zb::ConsensusBroker>> made =
+        zb::ConsensusBroker::Create(reactor, ctx, {});
+    if (!made.ok()) {
+      setup_error = "consensus broker: " + made.status().ToString();
+      return;
+    }
+    ccp_broker = *std::move(made);
     if (absl::Status s = ccp_broker->Bind("tcp://127.0.0.1:*"); !s.ok()) {
       setup_error = "consensus bind: " + s.ToString();
       return;

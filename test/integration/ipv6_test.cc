@@ -44,7 +44,10 @@ bool RunUntil(Reactor& reactor, const std::function<bool()>& done) {
 TEST(Ipv6Test, ConsensusRoundTripOverIpv6Loopback) {
   zmq::context_t ctx;
   Reactor reactor;
-  ConsensusBroker broker(reactor, ctx, ConsensusBroker::Options{});
+  absl::StatusOr<std::unique_ptr<ConsensusBroker>> made =
+      ConsensusBroker::Create(reactor, ctx, {});
+  ASSERT_TRUE(made.ok()) << made.status();
+  ConsensusBroker& broker = **made;
   ASSERT_TRUE(broker.Bind("tcp://127.0.0.1:*").ok());
   const absl::Status bound = broker.Bind("tcp://[::1]:*");
   ASSERT_TRUE(bound.ok()) << bound;

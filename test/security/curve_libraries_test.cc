@@ -72,8 +72,10 @@ class CurveLibrariesTest : public ::testing::Test {
           MajordomoBroker::Create(r, ctx_, mo);
       ASSERT_TRUE(mdp.ok()) << mdp.status();
       mdp_ = *std::move(mdp);
-      ccp_ = std::make_unique<ConsensusBroker>(r, ctx_,
-                                               ConsensusBroker::Options{});
+      absl::StatusOr<std::unique_ptr<ConsensusBroker>> ccp =
+          ConsensusBroker::Create(r, ctx_, {});
+      ASSERT_TRUE(ccp.ok()) << ccp.status();
+      ccp_ = *std::move(ccp);
       const ListenerSecurity mdp_curve{.curve_secret_key = server_.secret_key,
                                        .zap_domain = "majordomo"};
       const ListenerSecurity ccp_curve{.curve_secret_key = server_.secret_key,

@@ -36,16 +36,18 @@ class ZbBrokerHost : public BrokerHost {
     absl::Status st = host->thread_.Invoke([&](Reactor& r) -> absl::Status {
       ConsensusBroker::Options options;
       options.request_timeout = request_timeout;
+      absl::StatusOr<std::unique_ptr<ConsensusBroker>> broker =
+          ConsensusBroker::Create(r, context, options);
+      if (!broker.ok()) return broker.status();
+      host->broker_ = *std::move(broker);
       // Worker joins are logged at kInfo; the test adds workers all the
       // time, so only warnings and errors reach stderr.
-      options.log = [](ConsensusBroker::Severity s, std::string_view line) {
-        if (s == ConsensusBroker::Severity::kWarning ||
-            s == ConsensusBroker::Severity::kError) {
+      host->broker_->set_log_hook([](LogLevel level, std::string_view line) {
+        if (level >= LogLevel::kWarning) {
           std::fprintf(stderr, "consensus broker: %.*s\n",
                        static_cast<int>(line.size()), line.data());
         }
-      };
-      host->broker_ = std::make_unique<ConsensusBroker>(r, context, options);
+      });
       if (absl::Status b = host->broker_->Bind(bind_endpoint); !b.ok()) {
         return b;
       }

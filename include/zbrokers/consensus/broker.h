@@ -9,13 +9,15 @@
 //
 //   zmq::context_t ctx;
 //   zb::Reactor reactor;
-//   zb::ConsensusBroker broker(reactor, ctx, {});
-//   if (absl::Status s = broker.Bind("tcp://127.0.0.1:5556"); !s.ok()) ...
+//   absl::StatusOr<std::unique_ptr<zb::ConsensusBroker>> broker =
+//       zb::ConsensusBroker::Create(reactor, ctx, {});
+//   if (!broker.ok()) ...
+//   if (absl::Status s = (*broker)->Bind("tcp://127.0.0.1:5556"); !s.ok()) ...
 //   reactor.Run();
 //
-// Threading.  The broker lives on the reactor it is given: construct it,
-// call its methods and destroy it on that reactor's owner thread (with a
-// zb::ReactorThread, inside invoke()).  It never locks.
+// Threading.  The broker lives on the reactor it is given: create it, call
+// its methods and destroy it on that reactor's owner thread (with a
+// zb::ReactorThread, inside Invoke()).  It never locks.
 //
 // Ownership.  The broker owns its ROUTER socket and registers it with the
 // reactor; the reactor and the context must outlive the broker.  The
@@ -36,7 +38,6 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
-#include <functional>
 #include <memory>
 #include <span>
 #include <string>
@@ -48,6 +49,8 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/functional/any_invocable.h"
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "zbrokers/common/log.h"
 #include "zbrokers/common/log_limiter.h"
 #include "zbrokers/consensus/codec.h"
 #include "zbrokers/frames/frames.h"
@@ -58,29 +61,31 @@ namespace zb {
 
 class ConsensusBroker {
  public:
-  enum class Severity { kDebug, kInfo, kWarning, kError };
-  // Receives the broker's log lines: worker joins and leaves at kInfo,
-  // refused READYs and malformed messages at kWarning.  Each kind is
-  // rate-limited (zb::LogLimiter: joins and leaves 10 lines a second,
-  // refusals and malformed messages 5), and what was held back is reported
-  // in a summary line, so a flooding peer cannot flood the log.  Called on
-  // the reactor thread.
-  using LogSink = std::function<void(Severity, std::string_view)>;
+  // Receives the broker's log lines (set_log_hook()): worker joins and
+  // leaves at kInfo, refused READYs and malformed messages at kWarning.
+  // Each kind is rate-limited (zb::LogLimiter: joins and leaves 10 lines a
+  // second, refusals and malformed messages 5), and what was held back is
+  // reported in a summary line, so a flooding peer cannot flood the log.
+  // Called on the reactor thread.
+  using LogHook = zb::LogHook;
 
+  // Create() refuses (InvalidArgument, naming the member) values outside
+  // the range given with each member.
   struct Options {
     // A request not answered by every worker within this time fails with
-    // "zb:timeout".
+    // "zb:timeout".  >= 0 (0: every request fails at the next sweep).
     std::chrono::milliseconds request_timeout{5000};
     // Period of the single sweep timer: heartbeats, worker expiry, request
-    // deadlines and client expiry are up to one period late.
+    // deadlines and client expiry are up to one period late.  > 0.
     std::chrono::milliseconds sweep_interval{100};
     // A client record with no open request and no request for this long is
     // forgotten (its next request is then adopted like a new client's).
+    // >= 0.
     std::chrono::milliseconds client_idle_timeout{std::chrono::minutes(10)};
     // Messages with more frames than this (after the envelope) are
-    // malformed.
+    // malformed; 0 = no bound.
     std::size_t max_frames = 4096;
-    // Longest accepted service name.
+    // Longest accepted service name.  >= 1.
     std::size_t max_service_size = 255;
     // The heartbeat settings a READY may announce.  A worker is kept until
     // interval x liveness (the READY's "heartbeat retries" field) of
@@ -89,6 +94,7 @@ class ConsensusBroker {
     // refused: the broker answers DISCONNECT and counts it
     // (refused_heartbeat).  The defaults allow up to 10 minutes of silence,
     // far above zbrokers' worker (1 s x 3) and the 2011 worker (10 s x 3).
+    // max_heartbeat_interval > 0, max_heartbeat_liveness >= 1.
     std::chrono::milliseconds max_heartbeat_interval{60000};
     int max_heartbeat_liveness = 10;
     // Most workers registered at once, and most services known at once (a
@@ -103,7 +109,7 @@ class ConsensusBroker {
     // bigger frame is disconnected by libzmq before the frame is read in
     // full: nothing of that message reaches the broker (it is not counted
     // anywhere), and the peer's socket reconnects as after any connection
-    // loss.  0 = no limit.  Not checked over inproc:// (libzmq).
+    // loss.  0 = no limit; >= 0.  Not checked over inproc:// (libzmq).
     std::int64_t max_message_size = ccp::kDefaultMaxMessageSize;
     // Most client records kept at once (each holds a client id's sequence
     // state; one socket can present any of 2^32 ids).  A new client id
@@ -118,10 +124,9 @@ class ConsensusBroker {
     // queues and make other clients' requests time out.  0 = no bound.
     std::size_t max_requests_per_client = 10000;
     // ZMQ_LINGER of the ROUTER socket, so that the last DISCONNECTs and
-    // replies get out when the broker is destroyed.
+    // replies get out when the broker is destroyed.  >= 0 (a broker never
+    // blocks its context's termination for ever).
     std::chrono::milliseconds linger{100};
-    // Log sink; when empty, lines go to stderr prefixed "consensus: ".
-    LogSink log;
   };
 
   // Counters since construction.  Every request a client sends ends in
@@ -174,9 +179,13 @@ class ConsensusBroker {
     std::uint64_t clients_adopted = 0;
   };
 
-  // Creates the ROUTER socket (ZMQ_ROUTER_MANDATORY on) and registers it and
-  // the sweep timer with `reactor`.  Call Bind() to listen.
-  ConsensusBroker(Reactor& reactor, zmq::context_t& context, Options options);
+  // Checks `options` (InvalidArgument naming the first member out of its
+  // range), creates the ROUTER socket (ZMQ_ROUTER_MANDATORY on) and
+  // registers it and the sweep timer with `reactor`; a socket or reactor
+  // error is returned, never thrown, and leaves nothing registered.  Call
+  // Bind() to listen.  Call it on the reactor's owner thread.
+  static absl::StatusOr<std::unique_ptr<ConsensusBroker>> Create(
+      Reactor& reactor, zmq::context_t& context, Options options);
   ~ConsensusBroker();
 
   ConsensusBroker(const ConsensusBroker&) = delete;
@@ -223,6 +232,9 @@ class ConsensusBroker {
   using LatencyHook = absl::AnyInvocable<void(
       std::string_view service, std::chrono::nanoseconds latency)>;
   void set_latency_hook(LatencyHook hook) { latency_hook_ = std::move(hook); }
+  // Where the log lines go (see LogHook); an empty hook, the default, writes
+  // them to stderr as "consensus LEVEL: line".
+  void set_log_hook(LogHook hook) { log_hook_ = std::move(hook); }
 
   // A snapshot of the counters.
   Stats stats() const { return stats_; }
@@ -255,6 +267,11 @@ class ConsensusBroker {
   struct Service;
   struct Client;
   struct Request;
+
+  // Does no I/O; Create() calls Init().
+  ConsensusBroker(Reactor& reactor, Options options);
+  // The socket and the reactor registrations.
+  absl::Status Init(zmq::context_t& context);
 
   void OnMessage(std::span<zmq::message_t> frames);
   void OnReady(std::span<zmq::message_t> frames, const ccp::Header& h);
@@ -314,19 +331,23 @@ class ConsensusBroker {
   void NoteMalformed(std::string_view identity, const absl::Status& error);
   // Logs what the limiters held back (from the sweep, and at the end).
   void FlushLogLimiters(Clock::time_point now, bool force);
-  void Log(Severity severity, std::string_view line);
+  void Log(LogLevel level, std::string_view line);
 
   Reactor& reactor_;
   Options options_;
   ccp::ParseLimits limits_;
   zmq::socket_t router_;
-  TimerId sweep_timer_ = 0;
+  // The registrations; declared after the socket they watch, so they go
+  // first (the destructor also ends them explicitly, in its own order).
+  Reactor::SocketWatch router_watch_;
+  Reactor::Timer sweep_timer_;
+  Reactor::Timer drain_timer_;  // the grace period, while it runs
   std::vector<std::string> endpoints_;
   Stats stats_;
   bool draining_ = false;
-  TimerId drain_timer_ = 0;  // the grace period; 0 when not running
   std::vector<absl::AnyInvocable<void()>> on_drained_;
   LatencyHook latency_hook_;
+  LogHook log_hook_;
 
   absl::flat_hash_map<std::string, std::unique_ptr<Service>> services_;
   absl::flat_hash_map<std::string, std::unique_ptr<Worker>> workers_;
