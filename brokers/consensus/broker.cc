@@ -326,7 +326,7 @@ void ConsensusBroker::OnReady(std::span<zmq::message_t> frames,
   }
 
   if (options_.max_workers != 0 && workers_.size() >= options_.max_workers) {
-    ++stats_.refused_workers;
+    ++stats_.workers_refused;
     RefuseReady(frames, h,
                 absl::StrFormat("the broker has its maximum of %d workers",
                                 options_.max_workers));

@@ -904,7 +904,7 @@ TEST_F(ConsensusBrokerTest, MaxWorkersAndMaxServicesRefuseReady) {
   EXPECT_EQ(Workers("b"), 2u);
   EXPECT_EQ(Workers("c"), 0u);
   auto stats = Stats();
-  EXPECT_EQ(stats.refused_workers, 1u);
+  EXPECT_EQ(stats.workers_refused, 1u);
   EXPECT_EQ(stats.refused_services, 1u);
   b2->Disconnect("b");
   // Room again once one leaves; the registered ones keep serving.

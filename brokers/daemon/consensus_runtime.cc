@@ -84,7 +84,7 @@ class ConsensusAdapter final : public BrokerAdapter<ConsensusBroker> {
         {"refused_clients", s.refused_clients},
         {"worker_busy", s.worker_busy},
         {"refused_heartbeat", s.refused_heartbeat},
-        {"refused_workers", s.refused_workers},
+        {"workers_refused", s.workers_refused},
         {"refused_services", s.refused_services},
         {"malformed_requests", s.malformed_requests},
     };

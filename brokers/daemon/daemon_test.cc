@@ -14,6 +14,7 @@
 #include <chrono>
 #include <functional>
 #include <future>
+#include <set>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -235,6 +236,86 @@ TEST(DaemonTest, ConsensusBoundsFromTheConfigReachTheBroker) {
       Sample(text,
              "zb_events_total{broker=\"consensus\",event=\"client_busy\"}"),
       1);
+  daemon.Shutdown();
+  EXPECT_TRUE(WaitBounded(daemon, std::chrono::seconds(15)).ok());
+}
+
+// The event labels of zb_events_total of one broker, from a scrape.
+std::set<std::string> EventNames(const std::string& text,
+                                 const std::string& broker) {
+  const std::string prefix =
+      "zb_events_total{broker=\"" + broker + "\",event=\"";
+  std::set<std::string> names;
+  std::istringstream in(text);
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind(prefix, 0) != 0) continue;
+    const std::size_t end = line.find('"', prefix.size());
+    if (end != std::string::npos) {
+      names.insert(line.substr(prefix.size(), end - prefix.size()));
+    }
+  }
+  return names;
+}
+
+// "workers_refused" -> {"refused", "workers"}: the words, in any order.
+std::multiset<std::string> Words(const std::string& name) {
+  std::multiset<std::string> words;
+  std::istringstream in(name);
+  std::string word;
+  while (std::getline(in, word, '_')) words.insert(word);
+  return words;
+}
+
+// One name per concept (docs/glossary.md): the two brokers never count one
+// event under the same words in another order, and a READY refused because
+// max_workers workers are registered is `workers_refused` in both.
+TEST(DaemonTest, BothBrokersNameTheSameEventTheSameWay) {
+  CapturedLog log;
+  DaemonConfig config = LoopbackConfig();
+  config.majordomo.max_workers = 1;
+  config.consensus.max_workers = 1;
+  absl::StatusOr<std::unique_ptr<Daemon>> d = Daemon::Start(config, log.logger);
+  ASSERT_TRUE(d.ok()) << d.status();
+  Daemon& daemon = **d;
+  zmq::context_t ctx;
+  std::vector<zmq::socket_t> workers;
+  auto ready = [&](const std::string& endpoint,
+                   const std::vector<std::string>& frames) {
+    zmq::socket_t& w = workers.emplace_back(ctx, zmq::socket_type::dealer);
+    w.set(zmq::sockopt::linger, 0);
+    w.connect(endpoint);
+    SendAll(w, frames);
+  };
+  // Two workers each; the second READY is one beyond max_workers.
+  for (int i = 0; i < 2; ++i) {
+    ready(daemon.majordomo_endpoints().at(0), {"", "MDPW01", "\x01", "svc"});
+    ready(
+        daemon.consensus_endpoints().at(0),
+        {"", "CCp100", "\x01", "svc", std::string("\0\0\x03\xe8", 4), "\x03"});
+  }
+  const std::string mdp_series =
+      "zb_events_total{broker=\"majordomo\",event=\"workers_refused\"}";
+  const std::string ccp_series =
+      "zb_events_total{broker=\"consensus\",event=\"workers_refused\"}";
+  const std::string text =
+      ScrapeUntil(daemon.metrics_port(), [&](const std::string& t) {
+        return Sample(t, mdp_series) >= 1 && Sample(t, ccp_series) >= 1;
+      });
+  EXPECT_EQ(Sample(text, mdp_series), 1) << text;
+  EXPECT_EQ(Sample(text, ccp_series), 1) << text;
+
+  const std::set<std::string> mdp = EventNames(text, "majordomo");
+  const std::set<std::string> ccp = EventNames(text, "consensus");
+  ASSERT_FALSE(mdp.empty()) << text;
+  ASSERT_FALSE(ccp.empty()) << text;
+  for (const std::string& m : mdp) {
+    for (const std::string& c : ccp) {
+      EXPECT_FALSE(m != c && Words(m) == Words(c))
+          << "majordomo's " << m << " and consensus's " << c
+          << " are one event under two names";
+    }
+  }
   daemon.Shutdown();
   EXPECT_TRUE(WaitBounded(daemon, std::chrono::seconds(15)).ok());
 }

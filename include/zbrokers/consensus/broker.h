@@ -100,7 +100,7 @@ class ConsensusBroker {
     // Most workers registered at once, and most services known at once (a
     // service is known while it has workers or open requests); 0 = no
     // bound.  A READY beyond either is refused with DISCONNECT and counted
-    // (refused_workers, refused_services).
+    // (workers_refused, refused_services).
     std::size_t max_workers = 10000;
     std::size_t max_services = 10000;
     // The largest message FRAME the broker accepts, in bytes (ZMQ_MAXMSGSIZE
@@ -164,7 +164,7 @@ class ConsensusBroker {
     // READYs refused with DISCONNECT: heartbeat settings out of bounds,
     // max_workers reached, max_services reached (a new service).
     std::uint64_t refused_heartbeat = 0;
-    std::uint64_t refused_workers = 0;
+    std::uint64_t workers_refused = 0;
     std::uint64_t refused_services = 0;
     std::uint64_t clients_expired = 0;  // idle client records forgotten
     // Idle client records forgotten to make room under max_clients.
