@@ -34,7 +34,7 @@ namespace {
 
 constexpr std::int64_t kNanosPerMilli = 1'000'000;
 
-// now + d, saturating at the far end of the clock, so that after() or every()
+// now + d, saturating at the far end of the clock, so that After() or Every()
 // with an absurdly long duration means "never" instead of overflowing.
 Reactor::Clock::time_point DeadlineAfter(Reactor::Clock::duration d) {
   const auto now = Reactor::Clock::now();
@@ -172,18 +172,6 @@ absl::StatusOr<std::uint64_t> Reactor::AddFdWatch(int fd,
   watches_.push_back(std::move(w));
   poll_items_dirty_ = true;
   return id;
-}
-
-absl::Status Reactor::add(zmq::socket_ref socket, MessageHandler on_message,
-                          ReadyHandler on_writable) {
-  return AddSocketWatch(socket, std::move(on_message), std::move(on_writable))
-      .status();
-}
-
-absl::Status Reactor::add_fd(int fd, ReadyHandler on_readable,
-                             ReadyHandler on_writable) {
-  return AddFdWatch(fd, std::move(on_readable), std::move(on_writable))
-      .status();
 }
 
 absl::StatusOr<Reactor::SocketWatch> Reactor::Add(zmq::socket_ref socket,
@@ -331,57 +319,47 @@ int Reactor::DispatchSocket(Watch& w) {
       absl::StrFormat("%s: the timer callback is empty", method));
 }
 
-absl::StatusOr<TimerId> Reactor::after(Clock::duration delay, Callback cb) {
-  CheckThread("after");
+absl::StatusOr<TimerId> Reactor::AddTimer(const char* method,
+                                          Clock::time_point deadline,
+                                          Clock::duration period, Callback cb) {
+  CheckThread(method);
   if (!cb) [[unlikely]] {
-    return NullTimerCallback("after");
+    return NullTimerCallback(method);
   }
-  return timers_.Add(DeadlineAfter(delay), Clock::duration::zero(),
-                     std::move(cb));
+  return timers_.Add(deadline, period, std::move(cb));
 }
 
-absl::StatusOr<TimerId> Reactor::every(Clock::duration period, Callback cb) {
-  CheckThread("every");
-  if (!cb) [[unlikely]] {
-    return NullTimerCallback("every");
-  }
-  // A period below 1 ns would make a timer that never advances.
-  if (period <= Clock::duration::zero()) period = Clock::duration(1);
-  return timers_.Add(DeadlineAfter(period), period, std::move(cb));
-}
-
-absl::StatusOr<TimerId> Reactor::at(Clock::time_point deadline, Callback cb) {
-  CheckThread("at");
-  if (!cb) [[unlikely]] {
-    return NullTimerCallback("at");
-  }
-  return timers_.Add(deadline, Clock::duration::zero(), std::move(cb));
-}
-
-bool Reactor::Cancel(TimerId id) {
-  CheckThread("cancel");
-  return timers_.Cancel(id);
-}
-
+// Messages name the methods in the lower case they have always used
+// ("after: the timer callback is empty"), like every other check here.
 absl::StatusOr<Reactor::Timer> Reactor::After(Clock::duration delay,
                                               Callback cb) {
-  absl::StatusOr<TimerId> id = after(delay, std::move(cb));
+  absl::StatusOr<TimerId> id = AddTimer("after", DeadlineAfter(delay),
+                                        Clock::duration::zero(), std::move(cb));
   if (!id.ok()) return id.status();
   return Timer(this, *id);
 }
 
 absl::StatusOr<Reactor::Timer> Reactor::Every(Clock::duration period,
                                               Callback cb) {
-  absl::StatusOr<TimerId> id = every(period, std::move(cb));
+  // A period below 1 ns would make a timer that never advances.
+  if (period <= Clock::duration::zero()) period = Clock::duration(1);
+  absl::StatusOr<TimerId> id =
+      AddTimer("every", DeadlineAfter(period), period, std::move(cb));
   if (!id.ok()) return id.status();
   return Timer(this, *id);
 }
 
 absl::StatusOr<Reactor::Timer> Reactor::At(Clock::time_point deadline,
                                            Callback cb) {
-  absl::StatusOr<TimerId> id = at(deadline, std::move(cb));
+  absl::StatusOr<TimerId> id =
+      AddTimer("at", deadline, Clock::duration::zero(), std::move(cb));
   if (!id.ok()) return id.status();
   return Timer(this, *id);
+}
+
+bool Reactor::Cancel(TimerId id) {
+  CheckThread("cancel");
+  return timers_.Cancel(id);
 }
 
 Reactor::Timer& Reactor::Timer::operator=(Timer&& other) noexcept {

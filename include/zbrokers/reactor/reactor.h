@@ -30,10 +30,10 @@
 // watch when destroyed, and After()/Every()/At() a move-only Reactor::Timer
 // that cancels the timer when destroyed, so an owner that holds them as
 // members pairs nothing by hand.  A handle must be destroyed (or released)
-// on the owner thread and before the reactor.  The lower-case add()/
-// after()/... with Remove()/Cancel() are the same registrations without a
-// handle, for callers that truly want a plain id (a timer that fires once
-// and forgets itself, the C binding's ids).
+// on the owner thread and before the reactor.  That is the one way to
+// register; a caller that truly wants a plain timer id (the C binding,
+// whose timers are named by id) takes it with Timer::Release() and may
+// later Cancel() it.
 //
 // Sockets.  A readable socket is drained in batches: on each wake-up its
 // handler is called once per multipart message, until the socket has nothing
@@ -66,8 +66,8 @@
 // call is refused with FailedPrecondition, in every build; it costs one bool.
 //
 // Errors.  Registration errors come back as absl::Status; so do null
-// callbacks (add() without a message handler, add_fd() without any handler,
-// after()/every()/at() with an empty callback), which are refused at once
+// callbacks (Add() without a message handler, AddFd() without any handler,
+// After()/Every()/At() with an empty callback), which are refused at once
 // rather than called later.  An exception thrown
 // by any callback is passed to the error handler (by default it is printed on
 // stderr) and the loop carries on in a consistent state.
@@ -98,7 +98,7 @@
 namespace zb {
 
 // zb::TimerId (zbrokers/reactor/timer_queue.h) is a timer's identity, returned
-// by after()/every()/at() and passed to Cancel(); 0 is never a valid id, and a
+// by Timer::Release() and passed to Cancel(); 0 is never a valid id, and a
 // fired or cancelled timer's id is not handed out again (until 2^32 later
 // timers have used its slot).
 
@@ -173,8 +173,8 @@ class Reactor {
     // Cancels the timer now (no-op when it owns nothing).
     void Reset();
     // Gives the timer up without cancelling it and returns its plain id
-    // (0 when the handle owned nothing): it then lives on like one from
-    // after()/every()/at().
+    // (0 when the handle owned nothing): the timer then lives until it
+    // fires (one-shot), Cancel(id), or the reactor goes.
     TimerId Release();
 
    private:
@@ -184,57 +184,54 @@ class Reactor {
     TimerId id_ = 0;
   };
 
-  // --- Registrations that clean up after themselves (owner thread only) ----
+  // --- Sockets and file descriptors (owner thread only) --------------------
   //
-  // The same rules and errors as add()/add_fd()/after()/every()/at() below;
-  // the socket is passed as a non-owning zmq::socket_ref (a zmq::socket_t
-  // converts to one), and the caller keeps it open while the handle lives.
+  // Every registration comes back as a handle that ends it when destroyed;
+  // there is no other way to register.  The caller keeps the socket or fd
+  // open while the handle lives (declare the handle after it).
 
+  // Watches `socket` (a non-owning zmq::socket_ref; a zmq::socket_t converts
+  // to one).  `on_message` is called for every multipart message;
+  // `on_writable`, when given, whenever the socket can take a message.
+  // Fails with InvalidArgument for a closed socket, an empty `on_message`
+  // and thread-safe socket types (ZMQ_CLIENT, ZMQ_SERVER, ...), which have
+  // no ZMQ_FD to poll, and with AlreadyExists when the socket is already
+  // registered.
   absl::StatusOr<SocketWatch> Add(zmq::socket_ref socket,
                                   MessageHandler on_message,
                                   ReadyHandler on_writable = nullptr);
-  absl::StatusOr<SocketWatch> AddFd(int fd, ReadyHandler on_readable,
-                                    ReadyHandler on_writable = nullptr);
-  absl::StatusOr<Timer> After(Clock::duration delay, Callback cb);
-  absl::StatusOr<Timer> Every(Clock::duration period, Callback cb);
-  absl::StatusOr<Timer> At(Clock::time_point deadline, Callback cb);
-
-  // --- Sockets and file descriptors (owner thread only) --------------------
-
-  // Watches `socket`.  `on_message` is called for every multipart message;
-  // `on_writable`, when given, whenever the socket can take a message.
-  // Fails with AlreadyExists when the socket is already registered, and with
-  // InvalidArgument for thread-safe socket types (ZMQ_CLIENT, ZMQ_SERVER,
-  // ...), which have no ZMQ_FD to poll.
-  absl::Status add(zmq::socket_ref socket, MessageHandler on_message,
-                   ReadyHandler on_writable = nullptr);
   // Watches a raw file descriptor (level-triggered).  At least one handler.
   // A hang-up or error on the fd (POLLHUP/POLLERR) is delivered to
   // `on_readable` (to `on_writable` when there is no readable handler), so
   // that its read() or write() sees the EOF or the error; the handler should
-  // then remove the fd, or it is called again on every iteration.
-  absl::Status add_fd(int fd, ReadyHandler on_readable,
-                      ReadyHandler on_writable = nullptr);
-  // Stops watching.  Safe inside any handler, including the socket's own: a
-  // removed socket's handlers are never called again, even later in the
-  // same round.  Fails with NotFound when it is not registered.
+  // then reset the watch, or it is called again on every iteration.
+  absl::StatusOr<SocketWatch> AddFd(int fd, ReadyHandler on_readable,
+                                    ReadyHandler on_writable = nullptr);
+  // Stops watching a socket or fd without its handle (the handle then owns
+  // nothing that it can remove; resetting it is harmless).  Safe inside any
+  // handler, including the socket's own: a removed socket's handlers are
+  // never called again, even later in the same round.  Fails with NotFound
+  // when it is not registered.
   absl::Status Remove(zmq::socket_ref socket);
   absl::Status RemoveFd(int fd);
 
   // --- Timers (owner thread only) -------------------------------------------
+  //
+  // The only failure is InvalidArgument for an empty `cb` (nothing is
+  // scheduled), so a caller that passes a lambda may dereference the result
+  // directly: `timer_ = *reactor.After(d, [this] { ... });`.  A caller that
+  // really wants a plain id (the C binding, whose timers are named by id)
+  // takes it with Timer::Release() and may later Cancel() it.
 
-  // Calls `cb` once, `delay` from now.  The only failure is InvalidArgument
-  // for an empty `cb` (nothing is scheduled; the same holds for every() and
-  // at()), so a caller that passes a lambda may dereference the result
-  // directly: `id_ = *reactor.after(d, [this] { ... });`.
-  absl::StatusOr<TimerId> after(Clock::duration delay, Callback cb);
+  // Calls `cb` once, `delay` from now.
+  absl::StatusOr<Timer> After(Clock::duration delay, Callback cb);
   // Calls `cb` every `period` (> 0), first `period` from now.
-  absl::StatusOr<TimerId> every(Clock::duration period, Callback cb);
+  absl::StatusOr<Timer> Every(Clock::duration period, Callback cb);
   // Calls `cb` once at `deadline`; a deadline in the past fires on the next
   // loop iteration.
-  absl::StatusOr<TimerId> at(Clock::time_point deadline, Callback cb);
-  // Cancels a timer.  Returns false when `id` is unknown, already fired (for
-  // a one-shot timer) or already cancelled.
+  absl::StatusOr<Timer> At(Clock::time_point deadline, Callback cb);
+  // Cancels a released timer by its id.  Returns false when `id` is
+  // unknown, already fired (for a one-shot timer) or already cancelled.
   bool Cancel(TimerId id);
   // Number of live timers.
   std::size_t timer_count() const { return timers_.size(); }
@@ -313,14 +310,19 @@ class Reactor {
   struct Watch;
 
   void CheckThread(const char* method) const;
-  // add()/add_fd() returning the new watch's id (0 on error).
+  // Add()/AddFd() before the handle: the new watch's id.
   absl::StatusOr<std::uint64_t> AddSocketWatch(zmq::socket_ref socket,
                                                MessageHandler on_message,
                                                ReadyHandler on_writable);
   absl::StatusOr<std::uint64_t> AddFdWatch(int fd, ReadyHandler on_readable,
                                            ReadyHandler on_writable);
+  // After()/Every()/At() before the handle; `method` names the caller in
+  // the thread check and in the empty-callback error.
+  absl::StatusOr<TimerId> AddTimer(const char* method,
+                                   Clock::time_point deadline,
+                                   Clock::duration period, Callback cb);
   void RemoveWatch(std::uint64_t id);  // a SocketWatch's destructor
-  absl::StatusOr<int> iterate(Clock::duration max_wait);  // run_once, unchecked
+  absl::StatusOr<int> iterate(Clock::duration max_wait);  // RunOnce, unchecked
   int FireDueTimers();
   int RunPosted();
   int DispatchSocket(Watch& w);
