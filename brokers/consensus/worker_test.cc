@@ -356,7 +356,7 @@ TEST_P(ConsensusWorkerTest, NoHeartbeatsWhileBusy) {
   std::uint64_t seq = 0;
   Clock::time_point last = Clock::now();
   Clock::duration longest_gap{0};
-  TimerId t = *reactor_.every(milliseconds(5), [&] {
+  Reactor::Timer t = *reactor_.Every(milliseconds(5), [&] {
     const Clock::time_point now = Clock::now();
     longest_gap = std::max(longest_gap, now - last);
     last = now;
@@ -364,7 +364,7 @@ TEST_P(ConsensusWorkerTest, NoHeartbeatsWhileBusy) {
     broker_.SendRequest(id, "busy", {seq, 1}, {"x"});
   });
   RunFor(reactor_, milliseconds(700));
-  reactor_.Cancel(t);
+  t.Reset();
   EXPECT_GT(worker->stats().replies_success, 20u);
   // Requests and answers flow every few ms, so no tick ever finds a whole
   // quiet interval -- unless this thread itself stalled for half an
@@ -407,14 +407,14 @@ TEST_P(ConsensusWorkerTest, StaysConnectedWhileBrokerHeartbeats) {
   const std::string id = AwaitReady();
   Clock::time_point last = Clock::now();
   Clock::duration longest_gap{0};
-  TimerId t = *reactor_.every(milliseconds(10), [&] {
+  Reactor::Timer t = *reactor_.Every(milliseconds(10), [&] {
     const Clock::time_point now = Clock::now();
     longest_gap = std::max(longest_gap, now - last);
     last = now;
     broker_.SendHeartbeat(id);
   });
   RunFor(reactor_, milliseconds(600));
-  reactor_.Cancel(t);
+  t.Reset();
   // Only meaningful when this thread kept up (see NoHeartbeatsWhileBusy).
   if (longest_gap < milliseconds(200)) {
     EXPECT_EQ(broker_.OfType(ccp::MessageType::kReady).size(), 1u);
