@@ -4,7 +4,9 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <string>
+#include <vector>
 
 #include "absl/strings/str_format.h"
 
@@ -112,6 +114,40 @@ void RemoveIpcSocketFile(std::string_view bound_endpoint) {
   const std::string path(bound_endpoint.substr(kIpc.size()));
   if (path.empty() || path.front() == '@') return;  // abstract: no file
   ::unlink(path.c_str());
+}
+
+absl::StatusOr<std::vector<std::string>> SplitEndpointList(
+    std::string_view list) {
+  std::vector<std::string> endpoints;
+  std::size_t start = 0;
+  while (true) {
+    const std::size_t comma = list.find(',', start);
+    std::string_view item = list.substr(start, comma == std::string_view::npos
+                                                   ? std::string_view::npos
+                                                   : comma - start);
+    while (!item.empty() && item.front() == ' ') item.remove_prefix(1);
+    while (!item.empty() && item.back() == ' ') item.remove_suffix(1);
+    if (item.empty()) {
+      return absl::InvalidArgumentError(
+          list.empty()
+              ? std::string("no broker endpoint given")
+              : absl::StrFormat("empty endpoint in list \"%s\"", list));
+    }
+    if (absl::Status s = CheckEndpoint(item); !s.ok()) return s;
+    if (std::find(endpoints.begin(), endpoints.end(), item) !=
+        endpoints.end()) {
+      return absl::InvalidArgumentError(absl::StrFormat(
+          "endpoint \"%s\" appears twice in \"%s\"", item, list));
+    }
+    if (endpoints.size() == kMaxEndpoints) {
+      return absl::InvalidArgumentError(
+          absl::StrFormat("more than %d endpoints in one list", kMaxEndpoints));
+    }
+    endpoints.emplace_back(item);
+    if (comma == std::string_view::npos) break;
+    start = comma + 1;
+  }
+  return endpoints;
 }
 
 }  // namespace zb

@@ -13,6 +13,7 @@
 namespace zb {
 namespace {
 
+using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 
 TEST(CheckEndpointTest, AcceptsPortsInRangeAndWildcards) {
@@ -43,6 +44,31 @@ TEST(CheckEndpointTest, RefusesPortsOutOfRangeAndMissingPorts) {
                         "out of range (0 to 65535"));
   EXPECT_THAT(std::string(CheckEndpoint("tcp://127.0.0.1").message()),
               HasSubstr("has no tcp port"));
+}
+
+TEST(SplitEndpointListTest, OneOrManyInOrder) {
+  auto one = SplitEndpointList("tcp://127.0.0.1:5555");
+  ASSERT_TRUE(one.ok()) << one.status();
+  EXPECT_THAT(*one, ElementsAre("tcp://127.0.0.1:5555"));
+  auto two = SplitEndpointList("tcp://127.0.0.1:5556, ipc:///tmp/b ");
+  ASSERT_TRUE(two.ok()) << two.status();
+  EXPECT_THAT(*two, ElementsAre("tcp://127.0.0.1:5556", "ipc:///tmp/b"));
+}
+
+TEST(SplitEndpointListTest, RefusesEmptyDuplicateBadAndTooMany) {
+  for (std::string_view bad :
+       {"", " ", "tcp://a:1,", ",tcp://a:1", "tcp://a:1,,tcp://b:2",
+        "tcp://a:1,tcp://a:1", "tcp://a:1,tcp://b:99999"}) {
+    auto r = SplitEndpointList(bad);
+    EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument) << bad;
+  }
+  std::string many;
+  for (std::size_t i = 0; i <= kMaxEndpoints; ++i) {
+    if (i) many += ",";
+    many += "tcp://127.0.0.1:" + std::to_string(1000 + i);
+  }
+  EXPECT_THAT(SplitEndpointList(many).status().message(),
+              HasSubstr("more than 64"));
 }
 
 TEST(NeedsIpv6Test, OnlyIpv6Literals) {

@@ -27,10 +27,13 @@
 #ifndef ZBROKERS_COMMON_ENDPOINT_H_
 #define ZBROKERS_COMMON_ENDPOINT_H_
 
+#include <string>
 #include <string_view>
+#include <vector>
 #include <zmq.hpp>
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 
 namespace zb {
 
@@ -40,6 +43,18 @@ namespace zb {
 // connect endpoint with a source ("tcp://SRC:PORT;DST:PORT") has both
 // checked.  Other transports pass (libzmq checks them when they are used).
 absl::Status CheckEndpoint(std::string_view endpoint);
+
+// The brokers named by an endpoint argument of a client or worker: one
+// endpoint ("tcp://a:5555") or a comma-separated list of them
+// ("tcp://a:5555,tcp://b:5555"), in the order given.  Spaces around each
+// item are ignored.  Clients and workers of both protocols, the C binding,
+// the Python package and the zb CLI all take a list this way (docs/ha.md
+// says what each does with more than one).  InvalidArgument for an empty
+// list, an empty item ("a,,b", a trailing comma), the same endpoint twice,
+// more than kMaxEndpoints items, or an item CheckEndpoint() refuses.
+inline constexpr std::size_t kMaxEndpoints = 64;
+absl::StatusOr<std::vector<std::string>> SplitEndpointList(
+    std::string_view list);
 
 // True for a tcp:// endpoint whose host (or source host) is an IPv6 literal.
 bool NeedsIpv6(std::string_view endpoint);
