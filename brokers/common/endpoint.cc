@@ -150,4 +150,13 @@ absl::StatusOr<std::vector<std::string>> SplitEndpointList(
   return endpoints;
 }
 
+absl::StatusOr<EndpointPolicy> ParseEndpointPolicy(std::string_view name) {
+  for (EndpointPolicy policy :
+       {EndpointPolicy::kFailover, EndpointPolicy::kSpread}) {
+    if (name == EndpointPolicyName(policy)) return policy;
+  }
+  return absl::InvalidArgumentError(absl::StrFormat(
+      "endpoint_policy \"%s\" is not \"failover\" or \"spread\"", name));
+}
+
 }  // namespace zb

@@ -71,6 +71,23 @@ TEST(SplitEndpointListTest, RefusesEmptyDuplicateBadAndTooMany) {
               HasSubstr("more than 64"));
 }
 
+TEST(EndpointPolicyTest, NamesRoundTripAndOthersRefused) {
+  for (EndpointPolicy p :
+       {EndpointPolicy::kFailover, EndpointPolicy::kSpread}) {
+    auto parsed = ParseEndpointPolicy(EndpointPolicyName(p));
+    ASSERT_TRUE(parsed.ok()) << parsed.status();
+    EXPECT_EQ(*parsed, p);
+  }
+  EXPECT_EQ(EndpointPolicyName(EndpointPolicy::kFailover), "failover");
+  EXPECT_EQ(EndpointPolicyName(EndpointPolicy::kSpread), "spread");
+  for (std::string_view bad : {"", "Failover", "spread ", "round-robin"}) {
+    auto r = ParseEndpointPolicy(bad);
+    EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument) << bad;
+  }
+  EXPECT_THAT(ParseEndpointPolicy("both").status().message(),
+              HasSubstr("\"both\""));
+}
+
 TEST(NeedsIpv6Test, OnlyIpv6Literals) {
   EXPECT_TRUE(NeedsIpv6("tcp://[::1]:5555"));
   EXPECT_TRUE(NeedsIpv6("tcp://[::]:*"));

@@ -56,6 +56,38 @@ inline constexpr std::size_t kMaxEndpoints = 64;
 absl::StatusOr<std::vector<std::string>> SplitEndpointList(
     std::string_view list);
 
+// What a client does with more than one broker in its endpoint list
+// (Options::endpoint_policy of the consensus and Majordomo clients; TOML
+// key endpoint_policy, flag --endpoint-policy, Python endpoint_policy=).
+// With a single endpoint both policies behave the same.
+enum class EndpointPolicy {
+  // One broker at a time, the first one first.  When the client's usual
+  // timeout/retry/reopen logic gives up on the current broker it reopens to
+  // the next one in the list (cyclically), counts a failover, and re-sends
+  // what is outstanding by its usual rules (the zguide's lazy pirate /
+  // Binary Star client).  The default.
+  kFailover,
+  // Requests spread across every broker of the list that is connected
+  // (round-robin), a dead broker skipped.
+  kSpread,
+};
+
+// "failover" or "spread": the one spelling of each policy in config, flags,
+// Python and logs.
+constexpr std::string_view EndpointPolicyName(EndpointPolicy policy) {
+  switch (policy) {
+    case EndpointPolicy::kFailover:
+      return "failover";
+    case EndpointPolicy::kSpread:
+      return "spread";
+  }
+  return "?";
+}
+
+// The policy named `name` ("failover" or "spread", exactly), or
+// InvalidArgument naming the word and the two accepted.
+absl::StatusOr<EndpointPolicy> ParseEndpointPolicy(std::string_view name);
+
 // True for a tcp:// endpoint whose host (or source host) is an IPv6 literal.
 bool NeedsIpv6(std::string_view endpoint);
 
