@@ -609,6 +609,207 @@ TEST_P(ConsensusWorkerTest, RejectsBadOptions) {
           .ok());
 }
 
+// --- One worker, many brokers (issue 14) ------------------------------------
+
+// Two fake brokers on one reactor; the worker is given both as a list.
+class ConsensusWorkerManyBrokersTest : public ::testing::Test {
+ protected:
+  ConsensusWorkerManyBrokersTest()
+      : a_(ctx_, reactor_, "tcp://127.0.0.1:*"),
+        b_(ctx_, reactor_, "tcp://127.0.0.1:*") {}
+
+  std::string List() const { return a_.endpoint() + "," + b_.endpoint(); }
+
+  // Waits for `broker`'s READY number `n` (1 = the first) and returns the
+  // identity it came from.
+  std::string AwaitReady(FakeBroker& broker, std::size_t n = 1) {
+    EXPECT_TRUE(RunUntil(reactor_, [&] {
+      return broker.OfType(ccp::MessageType::kReady).size() >= n;
+    }));
+    auto ready = broker.OfType(ccp::MessageType::kReady);
+    return ready.size() < n ? "" : ready[n - 1].identity;
+  }
+
+  zmq::context_t ctx_;
+  Reactor reactor_;
+  FakeBroker a_;
+  FakeBroker b_;
+};
+
+TEST_F(ConsensusWorkerManyBrokersTest, EveryBrokerGetsReadyAndHeartbeats) {
+  std::unique_ptr<ConsensusWorker> worker = test::Must(ConsensusWorker::Create(
+      reactor_, ctx_, List(), "echo", Echo(),
+      {.heartbeat_interval = milliseconds(40), .heartbeat_liveness = 50}));
+  EXPECT_EQ(worker->stats().brokers, 2u);
+  EXPECT_EQ(worker->stats().brokers_connected, 0u);  // nobody answered yet
+  const std::string ida = AwaitReady(a_);
+  const std::string idb = AwaitReady(b_);
+  ASSERT_TRUE(RunUntil(reactor_, [&] {
+    return a_.OfType(ccp::MessageType::kHeartbeat).size() >= 2 &&
+           b_.OfType(ccp::MessageType::kHeartbeat).size() >= 2;
+  }));
+  for (FakeBroker* broker : {&a_, &b_}) {
+    auto ready = broker->OfType(ccp::MessageType::kReady);
+    ASSERT_EQ(ready.size(), 1u);
+    EXPECT_EQ(ready[0].header.heartbeat_interval_ms, 40u);
+    EXPECT_EQ(ready[0].header.heartbeat_retries, 50);
+  }
+  // A heartbeat from a broker is what counts it as connected.
+  a_.SendHeartbeat(ida);
+  ASSERT_TRUE(RunUntil(reactor_,
+                       [&] { return worker->stats().brokers_connected == 1; }));
+  b_.SendHeartbeat(idb);
+  ASSERT_TRUE(RunUntil(reactor_,
+                       [&] { return worker->stats().brokers_connected == 2; }));
+  worker.reset();
+  // Shutdown says goodbye to both.
+  ASSERT_TRUE(RunUntil(reactor_, [&] {
+    return !a_.OfType(ccp::MessageType::kDisconnect).empty() &&
+           !b_.OfType(ccp::MessageType::kDisconnect).empty();
+  }));
+}
+
+// Both brokers send requests with the SAME sequence ids; the answers are
+// given out of order, some later from other threads, and each must reach
+// the broker its request came from.
+TEST_F(ConsensusWorkerManyBrokersTest, EachAnswerGoesToItsOwnBroker) {
+  std::vector<ConsensusWorker::Responder> held;
+  std::vector<std::string> held_payload;
+  std::unique_ptr<ConsensusWorker> worker = test::Must(ConsensusWorker::Create(
+      reactor_, ctx_, List(), "svc",
+      [&](std::span<zmq::message_t> payload, ConsensusWorker::Responder r) {
+        const std::string p(View(payload[0]));
+        if (p.ends_with("now")) {
+          r.Succeed(payload);  // answered inside the handler
+          return;
+        }
+        held.push_back(std::move(r));
+        held_payload.push_back(p);
+      }));
+  const std::string ida = AwaitReady(a_);
+  const std::string idb = AwaitReady(b_);
+  for (int i = 0; i < 20; ++i) {
+    const ccp::SequenceId seq{static_cast<std::uint64_t>(i), 1};
+    const std::string kind = i % 2 == 0 ? "now" : "later";
+    a_.SendRequest(ida, "svc", seq, {"a-" + kind});
+    b_.SendRequest(idb, "svc", seq, {"b-" + kind});
+  }
+  ASSERT_TRUE(RunUntil(reactor_, [&] { return held.size() == 20; }));
+  // Half the held ones from the reactor thread in reverse order, half from
+  // other threads.
+  std::vector<std::thread> threads;
+  for (std::size_t i = held.size(); i-- > 0;) {
+    Frames answer = MakeFrames({held_payload[i]});
+    if (i % 2 == 0) {
+      held[i].Succeed(std::move(answer));
+    } else {
+      threads.emplace_back(
+          [r = std::move(held[i]), answer = std::move(answer)]() mutable {
+            r.Succeed(std::move(answer));
+          });
+    }
+  }
+  for (std::thread& t : threads) t.join();
+  ASSERT_TRUE(RunUntil(reactor_, [&] {
+    return a_.OfType(ccp::MessageType::kReplySuccess).size() == 20 &&
+           b_.OfType(ccp::MessageType::kReplySuccess).size() == 20;
+  }));
+  for (auto [broker, prefix] : {std::pair{&a_, "a-"}, std::pair{&b_, "b-"}}) {
+    std::set<std::uint64_t> sequences;
+    for (const Received& r : broker->OfType(ccp::MessageType::kReplySuccess)) {
+      ASSERT_EQ(r.payload().size(), 1u);
+      EXPECT_TRUE(r.payload()[0].starts_with(prefix)) << r.payload()[0];
+      EXPECT_EQ(r.payload()[0].ends_with("now"),
+                r.header.sequence.sequence % 2 == 0);
+      sequences.insert(r.header.sequence.sequence);
+    }
+    EXPECT_EQ(sequences.size(), 20u);  // each request answered once
+  }
+  EXPECT_EQ(worker->stats().requests, 40u);
+  EXPECT_EQ(worker->stats().replies_success, 40u);
+  EXPECT_EQ(worker->stats().dropped_answers, 0u);
+}
+
+// A DISCONNECT from one broker re-registers that session only; an answer
+// held for the old registration is dropped, the other broker's is sent.
+TEST_F(ConsensusWorkerManyBrokersTest, DisconnectFromOneLeavesTheOtherAlone) {
+  std::vector<ConsensusWorker::Responder> held;
+  std::unique_ptr<ConsensusWorker> worker = test::Must(ConsensusWorker::Create(
+      reactor_, ctx_, List(), "svc",
+      [&](std::span<zmq::message_t>, ConsensusWorker::Responder r) {
+        held.push_back(std::move(r));
+      }));
+  const std::string ida = AwaitReady(a_);
+  const std::string idb = AwaitReady(b_);
+  a_.SendRequest(ida, "svc", {1, 1}, {"a"});
+  ASSERT_TRUE(RunUntil(reactor_, [&] { return held.size() == 1; }));
+  b_.SendRequest(idb, "svc", {1, 1}, {"b"});
+  ASSERT_TRUE(RunUntil(reactor_, [&] { return held.size() == 2; }));
+  ASSERT_EQ(worker->stats().brokers_connected, 2u);
+  a_.SendDisconnect(ida, "svc");
+  const std::string ida2 = AwaitReady(a_, 2);
+  EXPECT_NE(ida2, ida);
+  EXPECT_EQ(worker->stats().reconnects, 1u);
+  EXPECT_EQ(worker->stats().brokers_connected, 1u);
+  held[0].Succeed(MakeFrames({"late-a"}));
+  held[1].Succeed(MakeFrames({"b-ok"}));
+  ASSERT_TRUE(RunUntil(reactor_, [&] {
+    return !b_.OfType(ccp::MessageType::kReplySuccess).empty();
+  }));
+  RunFor(reactor_, milliseconds(30));
+  EXPECT_TRUE(a_.OfType(ccp::MessageType::kReplySuccess).empty());
+  EXPECT_EQ(b_.OfType(ccp::MessageType::kReplySuccess)[0].identity, idb);
+  EXPECT_EQ(worker->stats().dropped_answers, 1u);
+  // b never saw a second READY, and a's new registration serves.
+  EXPECT_EQ(b_.OfType(ccp::MessageType::kReady).size(), 1u);
+  a_.SendRequest(ida2, "svc", {2, 1}, {"a2"});
+  ASSERT_TRUE(RunUntil(reactor_, [&] { return held.size() == 3; }));
+  held[2].Succeed(MakeFrames({"a2-ok"}));
+  ASSERT_TRUE(RunUntil(reactor_, [&] {
+    return !a_.OfType(ccp::MessageType::kReplySuccess).empty();
+  }));
+  EXPECT_EQ(a_.OfType(ccp::MessageType::kReplySuccess)[0].identity, ida2);
+}
+
+// A broker that goes silent is re-registered with (new socket, READY); the
+// other session keeps heartbeating and is never reconnected.
+TEST_F(ConsensusWorkerManyBrokersTest, SilentBrokerDoesNotDisturbTheOther) {
+  std::unique_ptr<ConsensusWorker> worker = test::Must(ConsensusWorker::Create(
+      reactor_, ctx_, List(), "svc", Echo(),
+      {.heartbeat_interval = milliseconds(20), .heartbeat_liveness = 3}));
+  AwaitReady(a_);
+  const std::string idb = AwaitReady(b_);
+  // b heartbeats on every message it gets from the worker; a says nothing.
+  b_.on_receive = [&](const Received& r) {
+    if (r.header.type == ccp::MessageType::kHeartbeat) b_.SendHeartbeat(idb);
+  };
+  b_.SendHeartbeat(idb);
+  AwaitReady(a_, 3);  // a was given up on, twice
+  EXPECT_EQ(b_.OfType(ccp::MessageType::kReady).size(), 1u);
+  EXPECT_GE(worker->stats().reconnects, 2u);
+  EXPECT_EQ(worker->stats().brokers_connected, 1u);
+  b_.SendRequest(idb, "svc", {5, 5}, {"still"});
+  ASSERT_TRUE(RunUntil(reactor_, [&] {
+    return !b_.OfType(ccp::MessageType::kReplySuccess).empty();
+  }));
+  EXPECT_THAT(b_.OfType(ccp::MessageType::kReplySuccess)[0].payload(),
+              ElementsAre("still"));
+}
+
+TEST_F(ConsensusWorkerManyBrokersTest, BadListsAreRefused) {
+  for (const std::string& list : {std::string(""), a_.endpoint() + ",",
+                                  a_.endpoint() + ",," + b_.endpoint(),
+                                  a_.endpoint() + "," + a_.endpoint(),
+                                  a_.endpoint() + ",tcp://127.0.0.1:99999"}) {
+    absl::StatusOr<std::unique_ptr<ConsensusWorker>> w =
+        ConsensusWorker::Create(reactor_, ctx_, list, "svc", Echo());
+    EXPECT_EQ(w.status().code(), absl::StatusCode::kInvalidArgument) << list;
+  }
+  RunFor(reactor_, milliseconds(30));
+  // Nothing was half-started.
+  EXPECT_TRUE(a_.OfType(ccp::MessageType::kReady).empty());
+}
+
 INSTANTIATE_TEST_SUITE_P(Transports, ConsensusWorkerTest,
                          ::testing::Values("inproc://consensus-worker-test",
                                            "tcp://127.0.0.1:*"),

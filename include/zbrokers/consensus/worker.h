@@ -31,9 +31,9 @@
 // both workers for an unanswered request, docs/reliability.md "Unanswered
 // requests".
 //
-// Heartbeats and reconnects.  The worker runs one periodic timer per worker
-// at half the heartbeat interval (never a timer per message; sending only
-// sets a flag), on multiples of that period on the steady clock, so that
+// Heartbeats and reconnects.  The worker runs one periodic timer per broker
+// session at half the heartbeat interval (never a timer per message; sending
+// only sets a flag), on multiples of that period on the steady clock, so that
 // the workers sharing a reactor tick together.  It sends HEARTBEAT when it has
 // sent nothing else for one interval, so the broker hears from it at least
 // every 1.5 intervals.  When it has heard nothing from the broker (no request,
@@ -44,9 +44,23 @@
 // received before a reconnect are dropped (the broker that sent them forgot
 // them).
 //
-// Shutdown.  Shutdown() (also run by the destructor) sends DISCONNECT and
-// closes the socket with ZMQ_LINGER = Options::linger, so the DISCONNECT
-// gets out while the zmq::context_t lives.  Afterwards answers are dropped.
+// Many brokers.  `endpoint` may name several brokers, comma-separated
+// ("tcp://a:5556,tcp://b:5556", parsed by zb::SplitEndpointList): the worker
+// then registers with every one of them at once, one *session* per broker,
+// each with its own socket, READY, heartbeats, liveness check, refusal
+// backoff and reconnects, all handing requests to the one handler.  A
+// session that loses its broker reconnects on its own; the others go on
+// serving.  An answer goes back through the session its request came on,
+// never to another broker, and is dropped (counted in dropped_answers) when
+// that session has reconnected since.  This serves a fail-over pair (the
+// backup already has the worker when it takes over) as well as many brokers
+// sharing a pool of workers (docs/consensus.md "One worker, many brokers").
+// With one endpoint the worker is exactly the single-broker worker.
+//
+// Shutdown.  Shutdown() (also run by the destructor) sends DISCONNECT to
+// every broker and closes the sockets with ZMQ_LINGER = Options::linger, so
+// the DISCONNECTs get out while the zmq::context_t lives.  Afterwards
+// answers are dropped.
 //
 // Ownership and threads.  The worker belongs to the reactor's thread: create
 // it, call its methods and destroy it there (with zb::ReactorThread, inside
@@ -66,6 +80,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <vector>
 #include <zmq.hpp>
 
 #include "absl/functional/any_invocable.h"
@@ -138,6 +153,12 @@ class ConsensusWorker {
     std::uint64_t reconnects = 0;  // new sockets after the first
     std::uint64_t malformed = 0;   // messages from the broker rejected
     std::uint64_t refusals = 0;    // READYs answered with DISCONNECT
+    // Every counter above sums all sessions.  These two are the sessions:
+    // `brokers` is the number of endpoints, `brokers_connected` how many of
+    // them have answered the session's latest READY with something other
+    // than DISCONNECT (a heartbeat or a request) and not been lost since.
+    std::uint64_t brokers = 0;
+    std::uint64_t brokers_connected = 0;
   };
 
   // Answers one request.  Move-only.  The first Succeed()/Fail() answers;
@@ -176,12 +197,14 @@ class ConsensusWorker {
    private:
     friend class ConsensusWorker;
     Responder(std::shared_ptr<ReplyChannel<ConsensusWorker>> channel,
-              ccp::SequenceId sequence, std::uint64_t connection);
+              ccp::SequenceId sequence, std::uint32_t session,
+              std::uint64_t connection);
     void Answer(ccp::MessageType type, std::span<zmq::message_t> payload);
 
     std::shared_ptr<ReplyChannel<ConsensusWorker>> channel_;
     ccp::SequenceId sequence_;
-    std::uint64_t connection_ = 0;
+    std::uint32_t session_ = 0;     // which broker the request came from
+    std::uint64_t connection_ = 0;  // which of that session's sockets
   };
 
   // Called on the reactor thread for every REQUEST.  `payload` is valid only
@@ -191,10 +214,11 @@ class ConsensusWorker {
   using Handler =
       absl::AnyInvocable<void(std::span<zmq::message_t> payload, Responder)>;
 
-  // Connects to `endpoint` and sends READY for `service`.  InvalidArgument
-  // for a service name that is not 1..255 bytes, a missing handler, or
-  // options out of range; the socket's error (OpenDealer) for an endpoint
-  // libzmq refuses.
+  // Connects to every broker of `endpoint` (one endpoint or a
+  // comma-separated list, see "Many brokers") and sends each READY for
+  // `service`.  InvalidArgument for a service name that is not 1..255 bytes,
+  // a missing handler, options out of range or a list SplitEndpointList()
+  // refuses; the socket's error (OpenDealer) for an endpoint libzmq refuses.
   static absl::StatusOr<std::unique_ptr<ConsensusWorker>> Create(
       Reactor& reactor, zmq::context_t& context, std::string endpoint,
       std::string service, Handler handler, Options options = {});
@@ -205,77 +229,57 @@ class ConsensusWorker {
   ConsensusWorker(const ConsensusWorker&) = delete;
   ConsensusWorker& operator=(const ConsensusWorker&) = delete;
 
-  // Sends DISCONNECT, closes the socket and stops heartbeating.  Idempotent.
+  // Sends DISCONNECT to every broker, closes the sockets and stops
+  // heartbeating.  Idempotent.
   void Shutdown();
 
   const Stats& stats() const { return stats_; }
   const std::string& service() const { return service_; }
   const Options& options() const { return options_; }
-  // True between Create() and Shutdown() when the socket is open.
-  bool running() const { return socket_.has_value(); }
+  // True between Create() and Shutdown() while a session's socket is open.
+  bool running() const;
 
  private:
-  // Only stores its arguments; Create() opens the socket.
-  ConsensusWorker(Reactor& reactor, zmq::context_t& context,
-                  std::string endpoint, std::string service, Handler handler,
-                  Options options);
+  // One broker of the endpoint list: its socket, registration, heartbeats
+  // and reconnects (worker.cc).  The worker owns one per endpoint, for its
+  // whole life, so a session's index in sessions_ names it in Responders.
+  class Session;
 
-  absl::Status OpenSocket();
-  void CloseSocket(std::chrono::milliseconds linger);
-  void Reconnect();
-  void OnMessage(std::span<zmq::message_t> frames);
-  void OnTick();
-  // Schedules the next OnTick() at `deadline`, a point of the tick grid.
-  void ArmTick(Clock::time_point deadline);
+  // Only stores its arguments; Create() opens the sessions.
+  ConsensusWorker(Reactor& reactor, zmq::context_t& context,
+                  std::string service, Handler handler, Options options);
+
   // The first multiple of `period` on the steady clock after `after`.
   static Clock::time_point NextTick(Clock::time_point after,
                                     Clock::duration period);
-  // Sends head + payload (moved) as one message; false when refused.
-  bool Send(std::span<zmq::message_t> head, std::span<zmq::message_t> payload);
-  // Send(out_, payload), then clears out_ for the next message.
-  bool SendOut(std::span<zmq::message_t> payload);
-  void SendHeartbeat();
-  void SendReady();
-  // Sends an answer unless it belongs to an earlier connection.  (Reached by
-  // Responder, a nested class, through the reply channel.)
+  // Sends an answer through session `session` unless it belongs to an
+  // earlier connection of it.  (Reached by Responder, a nested class,
+  // through the reply channel.)
   void SendAnswer(ccp::MessageType type, const ccp::SequenceId& sequence,
-                  std::uint64_t connection, std::span<zmq::message_t> payload,
-                  bool unanswered);
+                  std::uint32_t session, std::uint64_t connection,
+                  std::span<zmq::message_t> payload, bool unanswered);
 
   Reactor& reactor_;
   zmq::context_t& context_;
-  const std::string endpoint_;
   const std::string service_;
   Handler handler_;
   const Options options_;
   // Carries answers from Responders on any thread; closed by the
   // destructor, before anything else goes.
   ReplyChannel<ConsensusWorker>::Binding channel_;
-
-  std::optional<zmq::socket_t> socket_;
-  // The socket's registration; declared after it, so it goes first.
-  Reactor::SocketWatch socket_watch_;
-  // Counts sockets; a Responder remembers the one its request came on.
-  std::uint64_t connection_ = 0;
-  Reactor::Timer tick_timer_;
+  // Every session ticks at this period, on the same grid.
   Clock::duration tick_period_{};
-  Clock::time_point tick_deadline_;  // of the armed tick
-  bool sent_since_tick_ = false;
-  int quiet_ticks_ = 0;  // ticks in a row with nothing sent
-  bool heard_since_tick_ = false;
-  // Since the last READY: whether the broker sent anything but DISCONNECT
-  // (then a DISCONNECT is not a refusal of that READY).
-  bool heard_since_ready_ = false;
-  Clock::duration next_refusal_backoff_{};
-  Reactor::Timer ready_timer_;  // READY again after a refusal
-  Clock::time_point last_heard_;
   Frames out_;  // header frames of the message being sent; reused
   // While the handler runs: the request's received [""][tag][type][service]
-  // [sequence] frames, so that an answer given during the call reuses them
-  // instead of building new ones (the raw-libzmq way).  Empty otherwise.
+  // [sequence] frames and the session they came on, so that an answer given
+  // during the call reuses them instead of building new ones (the
+  // raw-libzmq way).  Empty (and null) otherwise.
   std::span<zmq::message_t> current_envelope_;
+  const Session* current_session_ = nullptr;
   ccp::SequenceId current_sequence_;
   Stats stats_;
+  // Declared last: a session uses everything above, so it goes first.
+  std::vector<std::unique_ptr<Session>> sessions_;
 };
 
 }  // namespace zb
