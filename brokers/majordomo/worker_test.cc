@@ -20,6 +20,7 @@
 #include "gtest/gtest.h"
 #include "test/testing/must.h"
 #include "test/testing/raw_router.h"
+#include "test/testing/wait.h"
 #include "zbrokers/reactor/reactor_thread.h"
 
 namespace zb {
@@ -52,6 +53,7 @@ class MdpWorkerTest : public ::testing::Test {
     });
   }
 
+ public:  // also used by MdpWorkerManyBrokersTest
   static MdpWorker::Options Fast() {
     MdpWorker::Options o;
     o.heartbeat_interval = 30ms;
@@ -88,6 +90,7 @@ class MdpWorkerTest : public ::testing::Test {
     return [](Frames b, MdpWorker::Replier r) { r.Reply(std::move(b)); };
   }
 
+ protected:
   zmq::context_t ctx_;
   test::RawRouter router_;
   std::string endpoint_;
@@ -420,6 +423,201 @@ TEST_F(MdpWorkerTest, RequestOverMaxMessageSizeNeverReachesTheHandler) {
   ASSERT_EQ(reply.size(), 7u);
   EXPECT_EQ(reply[3], kReply);
   EXPECT_EQ(handled.load(), 1);
+}
+
+// --- One worker, many brokers (issue 14) ------------------------------------
+
+// Two raw ROUTERs polled by the test thread play two brokers; the worker,
+// on its own reactor thread, is given both as a list.
+class MdpWorkerManyBrokersTest : public ::testing::Test {
+ protected:
+  MdpWorkerManyBrokersTest() : a_(ctx_), b_(ctx_) {}
+  ~MdpWorkerManyBrokersTest() override {
+    thread_.Invoke([&](Reactor&) { worker_.reset(); });
+  }
+
+  void StartWorker(MdpWorker::Handler handler) {
+    thread_.Invoke([&](Reactor& r) {
+      worker_ = test::Must(
+          MdpWorker::Create(r, ctx_, a_.endpoint() + "," + b_.endpoint(), "svc",
+                            std::move(handler), TestOptions()));
+    });
+  }
+
+  // Fast heartbeats, but a liveness (3 s) no step of these tests reaches,
+  // so that the silent fake brokers do not make a session start over.
+  static MdpWorker::Options TestOptions() {
+    MdpWorker::Options o = MdpWorkerTest::Fast();
+    o.heartbeat_liveness = 100;
+    return o;
+  }
+
+  // The next message `router` got that is not a HEARTBEAT (empty if none
+  // within 5 s).
+  std::vector<std::string> Recv(test::RawRouter& router) {
+    const auto deadline = std::chrono::steady_clock::now() + 5000ms;
+    for (;;) {
+      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+          deadline - std::chrono::steady_clock::now());
+      if (left.count() <= 0) return {};
+      std::vector<std::string> m = router.Recv(left);
+      if (m.size() == 4 && m[3] == kHeartbeat) continue;
+      return m;
+    }
+  }
+
+  MdpWorker::Stats Stats() {
+    return thread_.Invoke([&](Reactor&) { return worker_->stats(); });
+  }
+
+  zmq::context_t ctx_;
+  test::RawRouter a_;
+  test::RawRouter b_;
+  ReactorThread thread_;
+  std::unique_ptr<MdpWorker> worker_;
+};
+
+TEST_F(MdpWorkerManyBrokersTest, EveryBrokerGetsReadyAndHeartbeats) {
+  StartWorker(MdpWorkerTest::Echo());
+  EXPECT_EQ(Stats().brokers, 2u);
+  for (test::RawRouter* r : {&a_, &b_}) {
+    auto ready = Recv(*r);
+    ASSERT_EQ(ready.size(), 5u);
+    EXPECT_THAT(std::vector<std::string>(ready.begin() + 1, ready.end()),
+                ElementsAre("", "MDPW01", kReady, "svc"));
+    // Then heartbeats, and nothing else.
+    for (int i = 0; i < 2; ++i) {
+      EXPECT_THAT(r->Recv(), ElementsAre(ready[0], "", "MDPW01", kHeartbeat));
+    }
+  }
+  // Not connected until a broker says something.
+  EXPECT_EQ(Stats().brokers_connected, 0u);
+  thread_.Invoke([&](Reactor&) { worker_.reset(); });
+  // Shutdown says goodbye to both.
+  EXPECT_THAT(Recv(a_), ElementsAre(::testing::_, "", "MDPW01", kDisconnect));
+  EXPECT_THAT(Recv(b_), ElementsAre(::testing::_, "", "MDPW01", kDisconnect));
+}
+
+// RFC 7's one request at a time is per broker: with two brokers the handler
+// holds one of each at once, and each reply, made in the other order and
+// from another thread, reaches the broker its request came from.
+TEST_F(MdpWorkerManyBrokersTest, EachReplyGoesToItsOwnBroker) {
+  std::mutex mu;
+  std::vector<MdpWorker::Replier> held;
+  std::vector<std::string> bodies;
+  StartWorker([&](Frames body, MdpWorker::Replier r) {
+    std::lock_guard<std::mutex> lock(mu);
+    bodies.emplace_back(View(body[0]));
+    held.push_back(std::move(r));
+  });
+  const std::string ida = Recv(a_)[0];
+  const std::string idb = Recv(b_)[0];
+  a_.Send({ida, "", "MDPW01", kRequest, "client", "", "from-a"});
+  b_.Send({idb, "", "MDPW01", kRequest, "client", "", "from-b"});
+  ASSERT_TRUE(test::WaitFor([&] {
+    std::lock_guard<std::mutex> lock(mu);
+    return held.size() == 2;
+  }));
+  EXPECT_EQ(Stats().brokers_connected, 2u);
+  std::thread other([&] {
+    std::lock_guard<std::mutex> lock(mu);
+    for (std::size_t i = held.size(); i-- > 0;) {
+      EXPECT_TRUE(held[i].Reply(MakeFrames({"re:" + bodies[i]})));
+    }
+  });
+  other.join();
+  EXPECT_THAT(Recv(a_), ElementsAre(ida, "", "MDPW01", kReply, "client", "",
+                                    "re:from-a"));
+  EXPECT_THAT(Recv(b_), ElementsAre(idb, "", "MDPW01", kReply, "client", "",
+                                    "re:from-b"));
+  auto s = Stats();
+  EXPECT_EQ(s.requests, 2u);
+  EXPECT_EQ(s.replies, 2u);
+  EXPECT_EQ(s.dropped_replies, 0u);
+}
+
+// One broker's DISCONNECT re-registers that session only; a reply held for
+// its old connection is dropped, the other broker's reply still goes out.
+TEST_F(MdpWorkerManyBrokersTest, DisconnectFromOneLeavesTheOtherAlone) {
+  std::vector<MdpWorker::Replier> held;  // reactor thread only
+  StartWorker(
+      [&](Frames, MdpWorker::Replier r) { held.push_back(std::move(r)); });
+  const std::string ida = Recv(a_)[0];
+  const std::string idb = Recv(b_)[0];
+  a_.Send({ida, "", "MDPW01", kRequest, "ca", "", "x"});
+  ASSERT_TRUE(test::WaitFor([&] {
+    return thread_.Invoke([&](Reactor&) { return held.size() == 1; });
+  }));
+  b_.Send({idb, "", "MDPW01", kRequest, "cb", "", "y"});
+  ASSERT_TRUE(test::WaitFor([&] {
+    return thread_.Invoke([&](Reactor&) { return held.size() == 2; });
+  }));
+  a_.Send({ida, "", "MDPW01", kDisconnect});
+  auto ready = Recv(a_);
+  ASSERT_EQ(ready.size(), 5u);
+  EXPECT_EQ(ready[3], kReady);
+  EXPECT_NE(ready[0], ida);
+  thread_.Invoke([&](Reactor&) {
+    held[0].Reply(MakeFrames({"stale"}));
+    held[1].Reply(MakeFrames({"fresh"}));
+  });
+  EXPECT_THAT(Recv(b_),
+              ElementsAre(idb, "", "MDPW01", kReply, "cb", "", "fresh"));
+  auto s = Stats();
+  EXPECT_EQ(s.dropped_replies, 1u);
+  EXPECT_EQ(s.disconnects_received, 1u);
+  EXPECT_EQ(s.reconnects, 1u);
+  EXPECT_EQ(s.replies, 1u);
+  // a's new connection serves; b never re-registered.
+  a_.Send({ready[0], "", "MDPW01", kRequest, "ca", "", "z"});
+  ASSERT_TRUE(test::WaitFor([&] {
+    return thread_.Invoke([&](Reactor&) { return held.size() == 3; });
+  }));
+  thread_.Invoke([&](Reactor&) { held[2].Reply(MakeFrames({"again"})); });
+  EXPECT_THAT(Recv(a_),
+              ElementsAre(ready[0], "", "MDPW01", kReply, "ca", "", "again"));
+  EXPECT_EQ(Stats().requests, 3u);
+  EXPECT_EQ(Stats().reconnects, 1u);
+}
+
+// A Replier dropped unanswered gives back only its own broker's requests:
+// DISCONNECT and a new READY there, nothing at the other broker.
+TEST_F(MdpWorkerManyBrokersTest, AbandonedRequestReconnectsOnlyItsSession) {
+  std::vector<MdpWorker::Replier> held;  // reactor thread only
+  StartWorker([&](Frames body, MdpWorker::Replier r) {
+    if (View(body[0]) == "keep") held.push_back(std::move(r));
+  });
+  const std::string ida = Recv(a_)[0];
+  const std::string idb = Recv(b_)[0];
+  b_.Send({idb, "", "MDPW01", kRequest, "cb", "", "keep"});
+  ASSERT_TRUE(test::WaitFor([&] {
+    return thread_.Invoke([&](Reactor&) { return held.size() == 1; });
+  }));
+  a_.Send({ida, "", "MDPW01", kRequest, "ca", "", "drop"});
+  EXPECT_THAT(Recv(a_), ElementsAre(ida, "", "MDPW01", kDisconnect));
+  auto ready = Recv(a_);
+  ASSERT_EQ(ready.size(), 5u);
+  EXPECT_EQ(ready[3], kReady);
+  thread_.Invoke([&](Reactor&) { held[0].Reply(MakeFrames({"kept"})); });
+  EXPECT_THAT(Recv(b_),
+              ElementsAre(idb, "", "MDPW01", kReply, "cb", "", "kept"));
+  EXPECT_EQ(Stats().abandoned, 1u);
+}
+
+TEST(MdpWorkerManyBrokersStartTest, BadListsAreRefused) {
+  zmq::context_t ctx;
+  ReactorThread thread;
+  thread.Invoke([&](Reactor& r) {
+    for (const char* list :
+         {"", "tcp://127.0.0.1:5555,", "tcp://127.0.0.1:5555,,tcp://b:1",
+          "tcp://127.0.0.1:5555,tcp://127.0.0.1:5555",
+          "tcp://127.0.0.1:5555,tcp://127.0.0.1:99999"}) {
+      absl::StatusOr<std::unique_ptr<MdpWorker>> w = MdpWorker::Create(
+          r, ctx, list, "svc",
+          [](Frames b, MdpWorker::Replier p) { p.Reply(std::move(b)); });
+      EXPECT_EQ(w.status().code(), absl::StatusCode::kInvalidArgument) << list;
+    }
+  });
 }
 
 TEST(MdpWorkerStartTest, RejectsReservedAndEmptyServices) {

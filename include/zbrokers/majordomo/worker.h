@@ -36,12 +36,31 @@
 // reconnected, stopped or was destroyed is dropped (the broker has already
 // given the request to another worker), and counted.
 //
+// Many brokers.  `endpoint` may name several brokers, comma-separated
+// ("tcp://a:5555,tcp://b:5555", parsed by zb::SplitEndpointList): the worker
+// then registers with every one of them at once, one *session* per broker,
+// each with its own socket, READY, heartbeats, liveness check and
+// reconnects (after reconnect_delay), all handing requests to the one
+// handler.  A session that loses its broker (silence, DISCONNECT, an
+// abandoned request) reconnects on its own; the others are not disturbed.
+// A reply goes back through the session its request came on, never to
+// another broker, and is dropped and counted when that session has
+// reconnected since.  RFC 7's one request at a time holds per broker
+// connection: with N brokers the handler may hold up to N requests at once,
+// one from each (times worker prefetch), so a handler that must not run
+// two at a time has to queue them itself.  This serves a fail-over pair
+// (the backup already has the worker when it takes over) as well as many
+// brokers sharing a pool of workers (docs/majordomo.md "One worker, many
+// brokers").  With one endpoint the worker is exactly the single-broker
+// worker.
+//
 // An unanswered request is given back.  A Replier answers exactly one
 // request.  One destroyed without a reply (the handler dropped it, or threw:
 // its by-value Replier is destroyed while the exception unwinds, and the
 // reactor reports the exception) makes the worker tell the broker: it sends
-// DISCONNECT and, after reconnect_delay, connects again with a new socket
-// and READY (Stats::abandoned).  The broker then redispatches every request
+// DISCONNECT (to the broker the request came from) and, after
+// reconnect_delay, connects again with a new socket and READY
+// (Stats::abandoned).  The broker then redispatches every request
 // this worker held (or drops one that failed max_redispatch times, so a
 // request that breaks every handler cannot take the whole pool down), and
 // replies made later for requests of the old connection are dropped.  MDP
@@ -111,6 +130,12 @@ class MdpWorker {
     std::uint64_t malformed = 0;  // messages from the broker dropped
     std::uint64_t abandoned = 0;  // Repliers dropped unanswered (each made
                                   // the worker give its requests back)
+    // Every counter above sums all sessions.  These two are the sessions:
+    // `brokers` is the number of endpoints, `brokers_connected` how many of
+    // them have sent the session anything (a heartbeat or a request) since
+    // its latest READY and not been lost since.
+    std::uint64_t brokers = 0;
+    std::uint64_t brokers_connected = 0;
   };
 
   class Core;  // what outstanding Repliers reach through the reply channel
@@ -139,15 +164,18 @@ class MdpWorker {
     void Abandon();
 
     std::shared_ptr<ReplyChannel<Core>> channel_;  // null once used
-    zmq::message_t address_;   // the client's address, echoed in REPLY
-    std::uint64_t epoch_ = 0;  // which connection the request came on
-    std::uint64_t seq_ = 0;    // which request of that connection
+    zmq::message_t address_;     // the client's address, echoed in REPLY
+    std::uint32_t session_ = 0;  // which broker the request came from
+    std::uint64_t epoch_ = 0;    // which connection of it
+    std::uint64_t seq_ = 0;      // which request of that connection
   };
 
   using Handler = absl::AnyInvocable<void(Frames body, Replier replier)>;
 
-  // Connects to `endpoint` and sends READY for `service`.  InvalidArgument
-  // for an empty or "mmi.*" service name, a missing handler, or an endpoint
+  // Connects to every broker of `endpoint` (one endpoint or a
+  // comma-separated list, see "Many brokers") and sends each READY for
+  // `service`.  InvalidArgument for an empty or "mmi.*" service name, a
+  // missing handler, a list SplitEndpointList() refuses, or an endpoint
   // libzmq refuses.
   static absl::StatusOr<std::unique_ptr<MdpWorker>> Create(
       Reactor& reactor, zmq::context_t& context, std::string endpoint,
@@ -158,8 +186,8 @@ class MdpWorker {
   MdpWorker(const MdpWorker&) = delete;
   MdpWorker& operator=(const MdpWorker&) = delete;
 
-  // Sends DISCONNECT and closes the socket; no reconnection after this.
-  // Idempotent.
+  // Sends DISCONNECT to every broker and closes the sockets; no
+  // reconnection after this.  Idempotent.
   void Shutdown();
 
   Stats stats() const;
