@@ -533,7 +533,15 @@ typedef void (*zb_consensus_handler_fn)(void* user, zb_responder_t* responder,
  * (<= 0: 1 s), and reconnects after `heartbeat_liveness` (<= 0: 3) silent
  * intervals.  handler(user, ...) gets every request on the reactor thread;
  * free_user(user) is called when the worker is destroyed.  A bad endpoint
- * fails here (ZB_ERR_ZMQ). */
+ * fails here (ZB_ERR_ZMQ).
+ *
+ * `endpoint` may be a comma-separated list of brokers
+ * ("tcp://a:5556,tcp://b:5556"; at most 64, no duplicate, no empty item):
+ * the worker then registers with every one of them at once, each with its
+ * own connection, heartbeats and reconnects, and every request is answered
+ * to the broker it came from (a token of a connection that has since been
+ * lost is dropped).  Destroying the worker sends DISCONNECT to each.  The
+ * same holds for zb_mdp_worker_new(). */
 int zb_consensus_worker_new(zb_reactor_t* reactor, const char* endpoint,
                             const void* service, size_t service_size,
                             int64_t heartbeat_interval_us,
@@ -661,8 +669,8 @@ typedef struct zb_mdp_worker_t zb_mdp_worker_t;
 
 /* A request's reply token, owned by the handler that received it.  Consume
  * it exactly once with zb_mdp_reply() (any thread, at once or later) or
- * zb_mdp_replier_discard().  A worker serves one request at a time (RFC 7):
- * the broker sends it nothing new until it replies.  The token may outlive
+ * zb_mdp_replier_discard().  A worker serves one request at a time (RFC 7)
+ * per broker: a broker sends it nothing new until it replies.  The token may outlive
  * its worker and reactor; the reply is then dropped.  A token that is never
  * consumed holds its request (and the worker) for good: always consume it. */
 typedef struct zb_mdp_replier_t zb_mdp_replier_t;
@@ -672,7 +680,10 @@ typedef void (*zb_mdp_handler_fn)(void* user, zb_mdp_replier_t* replier,
                                   const size_t* sizes);
 
 /* Creates a worker for `service` connected to an MDP broker at `endpoint`
- * and sends READY.  It heartbeats every `heartbeat_interval_us` (<= 0:
+ * (one endpoint, or a comma-separated list of brokers to register with
+ * all at once, as for zb_consensus_worker_new(); RFC 7's one request at a
+ * time then holds per broker, so the handler may hold one token per
+ * broker) and sends READY.  It heartbeats every `heartbeat_interval_us` (<= 0:
  * 2.5 s; must match the broker's), treats the broker as gone after
  * `heartbeat_liveness` (<= 0: 3) silent intervals, and reconnects after
  * `reconnect_delay_us` (< 0: 1 s).  handler(user, ...) gets every request;

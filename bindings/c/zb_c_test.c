@@ -1431,6 +1431,109 @@ static void test_external_loop(void) {
   CHECK(fcntl(fd, F_GETFD) == -1);
 }
 
+/* ---- One worker, many brokers (issue 14) -----------------------------------
+ * The endpoint argument of the worker constructors may be a comma-separated
+ * list: the worker registers with every broker in it and answers each
+ * request to the broker it came from. */
+
+static void test_worker_many_brokers(void) {
+  zb_reactor_t* r;
+  CHECK_OK(zb_reactor_new(&r));
+  const int64_t hb = 200 * 1000;
+
+  /* Consensus: two brokers, one worker on both. */
+  zb_consensus_broker_t *ca, *cb;
+  CHECK_OK(zb_consensus_broker_new(r, 0, &ca));
+  CHECK_OK(zb_consensus_broker_new(r, 0, &cb));
+  char ea[128], eb[128], list[300];
+  CHECK_OK(zb_consensus_broker_bind(ca, "tcp://127.0.0.1:*", ea, sizeof ea));
+  CHECK_OK(zb_consensus_broker_bind(cb, "tcp://127.0.0.1:*", eb, sizeof eb));
+  snprintf(list, sizeof list, "%s,%s", ea, eb);
+  zb_consensus_worker_t* cw;
+  CHECK_OK(zb_consensus_worker_new(r, list, "echo", 4, hb, 3, handle_now, NULL,
+                                   NULL, &cw));
+  int64_t deadline = zb_now_us() + 10 * 1000 * 1000;
+  while ((worker_count(ca, "echo") < 1 || worker_count(cb, "echo") < 1) &&
+         zb_now_us() < deadline) {
+    CHECK_OK(zb_reactor_run_once(r, 20 * 1000, NULL));
+  }
+  CHECK(worker_count(ca, "echo") == 1 && worker_count(cb, "echo") == 1);
+  zb_consensus_client_t *cla, *clb;
+  CHECK_OK(zb_consensus_client_new(r, ea, &cla));
+  CHECK_OK(zb_consensus_client_new(r, eb, &clb));
+  reply_state st;
+  CHECK(request(r, cla, "echo", "via-a", 5 * 1000 * 1000, 0, &st));
+  CHECK(st.result == ZB_RESULT_SUCCESS && st.count == 1);
+  CHECK(strcmp(st.frames[0], "a:via-a") == 0);
+  CHECK(request(r, clb, "echo", "via-b", 5 * 1000 * 1000, 0, &st));
+  CHECK(st.result == ZB_RESULT_SUCCESS && st.count == 1);
+  CHECK(strcmp(st.frames[0], "a:via-b") == 0);
+  /* Destroying the worker says DISCONNECT to both brokers. */
+  CHECK_OK(zb_consensus_worker_destroy(cw));
+  deadline = zb_now_us() + 10 * 1000 * 1000;
+  while ((worker_count(ca, "echo") > 0 || worker_count(cb, "echo") > 0) &&
+         zb_now_us() < deadline) {
+    CHECK_OK(zb_reactor_run_once(r, 20 * 1000, NULL));
+  }
+  CHECK(worker_count(ca, "echo") == 0 && worker_count(cb, "echo") == 0);
+  /* A bad list fails at creation, naming what is wrong. */
+  char dup[300];
+  snprintf(dup, sizeof dup, "%s,%s", ea, ea);
+  zb_consensus_worker_t* bad = NULL;
+  CHECK(zb_consensus_worker_new(r, dup, "echo", 4, hb, 3, handle_now, NULL,
+                                NULL, &bad) == ZB_ERR_ZMQ);
+  CHECK(strstr(zb_last_error(), "twice") != NULL);
+  CHECK(bad == NULL);
+  CHECK_OK(zb_consensus_client_destroy(cla));
+  CHECK_OK(zb_consensus_client_destroy(clb));
+
+  /* Majordomo: the same. */
+  zb_mdp_broker_t *ma, *mb;
+  CHECK_OK(zb_mdp_broker_new(r, hb, 3, &ma));
+  CHECK_OK(zb_mdp_broker_new(r, hb, 3, &mb));
+  CHECK_OK(zb_mdp_broker_bind(ma, "tcp://127.0.0.1:*", ea, sizeof ea));
+  CHECK_OK(zb_mdp_broker_bind(mb, "tcp://127.0.0.1:*", eb, sizeof eb));
+  snprintf(list, sizeof list, " %s , %s ", ea, eb); /* spaces are ignored */
+  int handled = 0;
+  zb_mdp_worker_t* mw;
+  CHECK_OK(zb_mdp_worker_new(r, list, "echo", 4, hb, 3, 50 * 1000, mdp_echo,
+                             &handled, NULL, &mw));
+  size_t na = 0, nb = 0;
+  deadline = zb_now_us() + 10 * 1000 * 1000;
+  while ((na == 0 || nb == 0) && zb_now_us() < deadline) {
+    CHECK_OK(zb_reactor_run_once(r, 20 * 1000, NULL));
+    CHECK_OK(zb_mdp_broker_worker_count(ma, "echo", 4, &na));
+    CHECK_OK(zb_mdp_broker_worker_count(mb, "echo", 4, &nb));
+  }
+  CHECK(na == 1 && nb == 1);
+  zb_mdp_client_t *mca, *mcb;
+  CHECK_OK(zb_mdp_client_new(r, ea, 5 * 1000 * 1000, 0, &mca));
+  CHECK_OK(zb_mdp_client_new(r, eb, 5 * 1000 * 1000, 0, &mcb));
+  mdp_reply_state ms;
+  for (int i = 0; i < 4; ++i) { /* mdp_echo answers every other one later */
+    CHECK(mdp_request(r, i % 2 ? mcb : mca, "echo", i % 2 ? "b" : "a", 0, &ms));
+    CHECK(ms.code == ZB_OK && ms.count == 1);
+    CHECK(strcmp(ms.frames[0], i % 2 ? "echo:b" : "echo:a") == 0);
+  }
+  CHECK(handled == 4);
+  CHECK_OK(zb_mdp_worker_destroy(mw));
+  deadline = zb_now_us() + 10 * 1000 * 1000;
+  while ((na > 0 || nb > 0) && zb_now_us() < deadline) {
+    CHECK_OK(zb_reactor_run_once(r, 20 * 1000, NULL));
+    CHECK_OK(zb_mdp_broker_worker_count(ma, "echo", 4, &na));
+    CHECK_OK(zb_mdp_broker_worker_count(mb, "echo", 4, &nb));
+  }
+  CHECK(na == 0 && nb == 0);
+  zb_mdp_worker_t* mbad = NULL;
+  snprintf(list, sizeof list, "%s,", ea);
+  CHECK(zb_mdp_worker_new(r, list, "echo", 4, hb, 3, 0, mdp_echo, &handled,
+                          NULL, &mbad) == ZB_ERR_ZMQ);
+  CHECK(mbad == NULL);
+  CHECK_OK(zb_mdp_client_destroy(mca));
+  CHECK_OK(zb_mdp_client_destroy(mcb));
+  CHECK_OK(zb_reactor_destroy(r)); /* and the brokers with it */
+}
+
 int main(void) {
   test_errors();
   test_timers();
@@ -1440,6 +1543,7 @@ int main(void) {
   test_consensus();
   test_majordomo();
   test_majordomo_discard_gives_back();
+  test_worker_many_brokers();
   test_tokens_outlive_the_reactor();
   test_destroy_inside_callbacks();
   test_curve();
