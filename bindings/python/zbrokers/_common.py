@@ -15,6 +15,9 @@ from one another's privates:
                    through (Reply, MdpReply).
   Outcome          what Result and MdpResult have in common.
   seconds_to_us()  the one conversion from Python seconds to C microseconds.
+  endpoint_list()  a client's or worker's endpoint= (a str, or a sequence
+                   of str naming several brokers) as the C functions take
+                   it: one comma-separated list.
   blocking_call()  runs a reactor until an asynchronous request called back
                    (the blocking call()s).
   success_frames() what a handler returned, as reply frames.
@@ -40,7 +43,8 @@ if TYPE_CHECKING:  # reactor.py imports this module
     from .reactor import Reactor
 
 __all__ = ["Answer", "Broker", "Child", "Entry", "Outcome", "blocking_call",
-           "default_error_handler", "hand_over", "renamed_keywords",
+           "default_error_handler", "endpoint_list", "hand_over",
+           "renamed_keywords",
            "seconds_to_us", "success_frames"]
 
 # The C log levels (zb.h, ZB_LOG_*) by name, as a Python log hook gets them.
@@ -55,6 +59,26 @@ def seconds_to_us(seconds: float, what: str) -> int:
     except (TypeError, ValueError):
         raise TypeError(f"{what} must be a number of seconds") from None
     return us
+
+
+def endpoint_list(endpoint: Union[str, Sequence[str]]) -> bytes:
+    """The broker endpoint(s) of a client or worker, encoded for C: a str
+    as it is (it may already be a comma-separated list), a sequence of str
+    joined with ",".  The C library checks the list (zb::SplitEndpointList:
+    no empty item, no duplicate, at most 64); TypeError for anything but a
+    str or a sequence of str."""
+    if isinstance(endpoint, (str, bytes, bytearray)):
+        return n.encode(endpoint, "endpoint")
+    try:
+        items = list(endpoint)
+    except TypeError:
+        raise TypeError("endpoint must be a str or a sequence of str, not "
+                        f"{type(endpoint).__name__}") from None
+    for item in items:
+        if not isinstance(item, str):
+            raise TypeError("endpoint must be a str or a sequence of str; "
+                            f"it holds a {type(item).__name__}")
+    return ",".join(items).encode("utf-8")
 
 
 def renamed_keywords(**old_to_new: str) -> Callable[[Any], Any]:

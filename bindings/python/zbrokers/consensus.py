@@ -33,8 +33,8 @@ from typing import Any, Callable, List, Optional, Sequence, Union
 
 from . import _native as n
 from ._common import (Answer, Broker, Child, Entry, Outcome, blocking_call,
-                      hand_over, renamed_keywords, seconds_to_us,
-                      success_frames)
+                      endpoint_list, hand_over, renamed_keywords,
+                      seconds_to_us, success_frames)
 from .curve import CurveKeys, c_keys
 from .reactor import Reactor
 
@@ -215,7 +215,13 @@ class Reply(Answer):
 
 
 class ConsensusWorker(Child):
-    """Serves one service of a consensus broker.
+    """Serves one service of a consensus broker, or of several at once.
+
+    endpoint: one broker ("tcp://host:5556"), or several as a
+    comma-separated str or a sequence of str: the worker then registers
+    with every one of them (a connection each, with its own heartbeats and
+    reconnects) and answers each request to the broker it came from
+    (docs/consensus.md, "One worker, many brokers").
 
     handler(frames) runs on the reactor thread for every request: return a
     list of bytes frames to answer success (None answers one empty frame),
@@ -236,14 +242,17 @@ class ConsensusWorker(Child):
 
     @renamed_keywords(heartbeat="heartbeat_interval",
                       retries="heartbeat_liveness")
-    def __init__(self, reactor: Reactor, endpoint: str,
+    def __init__(self, reactor: Reactor,
+                 endpoint: Union[str, Sequence[str]],
                  service: Union[bytes, str], handler: Callable[..., Any], *,
                  with_reply: bool = False, heartbeat_interval: float = 1.0,
                  heartbeat_liveness: int = 3,
                  curve: Optional[CurveKeys] = None) -> None:
         svc = n.encode(service, "service")
+        eps = endpoint_list(endpoint)
         self.service = svc
-        self.endpoint = endpoint
+        # One broker, or every broker of a list (one session each).
+        self.endpoint = eps.decode("utf-8")
         # Weak: the handler lives in the global callback registry until the
         # worker is destroyed and must not keep the reactor alive.
         reactor_ref = weakref.ref(reactor)
@@ -275,7 +284,7 @@ class ConsensusWorker(Child):
         keys = c_keys(curve)
         hand_over(Entry(reactor, on_request, "consensus handler"),
                   lambda user: n.lib.zb_consensus_worker_new_curve(
-                      reactor._handle(), n.encode(endpoint, "endpoint"), svc,
+                      reactor._handle(), eps, svc,
                       len(svc),
                       seconds_to_us(heartbeat_interval, "heartbeat_interval"),
                       int(heartbeat_liveness), keys,

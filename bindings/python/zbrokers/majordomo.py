@@ -29,8 +29,8 @@ from typing import Any, Callable, List, Optional, Sequence, Union
 
 from . import _native as n
 from ._common import (Answer, Broker, Child, Entry, Outcome, blocking_call,
-                      hand_over, renamed_keywords, seconds_to_us,
-                      success_frames)
+                      endpoint_list, hand_over, renamed_keywords,
+                      seconds_to_us, success_frames)
 from .curve import CurveKeys, c_keys
 from .reactor import Reactor
 
@@ -166,7 +166,15 @@ class MdpReply(Answer):
 
 
 class MdpWorker(Child):
-    """Serves one Majordomo service.
+    """Serves one Majordomo service, on one broker or several at once.
+
+    endpoint: one broker ("tcp://host:5555"), or several as a
+    comma-separated str or a sequence of str: the worker then registers
+    with every one of them (a connection each, with its own heartbeats and
+    reconnects) and replies to each request through the broker it came
+    from.  One request at a time holds per broker, so the handler may hold
+    one request of each broker at once (docs/majordomo.md, "One worker,
+    many brokers").
 
     handler(frames) runs on the reactor thread for every request and returns
     the reply frames (None answers one empty frame).  If it raises, the
@@ -187,14 +195,17 @@ class MdpWorker(Child):
 
     @renamed_keywords(heartbeat="heartbeat_interval",
                       liveness="heartbeat_liveness")
-    def __init__(self, reactor: Reactor, endpoint: str,
+    def __init__(self, reactor: Reactor,
+                 endpoint: Union[str, Sequence[str]],
                  service: Union[bytes, str], handler: Callable[..., Any], *,
                  with_reply: bool = False, heartbeat_interval: float = 2.5,
                  heartbeat_liveness: int = 3, reconnect_delay: float = 1.0,
                  curve: Optional[CurveKeys] = None) -> None:
         svc = n.encode(service, "service")
+        eps = endpoint_list(endpoint)
         self.service = svc
-        self.endpoint = endpoint
+        # One broker, or every broker of a list (one session each).
+        self.endpoint = eps.decode("utf-8")
         reactor_ref = weakref.ref(reactor)
 
         def give_back(reply, exc):
@@ -228,7 +239,7 @@ class MdpWorker(Child):
         keys = c_keys(curve)
         hand_over(Entry(reactor, on_request, "majordomo handler"),
                   lambda user: n.lib.zb_mdp_worker_new_curve(
-                      reactor._handle(), n.encode(endpoint, "endpoint"), svc,
+                      reactor._handle(), eps, svc,
                       len(svc),
                       seconds_to_us(heartbeat_interval, "heartbeat_interval"),
                       int(heartbeat_liveness),
