@@ -6,7 +6,9 @@
 #include <sqlite3.h>
 #include <sys/random.h>
 
+#include <algorithm>
 #include <cstring>
+#include <limits>
 #include <utility>
 
 #include "absl/strings/ascii.h"
@@ -16,16 +18,26 @@ namespace zb {
 namespace {
 
 // One row per request.  `seq` gives the arrival order (AUTOINCREMENT: never
-// reused, so order holds across deletes); `reply` is NULL while pending.
+// reused, so order holds across deletes); `reply` is NULL while pending;
+// `created` is the arrival time (Unix milliseconds) that expiry measures.
+// Files made before `created` existed get it in Migrate(); its index is
+// made there, after the column surely exists.
 constexpr const char* kSchema =
     "CREATE TABLE IF NOT EXISTS requests ("
     "  seq INTEGER PRIMARY KEY AUTOINCREMENT,"
     "  uuid TEXT NOT NULL UNIQUE,"
     "  service TEXT NOT NULL,"
     "  body BLOB NOT NULL,"
-    "  reply BLOB);"
+    "  reply BLOB,"
+    "  created INTEGER NOT NULL DEFAULT 0);"
     "CREATE INDEX IF NOT EXISTS requests_pending ON requests(seq)"
     "  WHERE reply IS NULL;";
+
+std::int64_t UnixMillis(std::chrono::system_clock::time_point t) {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             t.time_since_epoch())
+      .count();
+}
 
 // Frames as one blob: for each frame its length (4 bytes, big-endian), then
 // its bytes.  Checked on the way back, so a damaged blob is an error, never
@@ -192,6 +204,7 @@ absl::StatusOr<std::unique_ptr<TitanicStore>> TitanicStore::Open(
   if (sqlite3_exec(db, kSchema, nullptr, nullptr, nullptr) != SQLITE_OK) {
     return store->Error(absl::StrCat("cannot create the schema in ", path));
   }
+  if (absl::Status s = store->Migrate(); !s.ok()) return s;
   if (absl::Status s = store->Prepare(); !s.ok()) return s;
   if (absl::Status s = store->LoadCounts(); !s.ok()) return s;
   return store;
@@ -202,7 +215,7 @@ TitanicStore::TitanicStore(sqlite3* db, Options options)
 
 TitanicStore::~TitanicStore() {
   for (sqlite3_stmt* s :
-       {insert_, get_, set_reply_, fetch_, delete_, pending_}) {
+       {insert_, get_, set_reply_, fetch_, delete_, pending_, expire_}) {
     sqlite3_finalize(s);  // a no-op on nullptr
   }
   sqlite3_close(db_);
@@ -213,10 +226,51 @@ absl::Status TitanicStore::Error(std::string_view what) const {
                                           ": ", sqlite3_errmsg(db_)));
 }
 
+absl::Status TitanicStore::Migrate() {
+  bool has_created = false;
+  {
+    sqlite3_stmt* s = nullptr;
+    if (sqlite3_prepare_v2(db_, "PRAGMA table_info(requests);", -1, &s,
+                           nullptr) != SQLITE_OK) {
+      return Error("cannot read the schema");
+    }
+    while (sqlite3_step(s) == SQLITE_ROW) {
+      if (ColumnText(s, 1) == "created") has_created = true;
+    }
+    sqlite3_finalize(s);
+  }
+  if (!has_created) {
+    // Rows of an older file have no arrival time: they count as arrived
+    // now, so that the upgrade neither purges them at once nor keeps them
+    // for ever.
+    const std::string sql = absl::StrCat(
+        "BEGIN;"
+        "ALTER TABLE requests ADD COLUMN created INTEGER NOT NULL DEFAULT 0;"
+        "UPDATE requests SET created = ",
+        UnixMillis(std::chrono::system_clock::now()),
+        ";"
+        "COMMIT;");
+    if (sqlite3_exec(db_, sql.c_str(), nullptr, nullptr, nullptr) !=
+        SQLITE_OK) {
+      const absl::Status error = Error("cannot add arrival times");
+      sqlite3_exec(db_, "ROLLBACK;", nullptr, nullptr, nullptr);
+      return error;
+    }
+  }
+  if (sqlite3_exec(db_,
+                   "CREATE INDEX IF NOT EXISTS requests_created ON "
+                   "requests(created);",
+                   nullptr, nullptr, nullptr) != SQLITE_OK) {
+    return Error("cannot index arrival times");
+  }
+  return absl::OkStatus();
+}
+
 absl::Status TitanicStore::Prepare() {
   const std::pair<sqlite3_stmt**, const char*> statements[] = {
       {&insert_,
-       "INSERT INTO requests(uuid, service, body) VALUES(?1, ?2, ?3);"},
+       "INSERT INTO requests(uuid, service, body, created) "
+       "VALUES(?1, ?2, ?3, ?4);"},
       {&get_, "SELECT service, body FROM requests WHERE uuid = ?1;"},
       {&set_reply_,
        "UPDATE requests SET reply = ?2 WHERE uuid = ?1 AND reply IS NULL;"},
@@ -225,6 +279,10 @@ absl::Status TitanicStore::Prepare() {
        "DELETE FROM requests WHERE uuid = ?1 RETURNING reply IS NULL;"},
       {&pending_,
        "SELECT uuid FROM requests WHERE reply IS NULL ORDER BY seq;"},
+      {&expire_,
+       "DELETE FROM requests WHERE seq IN (SELECT seq FROM requests WHERE "
+       "created < ?1 ORDER BY created, seq LIMIT ?2) RETURNING reply IS "
+       "NULL;"},
   };
   for (const auto& [slot, sql] : statements) {
     if (sqlite3_prepare_v3(db_, sql, -1, SQLITE_PREPARE_PERSISTENT, slot,
@@ -276,6 +334,7 @@ absl::StatusOr<std::string> TitanicStore::Store(std::string_view service,
   BindText(insert_, 1, *uuid);
   BindText(insert_, 2, service);
   BindBlob(insert_, 3, EncodeFrames(body));
+  sqlite3_bind_int64(insert_, 4, UnixMillis(std::chrono::system_clock::now()));
   if (sqlite3_step(insert_) != SQLITE_DONE) return Error("cannot store");
   ++counts_.stored;
   ++counts_.pending;
@@ -355,6 +414,28 @@ absl::Status TitanicStore::Close(std::string_view uuid) {
   --counts_.stored;
   if (was_pending) --counts_.pending;
   return absl::OkStatus();
+}
+
+absl::StatusOr<TitanicStore::Expired> TitanicStore::Expire(
+    std::chrono::system_clock::time_point cutoff, std::size_t limit) {
+  Expired expired;
+  if (limit == 0) return expired;
+  StatementUse use(expire_);
+  sqlite3_bind_int64(expire_, 1, UnixMillis(cutoff));
+  sqlite3_bind_int64(expire_, 2,
+                     static_cast<sqlite3_int64>(std::min<std::size_t>(
+                         limit, std::numeric_limits<int>::max())));
+  int rc;
+  while ((rc = sqlite3_step(expire_)) == SQLITE_ROW) {
+    ++expired.rows;
+    if (sqlite3_column_int(expire_, 0) != 0) ++expired.pending;
+  }
+  // RETURNING hands the rows out before the statement commits: only DONE
+  // says they are gone.
+  if (rc != SQLITE_DONE) return Error("cannot expire requests");
+  counts_.stored -= std::min(counts_.stored, expired.rows);
+  counts_.pending -= std::min(counts_.pending, expired.pending);
+  return expired;
 }
 
 absl::StatusOr<std::vector<std::string>> TitanicStore::ListPending() {

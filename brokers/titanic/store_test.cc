@@ -6,6 +6,7 @@
 #include "zbrokers/titanic/store.h"
 
 #include <signal.h>
+#include <sqlite3.h>
 #include <stdlib.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -23,6 +24,9 @@ namespace zb {
 namespace {
 
 using Sync = TitanicStoreOptions::Synchronous;
+using std::chrono::hours;
+using std::chrono::minutes;
+using std::chrono::system_clock;
 
 class TitanicStoreTest : public ::testing::Test {
  protected:
@@ -131,6 +135,95 @@ TEST_F(TitanicStoreTest, ListsPendingInArrivalOrderAndClosepurges) {
   store = OpenOrDie();
   ASSERT_NE(store, nullptr);
   EXPECT_EQ(store->counts().stored, 0u);
+}
+
+// A request nobody closes (its client died, or never learnt its UUID) must
+// not stay forever: Expire() deletes what arrived before the cutoff, oldest
+// first, at most `limit` rows per call, pending or answered, and the file
+// keeps the deletion.
+TEST_F(TitanicStoreTest, ExpireDeletesRequestsOlderThanTheCutoff) {
+  auto store = OpenOrDie();
+  ASSERT_NE(store, nullptr);
+  std::vector<std::string> uuids;
+  for (int i = 0; i < 5; ++i) {
+    absl::StatusOr<std::string> u =
+        store->Store("svc", MakeFrames({absl::StrCat(i)}));
+    ASSERT_TRUE(u.ok());
+    uuids.push_back(*u);
+  }
+  ASSERT_TRUE(store->StoreReply(uuids[0], MakeFrames({"r"})).ok());
+  ASSERT_TRUE(store->StoreReply(uuids[1], MakeFrames({"r"})).ok());
+
+  // Nothing arrived an hour ago.
+  absl::StatusOr<TitanicStore::Expired> e =
+      store->Expire(system_clock::now() - hours(1), 100);
+  ASSERT_TRUE(e.ok()) << e.status();
+  EXPECT_EQ(e->rows, 0u);
+  EXPECT_EQ(store->counts().stored, 5u);
+
+  // Everything arrived before a minute from now; two rows per call, oldest
+  // first.
+  const auto later = system_clock::now() + minutes(1);
+  e = store->Expire(later, 2);
+  ASSERT_TRUE(e.ok()) << e.status();
+  EXPECT_EQ(e->rows, 2u);
+  EXPECT_EQ(e->pending, 0u);  // the two answered ones are the oldest
+  EXPECT_EQ(store->Get(uuids[0]).status().code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(store->Get(uuids[1]).status().code(), absl::StatusCode::kNotFound);
+  EXPECT_TRUE(store->Get(uuids[2]).ok());
+  EXPECT_EQ(store->counts().stored, 3u);
+  EXPECT_EQ(store->counts().pending, 3u);
+
+  e = store->Expire(later, 100);
+  ASSERT_TRUE(e.ok()) << e.status();
+  EXPECT_EQ(e->rows, 3u);
+  EXPECT_EQ(e->pending, 3u);
+  EXPECT_EQ(store->counts().stored, 0u);
+  EXPECT_EQ(store->counts().pending, 0u);
+  absl::StatusOr<std::vector<std::string>> pending = store->ListPending();
+  ASSERT_TRUE(pending.ok());
+  EXPECT_TRUE(pending->empty());
+
+  store.reset();
+  store = OpenOrDie();
+  ASSERT_NE(store, nullptr);
+  EXPECT_EQ(store->counts().stored, 0u);
+}
+
+// A file written before requests had arrival times: its rows are kept and
+// count as arrived when this version first opened the file, so an upgrade
+// neither loses them at once nor keeps them forever.
+TEST_F(TitanicStoreTest, FileWithoutArrivalTimesIsUpgraded) {
+  {
+    sqlite3* db = nullptr;
+    ASSERT_EQ(sqlite3_open(path_.c_str(), &db), SQLITE_OK);
+    ASSERT_EQ(sqlite3_exec(db,
+                           "PRAGMA journal_mode=WAL;"
+                           "CREATE TABLE requests ("
+                           "  seq INTEGER PRIMARY KEY AUTOINCREMENT,"
+                           "  uuid TEXT NOT NULL UNIQUE,"
+                           "  service TEXT NOT NULL,"
+                           "  body BLOB NOT NULL,"
+                           "  reply BLOB);"
+                           "INSERT INTO requests(uuid, service, body) VALUES("
+                           "  'aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa', 'svc', x'');",
+                           nullptr, nullptr, nullptr),
+              SQLITE_OK)
+        << sqlite3_errmsg(db);
+    sqlite3_close(db);
+  }
+  const auto before_open = system_clock::now() - minutes(1);
+  auto store = OpenOrDie();
+  ASSERT_NE(store, nullptr);
+  EXPECT_EQ(store->counts().pending, 1u);
+  absl::StatusOr<TitanicStore::Expired> e = store->Expire(before_open, 100);
+  ASSERT_TRUE(e.ok()) << e.status();
+  EXPECT_EQ(e->rows, 0u);
+  e = store->Expire(system_clock::now() + minutes(1), 100);
+  ASSERT_TRUE(e.ok()) << e.status();
+  EXPECT_EQ(e->rows, 1u);
+  // And new requests are stored as usual in the upgraded file.
+  EXPECT_TRUE(store->Store("svc", MakeFrames({"x"})).ok());
 }
 
 TEST_F(TitanicStoreTest, RefusesBeyondItsBounds) {

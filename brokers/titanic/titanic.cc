@@ -81,6 +81,9 @@ class Titanic::Impl {
   void OnDispatchDone(const std::string& uuid, absl::StatusOr<Frames> reply);
   void RetryLater(std::string uuid);
   void SweepRetries();
+  // Deletes one batch of requests older than request_expiry; schedules the
+  // next batch at once when this one was full.
+  void ExpireOld();
 
   void Log(LogLevel level, const std::string& line) {
     options_.log(level, line);
@@ -113,6 +116,8 @@ class Titanic::Impl {
   // retry_delay is the same for all, so due times are in order.
   std::deque<std::pair<Reactor::Clock::time_point, std::string>> retries_;
   Reactor::Timer retry_sweep_;
+  Reactor::Timer expire_sweep_;  // request_expiry > 0 only
+  Reactor::Timer expire_more_;   // the next batch of a large backlog
 
   LogLimiter peer_log_;
   Stats stats_;
@@ -164,6 +169,18 @@ absl::Status Titanic::Impl::Start() {
       [this] { SweepRetries(); });
   if (!sweep.ok()) return sweep.status();
   retry_sweep_ = *std::move(sweep);
+
+  if (options_.request_expiry.count() > 0) {
+    // A quarter of the expiry keeps a request at most 25 % past its time;
+    // once a minute is enough for the default day.
+    const auto period = std::clamp<Reactor::Clock::duration>(
+        options_.request_expiry / 4, std::chrono::milliseconds(1),
+        std::chrono::minutes(1));
+    absl::StatusOr<Reactor::Timer> expire =
+        reactor_.Every(period, [this] { ExpireOld(); });
+    if (!expire.ok()) return expire.status();
+    expire_sweep_ = *std::move(expire);
+  }
 
   // Resume what a previous run left pending, oldest first.
   absl::StatusOr<std::vector<std::string>> pending = store_->ListPending();
@@ -370,6 +387,35 @@ void Titanic::Impl::SweepRetries() {
   }
 }
 
+void Titanic::Impl::ExpireOld() {
+  // The wall clock, as the arrival times in the file: they must mean the
+  // same after a restart.
+  const auto cutoff =
+      std::chrono::system_clock::now() - options_.request_expiry;
+  absl::StatusOr<TitanicStore::Expired> expired =
+      store_->Expire(cutoff, kExpireBatch);
+  if (!expired.ok()) {
+    ++stats_.store_errors;
+    Log(LogLevel::kError, Msg(expired.status()));
+    return;  // the next turn of expire_sweep_ tries again
+  }
+  if (expired->rows == 0) return;
+  stats_.expired += expired->rows;
+  stats_.expired_pending += expired->pending;
+  // At most one line per batch, and batches are bounded by the timer.
+  Log(LogLevel::kInfo,
+      absl::StrCat("expired ", expired->rows, " request(s) older than ",
+                   options_.request_expiry.count(), "ms (", expired->pending,
+                   " never answered)"));
+  // Expired requests still queued or in flight are dropped lazily: Pump()
+  // and OnDispatchDone() find them gone from the store.
+  if (expired->rows == kExpireBatch) {
+    absl::StatusOr<Reactor::Timer> more =
+        reactor_.After(std::chrono::milliseconds(0), [this] { ExpireOld(); });
+    if (more.ok()) expire_more_ = *std::move(more);
+  }
+}
+
 Titanic::Stats Titanic::Impl::stats() const {
   Stats s = stats_;
   const TitanicStore::Counts counts = store_->counts();
@@ -390,6 +436,10 @@ absl::StatusOr<std::unique_ptr<Titanic>> Titanic::Create(
     return absl::InvalidArgumentError(
         "titanic: request_timeout and heartbeat_interval must be > 0, "
         "retry_delay >= 0");
+  }
+  if (options.request_expiry < std::chrono::milliseconds::zero()) {
+    return absl::InvalidArgumentError(
+        "titanic: request_expiry must be >= 0 (0 = never)");
   }
   TitanicStoreOptions store_options;
   store_options.synchronous = options.synchronous;

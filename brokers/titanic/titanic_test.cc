@@ -212,6 +212,48 @@ TEST_F(TitanicTest, FullStoreAnswers500AndNothingIsStored) {
   EXPECT_EQ(titanic_->stats().stored, 2u);
 }
 
+// A request whose client never closes it, answered or never answered, is
+// deleted request_expiry after it arrived: titanic.reply then says it is
+// unknown, and the store holds nothing (before request_expiry, both stayed
+// in the store for ever).
+TEST_F(TitanicTest, UnclosedRequestsExpire) {
+  TitanicOptions o = Options();
+  o.request_expiry = 300ms;
+  StartTitanic(std::move(o));
+  StartEcho("echo");
+  const std::string answered = Submit("echo", "a");
+  EXPECT_EQ(AwaitReply(answered), (Strings{"200", "echo:", "a"}));
+  const std::string pending = Submit("nobody", "p");
+  EXPECT_TRUE(test::RunUntil(
+      reactor_, [&] { return titanic_->stats().stored == 0; }, 10s))
+      << "still stored: " << titanic_->stats().stored;
+  for (const std::string& uuid : {answered, pending}) {
+    Strings r = Call("titanic.reply", MakeFrames({uuid}));
+    ASSERT_FALSE(r.empty());
+    EXPECT_EQ(r[0].substr(0, 3), "400") << r[0];
+  }
+  const Titanic::Stats s = titanic_->stats();
+  EXPECT_EQ(s.expired, 2u);
+  EXPECT_EQ(s.expired_pending, 1u);
+  EXPECT_EQ(s.pending, 0u);
+}
+
+// request_expiry 0 keeps requests (the previous behaviour, for those who
+// close everything themselves); a negative one is refused.
+TEST_F(TitanicTest, ZeroExpiryKeepsRequestsAndNegativeIsRefused) {
+  TitanicOptions bad = Options();
+  bad.request_expiry = -1ms;
+  EXPECT_EQ(Titanic::Create(reactor_, ctx_, std::move(bad)).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  TitanicOptions o = Options();
+  o.request_expiry = 0ms;
+  StartTitanic(std::move(o));
+  Submit("nobody", "p");
+  test::RunFor(reactor_, 300ms);
+  EXPECT_EQ(titanic_->stats().stored, 1u);
+  EXPECT_EQ(titanic_->stats().expired, 0u);
+}
+
 TEST_F(TitanicTest, ResumesPendingRequestsFromTheStore) {
   std::vector<std::string> uuids;
   {

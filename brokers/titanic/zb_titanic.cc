@@ -43,6 +43,9 @@ The Titanic service (RFC 9) in front of a Majordomo broker (docs/titanic.md).
   --request-timeout DURATION   one dispatch's wait for its reply [10s]
   --retry-delay DURATION       wait before a failed dispatch is sent again [1s]
   --max-in-flight N            most requests dispatched at once [100]
+  --request-expiry DURATION    a request not closed this long after it
+                               arrived is deleted, answered or not; 0 =
+                               never [24h]
   --heartbeat-interval DURATION  the workers' heartbeat; must match the
                                broker's [2500ms]
   --stats-interval DURATION    how often a stats line is logged; 0 = never
@@ -115,6 +118,8 @@ int ParseFlags(int argc, char** argv, zb::TitanicOptions* options,
     } else if (flag == "--request-timeout") {
       ok = ParseMs(value, &options->request_timeout) &&
            options->request_timeout.count() > 0;
+    } else if (flag == "--request-expiry") {
+      ok = ParseMs(value, &options->request_expiry);
     } else if (flag == "--retry-delay") {
       ok = ParseMs(value, &options->retry_delay);
     } else if (flag == "--heartbeat-interval") {
@@ -136,14 +141,16 @@ void LogStats(const char* what, const zb::Titanic& titanic) {
   std::fprintf(stderr,
                "zb-titanic: %s: accepted=%llu refused_full=%llu "
                "bad_requests=%llu replies_served=%llu replies_pending=%llu "
-               "closed=%llu dispatched=%llu answered=%llu retries=%llu "
+               "closed=%llu expired=%llu expired_pending=%llu "
+               "dispatched=%llu answered=%llu retries=%llu "
                "duplicate_replies=%llu closed_before_answer=%llu "
                "store_errors=%llu stored=%zu pending=%zu in_flight=%zu\n",
                what, u(s.accepted), u(s.refused_full), u(s.bad_requests),
                u(s.replies_served), u(s.replies_pending), u(s.closed),
-               u(s.dispatched), u(s.answered), u(s.retries),
-               u(s.duplicate_replies), u(s.closed_before_answer),
-               u(s.store_errors), s.stored, s.pending, s.in_flight);
+               u(s.expired), u(s.expired_pending), u(s.dispatched),
+               u(s.answered), u(s.retries), u(s.duplicate_replies),
+               u(s.closed_before_answer), u(s.store_errors), s.stored,
+               s.pending, s.in_flight);
 }
 
 }  // namespace

@@ -17,8 +17,11 @@
 // characters, 128 random bits), the target service, the request body and,
 // once answered, the reply body.  Frames are kept exactly (each frame's
 // length, then its bytes).  A request is *pending* until its reply is
-// stored, *answered* after; Close() deletes the row.  Rows keep their
-// arrival order (ListPending()).
+// stored, *answered* after; Close() deletes the row, and so does Expire()
+// once the row is older than the caller's cutoff (orphans nobody will ever
+// close).  Rows keep their arrival order (ListPending()) and their arrival
+// time (the wall clock, milliseconds, kept in the file so that it holds
+// across restarts).
 //
 // Durability.  The file is in WAL mode.  Options::synchronous chooses the
 // fsync policy:
@@ -53,6 +56,7 @@
 #ifndef ZBROKERS_TITANIC_STORE_H_
 #define ZBROKERS_TITANIC_STORE_H_
 
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -102,6 +106,12 @@ class TitanicStore {
     std::size_t pending = 0;  // rows without a reply yet
   };
 
+  // What one Expire() deleted.
+  struct Expired {
+    std::size_t rows = 0;     // requests deleted, answered or not
+    std::size_t pending = 0;  // of which had no reply yet
+  };
+
   // Opens (creating when missing) the store at `path`, turns WAL on and
   // applies the fsync policy.  A file written by a process that died is
   // opened as it was at its last committed transaction.
@@ -125,6 +135,13 @@ class TitanicStore {
   // Deletes request `uuid` and its reply.  OK also when `uuid` is unknown
   // (RFC 9: titanic.close is idempotent).
   absl::Status Close(std::string_view uuid);
+  // Deletes at most `limit` requests (with their replies) that arrived
+  // before `cutoff`, oldest first, in one transaction.  A caller that gets
+  // `limit` rows back calls again for the rest: each call is bounded.
+  // Requests stored by a version without arrival times count as arrived
+  // when the file was first opened by this one.
+  absl::StatusOr<Expired> Expire(std::chrono::system_clock::time_point cutoff,
+                                 std::size_t limit);
   // The UUIDs of every pending request, oldest first.
   absl::StatusOr<std::vector<std::string>> ListPending();
 
@@ -136,6 +153,7 @@ class TitanicStore {
 
  private:
   TitanicStore(sqlite3* db, Options options);
+  absl::Status Migrate();
   absl::Status Prepare();
   absl::Status LoadCounts();
   absl::Status Error(std::string_view what) const;
@@ -150,6 +168,7 @@ class TitanicStore {
   sqlite3_stmt* fetch_ = nullptr;
   sqlite3_stmt* delete_ = nullptr;
   sqlite3_stmt* pending_ = nullptr;
+  sqlite3_stmt* expire_ = nullptr;
 };
 
 }  // namespace zb

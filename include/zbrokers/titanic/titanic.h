@@ -41,8 +41,9 @@
 // so a worker may see it twice; workers must be idempotent (as RFC 7
 // already assumes).  A client whose titanic.request got no answer (Titanic
 // died between storing and answering) and asks again creates a second
-// request; the first is never closed by anyone and stays until max_requests
-// counts it (docs/titanic.md, "Orphans").
+// request; the first is never closed by anyone.  Such orphans, and every
+// request whose client never closes it, are purged request_expiry after
+// they arrived (answered or not; docs/titanic.md, "Orphans and expiry").
 //
 // Threading.  Create, use and destroy on the reactor's thread; everything
 // (the store included) runs there.  With synchronous = kFull every stored
@@ -85,6 +86,11 @@ struct TitanicOptions {
   std::chrono::milliseconds retry_delay{1000};
   // Most requests dispatched and not yet answered at once.
   std::size_t max_in_flight = 100;
+  // A request (and its reply) is deleted this long after it arrived, closed
+  // or not, so that requests nobody closes do not stay forever; counted in
+  // Stats::expired.  Checked every min(request_expiry / 4, 1 min), at most
+  // Titanic::kExpireBatch rows per transaction.  0 = never.
+  std::chrono::milliseconds request_expiry{std::chrono::hours(24)};
   // The three workers' heartbeat; must match the broker's.
   std::chrono::milliseconds heartbeat_interval{2500};
   // Receives Titanic's log lines (what a peer can cause is rate-limited).
@@ -95,6 +101,10 @@ struct TitanicOptions {
 class Titanic {
  public:
   using Options = TitanicOptions;
+
+  // Most rows one expiry transaction deletes; more wait for the next turn
+  // of the reactor, so a large backlog never blocks it for long.
+  static constexpr std::size_t kExpireBatch = 1000;
 
   struct Stats {
     // titanic.request
@@ -107,6 +117,9 @@ class Titanic {
     std::uint64_t replies_unknown = 0;  // "400" for a well-formed UUID
     // titanic.close
     std::uint64_t closed = 0;  // "200"
+    // request_expiry
+    std::uint64_t expired = 0;          // requests deleted, answered or not
+    std::uint64_t expired_pending = 0;  // of which never answered
     // the dispatcher
     std::uint64_t dispatched = 0;  // sends to the broker, resends included
     std::uint64_t answered = 0;    // replies stored
