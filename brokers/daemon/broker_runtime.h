@@ -15,9 +15,9 @@
 //   if (absl::Status s = (*rt)->Bind("tcp://127.0.0.1:5555", {}); !s.ok()) ...
 //   (*rt)->Drain(grace, [] { /* posted once, when drained */ });
 //
-// Names.  name() ("majordomo", "consensus") is the prefix of the broker's
-// log lines, the broker= label of its metrics, its ZAP domain and the name
-// of its handshake monitor; it is fixed per adapter.
+// Names.  name() ("majordomo", "consensus", "titanic") is the prefix of the
+// broker's log lines, the broker= label of its metrics, its ZAP domain and the
+// name of its handshake monitor; it is fixed per adapter.
 //
 // Threading.  A runtime is created, used and destroyed on the reactor
 // thread it was given, like the broker it wraps; the daemon reaches it
@@ -50,7 +50,7 @@ class BrokerRuntime {
  public:
   virtual ~BrokerRuntime() = default;
 
-  // "majordomo" or "consensus" (see "Names").
+  // "majordomo", "consensus" or "titanic" (see "Names").
   virtual std::string_view name() const = 0;
 
   // Binds one more endpoint with `security` (plaintext or CURVE).  The
@@ -98,6 +98,20 @@ class ConsensusRuntime {
   static constexpr std::string_view kName = "consensus";
   static absl::StatusOr<std::unique_ptr<BrokerRuntime>> Create(
       const BrokerEnvironment& env, const ConsensusSettings& settings);
+};
+
+// Titanic (RFC 9) in front of the daemon's Majordomo broker, reached at
+// `broker` (an endpoint that broker bound for it) with that broker's
+// `heartbeat_interval`.  It binds nothing (Bind() and Monitor() fail with
+// FailedPrecondition, endpoints() is empty); Drain() posts `done` at once,
+// as what is in flight stays pending in the store for the next start.  Its
+// own metrics are zb_titanic_* (Snapshot()'s gauges and counters).
+class TitanicRuntime {
+ public:
+  static constexpr std::string_view kName = "titanic";
+  static absl::StatusOr<std::unique_ptr<BrokerRuntime>> Create(
+      const BrokerEnvironment& env, const TitanicSettings& settings,
+      const std::string& broker, std::chrono::milliseconds heartbeat_interval);
 };
 
 }  // namespace zb

@@ -17,6 +17,7 @@
 #include "zbrokers/common/endpoint.h"
 #include "zbrokers/consensus/broker.h"
 #include "zbrokers/majordomo/broker.h"
+#include "zbrokers/titanic/titanic.h"
 
 namespace zb {
 namespace {
@@ -44,6 +45,7 @@ enum class Kind {
   kLogFormat,         // string, "text" or "json"
   kAddress,           // "host:port" or "" (off)
   kPath,              // a file or directory path; "" = not set
+  kSynchronous,       // string, "full" or "normal" (Titanic's fsync policy)
 };
 
 // A parsed value; the key's Kind says which field is set.  (A plain struct
@@ -89,6 +91,13 @@ struct KeySpec {
 // The brokers' defaults, for keys the configuration leaves unset.
 const MajordomoBroker::Options kMajordomoDefaults{};
 const ConsensusBroker::Options kConsensusDefaults{};
+const TitanicOptions& TitanicDefaults() {
+  static const TitanicOptions* const defaults = new TitanicOptions();
+  return *defaults;
+}
+std::string_view SynchronousName(TitanicStoreOptions::Synchronous s) {
+  return s == TitanicStoreOptions::Synchronous::kFull ? "full" : "normal";
+}
 
 // A TOML basic string.
 std::string Toml(std::string_view text) {
@@ -123,7 +132,7 @@ std::string TomlInt(Int n) {
 
 // The schema: every key the file may hold.  Adding a key here makes it
 // accepted in the file and, with a flag name, on the command line.
-const std::array<KeySpec, 32> kKeys = {{
+const std::array<KeySpec, 40> kKeys = {{
     {"daemon", "log_level", Kind::kLogLevel, "--log-level",
      [](DaemonConfig& c, Value&& v) { c.log_level = v.level; },
      [](const DaemonConfig& c) { return Toml(LogLevelName(c.log_level)); }},
@@ -343,10 +352,67 @@ const std::array<KeySpec, 32> kKeys = {{
        return TomlInt(c.consensus.max_message_size.value_or(
            kConsensusDefaults.max_message_size));
      }},
+    // [titanic]: its flags carry the table's name, as Titanic's words
+    // (request_timeout, max_requests) are also other tables' words.
+    {"titanic", "store_path", Kind::kPath, "--titanic-store-path",
+     [](DaemonConfig& c, Value&& v) {
+       c.titanic.store_path = std::move(v.text);
+     },
+     [](const DaemonConfig& c) {
+       return Toml(std::string_view(c.titanic.store_path));
+     }},
+    {"titanic", "synchronous", Kind::kSynchronous, "--titanic-synchronous",
+     [](DaemonConfig& c, Value&& v) {
+       c.titanic.synchronous = std::move(v.text);
+     },
+     [](const DaemonConfig& c) {
+       return Toml(std::string_view(c.titanic.synchronous.value_or(
+           std::string(SynchronousName(TitanicDefaults().synchronous)))));
+     }},
+    {"titanic", "max_requests", Kind::kPositiveInt, "--titanic-max-requests",
+     [](DaemonConfig& c, Value&& v) { c.titanic.max_requests = v.integer; },
+     [](const DaemonConfig& c) {
+       return TomlInt(c.titanic.max_requests.value_or(
+           static_cast<std::int64_t>(TitanicDefaults().max_requests)));
+     }},
+    {"titanic", "max_request_bytes", Kind::kPositiveInt,
+     "--titanic-max-request-bytes",
+     [](DaemonConfig& c, Value&& v) {
+       c.titanic.max_request_bytes = v.integer;
+     },
+     [](const DaemonConfig& c) {
+       return TomlInt(c.titanic.max_request_bytes.value_or(
+           static_cast<std::int64_t>(TitanicDefaults().max_request_bytes)));
+     }},
+    {"titanic", "request_timeout", Kind::kPositiveDuration,
+     "--titanic-request-timeout",
+     [](DaemonConfig& c, Value&& v) { c.titanic.request_timeout = v.duration; },
+     [](const DaemonConfig& c) {
+       return Toml(c.titanic.request_timeout.value_or(
+           TitanicDefaults().request_timeout));
+     }},
+    {"titanic", "retry_delay", Kind::kDuration, "--titanic-retry-delay",
+     [](DaemonConfig& c, Value&& v) { c.titanic.retry_delay = v.duration; },
+     [](const DaemonConfig& c) {
+       return Toml(
+           c.titanic.retry_delay.value_or(TitanicDefaults().retry_delay));
+     }},
+    {"titanic", "max_in_flight", Kind::kPositiveInt, "--titanic-max-in-flight",
+     [](DaemonConfig& c, Value&& v) { c.titanic.max_in_flight = v.integer; },
+     [](const DaemonConfig& c) {
+       return TomlInt(c.titanic.max_in_flight.value_or(
+           static_cast<std::int64_t>(TitanicDefaults().max_in_flight)));
+     }},
+    {"titanic", "request_expiry", Kind::kDuration, "--titanic-request-expiry",
+     [](DaemonConfig& c, Value&& v) { c.titanic.request_expiry = v.duration; },
+     [](const DaemonConfig& c) {
+       return Toml(
+           c.titanic.request_expiry.value_or(TitanicDefaults().request_expiry));
+     }},
 }};
 
-constexpr std::array<std::string_view, 3> kSections = {"daemon", "majordomo",
-                                                       "consensus"};
+constexpr std::array<std::string_view, 4> kSections = {"daemon", "majordomo",
+                                                       "consensus", "titanic"};
 
 // The names a key or a flag had before it got its one name
 // (docs/glossary.md).  They keep working: the value goes to the new key,
@@ -514,6 +580,16 @@ absl::StatusOr<Value> ParseScalarText(Kind kind, std::string_view text) {
       v.text = std::string(text);
       return v;
     }
+    case Kind::kSynchronous: {
+      const std::string lower = absl::AsciiStrToLower(Absl(text));
+      if (lower != "full" && lower != "normal") {
+        return absl::InvalidArgumentError(absl::StrFormat(
+            "expected \"full\" or \"normal\", got \"%s\"", text));
+      }
+      Value v;
+      v.text = lower;
+      return v;
+    }
     case Kind::kEndpoints: {
       absl::Status s = CheckEndpointText(text);
       if (!s.ok()) return s;
@@ -608,7 +684,8 @@ absl::StatusOr<Value> ParseNode(const KeySpec& spec, std::string_view typed,
     case Kind::kLogLevel:
     case Kind::kLogFormat:
     case Kind::kAddress:
-    case Kind::kPath: {
+    case Kind::kPath:
+    case Kind::kSynchronous: {
       const toml::value<std::string>* s = node.as_string();
       if (s == nullptr) {
         std::string_view expected =
@@ -616,7 +693,8 @@ absl::StatusOr<Value> ParseNode(const KeySpec& spec, std::string_view typed,
             : spec.kind == Kind::kLogFormat ? "\"text\" or \"json\""
             : spec.kind == Kind::kAddress   ? "a \"host:port\" string"
             : spec.kind == Kind::kPath      ? "a path string"
-                                            : "a duration string like \"5s\"";
+            : spec.kind == Kind::kSynchronous ? "\"full\" or \"normal\""
+                                              : "a duration string like \"5s\"";
         return error(node, absl::StrFormat("expected %s, got %s", expected,
                                            TypeName(node)));
       }
@@ -998,6 +1076,14 @@ absl::Status ValidateConfig(const DaemonConfig& config) {
       }
     }
   }
+  if (!config.titanic.store_path.empty() &&
+      config.majordomo.endpoints.empty() &&
+      config.majordomo.curve_endpoints.empty()) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "%s: titanic.store_path: Titanic runs in front of this daemon's "
+        "Majordomo broker: give majordomo.endpoints (or --majordomo) too",
+        config.OriginOf("titanic.store_path")));
+  }
   if (HasCurveEndpoints(config)) {
     if (!CurveAvailable()) {
       return absl::InvalidArgumentError(
@@ -1108,6 +1194,7 @@ std::string UsageText() {
   const DaemonConfig d;
   const MajordomoBroker::Options& m = kMajordomoDefaults;
   const ConsensusBroker::Options& c = kConsensusDefaults;
+  const TitanicOptions& t = TitanicDefaults();
   auto dur = [](milliseconds v) { return FormatDuration(v); };
   return absl::StrFormat(
       R"(Usage: zb-broker [FLAGS]
@@ -1190,6 +1277,26 @@ Consensus tuning:
                                   largest frame a peer may send; bigger: the
                                   peer is disconnected, 0 = no limit [%d]
 
+Titanic (RFC 9, in front of the Majordomo broker; docs/titanic.md):
+  --titanic-store-path FILE       the SQLite file of requests and replies;
+                                  set = Titanic runs [off]
+  --titanic-synchronous full|normal
+                                  fsync policy: full = every request and
+                                  reply fsynced before it is acknowledged,
+                                  normal = survives kill -9, not power
+                                  loss [%s]
+  --titanic-max-requests N        most requests stored (pending + answered,
+                                  not closed) [%d]
+  --titanic-max-request-bytes N   largest request: service + body [%d]
+  --titanic-request-timeout DURATION
+                                  one dispatch's wait for its reply [%s]
+  --titanic-retry-delay DURATION  wait before a failed dispatch is sent
+                                  again [%s]
+  --titanic-max-in-flight N       most requests dispatched at once [%d]
+  --titanic-request-expiry DURATION
+                                  a request is deleted this long after it
+                                  arrived, closed or not, 0s = never [%s]
+
 Deprecated names (each still works and logs a warning naming the new flag;
 giving both names with different values is an error; docs/glossary.md):
   --queue-limit N                 = --max-queue-per-service [%d]
@@ -1222,9 +1329,11 @@ a usage or config error.
       m.max_message_size, m.worker_prefetch, dur(c.request_timeout),
       dur(c.client_idle_timeout), dur(c.max_heartbeat_interval),
       c.max_heartbeat_liveness, c.max_workers, c.max_services, c.max_clients,
-      c.max_requests_per_client, c.max_message_size, m.max_queue_per_service,
-      dur(c.request_timeout), dur(c.client_idle_timeout),
-      c.max_heartbeat_liveness);
+      c.max_requests_per_client, c.max_message_size,
+      SynchronousName(t.synchronous), t.max_requests, t.max_request_bytes,
+      dur(t.request_timeout), dur(t.retry_delay), t.max_in_flight,
+      dur(t.request_expiry), m.max_queue_per_service, dur(c.request_timeout),
+      dur(c.client_idle_timeout), c.max_heartbeat_liveness);
 }
 
 }  // namespace zb

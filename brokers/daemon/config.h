@@ -9,7 +9,7 @@
 //   absl::StatusOr<zb::DaemonConfig> config = zb::BuildConfig(*cli);
 //   if (!config.ok()) { /* print the message, exit 2 */ }
 //
-// The file has three tables, and nothing else is accepted: an unknown table or
+// The file has four tables, and nothing else is accepted: an unknown table or
 // key is an error (a typo must never be silently ignored).
 //
 //   [daemon]
@@ -49,6 +49,16 @@
 //   max_clients = 100000           # 0 = no bound
 //   max_requests_per_client = 10000  # 0 = no bound
 //   max_message_size = 16777216    # bytes per frame; 0 = no limit
+//
+//   [titanic]                      # Titanic (RFC 9) in front of [majordomo]
+//   store_path = "/var/lib/zb/titanic.db"  # "" (default) = no Titanic
+//   synchronous = "full"           # full | normal (fsync policy)
+//   max_requests = 100000
+//   max_request_bytes = 16777216
+//   request_timeout = "10s"
+//   retry_delay = "1s"
+//   max_in_flight = 100
+//   request_expiry = "24h"         # "0s" = never
 //
 // Every key and flag has one name, listed in docs/glossary.md.  The names
 // the daemon used before (e.g. consensus.request_deadline,
@@ -176,9 +186,30 @@ struct ConsensusSettings {
   std::optional<std::int64_t> max_message_size;
 };
 
+// Titanic (RFC 9, docs/titanic.md) run by the daemon in-process, in front
+// of its own Majordomo broker (which it reaches over inproc, so it needs
+// majordomo endpoints).  The keys are zb::TitanicOptions members of the
+// same names; its `broker` is the daemon's Majordomo broker and its
+// heartbeat_interval majordomo.heartbeat_interval, so neither is a key.
+// Unset keys keep TitanicOptions' defaults.
+struct TitanicSettings {
+  // The SQLite file; empty = no Titanic.
+  std::string store_path;
+  // "full" or "normal".
+  std::optional<std::string> synchronous;
+  std::optional<std::int64_t> max_requests;
+  std::optional<std::int64_t> max_request_bytes;
+  std::optional<std::chrono::milliseconds> request_timeout;
+  std::optional<std::chrono::milliseconds> retry_delay;
+  std::optional<std::int64_t> max_in_flight;
+  // 0 = never.
+  std::optional<std::chrono::milliseconds> request_expiry;
+};
+
 struct DaemonConfig {
   MajordomoSettings majordomo;
   ConsensusSettings consensus;
+  TitanicSettings titanic;
 
   DaemonLogLevel log_level = DaemonLogLevel::kInfo;
   LogFormat log_format = LogFormat::kText;

@@ -23,6 +23,7 @@
 #include "brokers/daemon/http_server.h"
 #include "brokers/daemon/logging.h"
 #include "brokers/daemon/metrics.h"
+#include "zbrokers/majordomo/broker.h"
 #include "zbrokers/reactor/reactor_thread.h"
 
 #ifndef ZB_VERSION
@@ -44,6 +45,9 @@ constexpr milliseconds kDrainSlack{2000};
 // (docs/reliability.md, "Memory after a flood").
 constexpr milliseconds kMemoryTrimInterval{5000};
 constexpr std::size_t kMemoryTrimThreshold = std::size_t{32} << 20;
+// Where the Majordomo broker listens for the daemon's own Titanic
+// ([titanic]); in-process only, never reported as a listening endpoint.
+constexpr const char* kTitanicBrokerEndpoint = "inproc://zb-broker-titanic";
 
 // The daemon's locks are std::mutex, not absl::Mutex: Debian's abseil is not
 // built with ThreadSanitizer, so TSan cannot see absl::Mutex's
@@ -153,12 +157,16 @@ struct BrokerPlan {
       const BrokerEnvironment&)>
       create;
   Listening* listening;  // filled once every broker is bound
+  // In-process endpoints bound before the others, for the daemon's own
+  // peers (Titanic); not in the broker's listening lists.
+  std::vector<std::string> internal_endpoints = {};
 };
 
 // One broker and everything that runs next to it on its reactor thread.
 struct RunningBroker {
   std::string name;  // BrokerRuntime::name(), known before it exists
   std::size_t plain_endpoints = 0;  // how many of its endpoints are plaintext
+  std::size_t internal_endpoints = 0;  // bound before those, not reported
   Listening* listening = nullptr;
   std::unique_ptr<ReactorThread> thread;
   BrokerMetrics* metrics = nullptr;
@@ -248,6 +256,7 @@ struct Daemon::Impl {
   std::vector<std::unique_ptr<RunningBroker>> runtimes;
   Listening majordomo_listening;
   Listening consensus_listening;
+  Listening titanic_listening;  // always empty: Titanic binds nothing
 
   // Control thread: signals and drain coordination.  The pointer itself is
   // guarded by control_mu so that posts from other threads (Shutdown(), a
@@ -290,6 +299,21 @@ std::vector<BrokerPlan> Daemon::Impl::Plans() {
   std::erase_if(all, [](const BrokerPlan& p) {
     return p.endpoints->empty() && p.curve_endpoints->empty();
   });
+  // Titanic goes after the Majordomo broker it sits in front of
+  // (ValidateConfig() made sure there is one).
+  if (!config.titanic.store_path.empty() && !all.empty() &&
+      all.front().name == MajordomoRuntime::kName) {
+    all.front().internal_endpoints.push_back(kTitanicBrokerEndpoint);
+    static const std::vector<std::string> kNone;
+    all.push_back({TitanicRuntime::kName, &kNone, &kNone,
+                   [this](const BrokerEnvironment& env) {
+                     return TitanicRuntime::Create(
+                         env, config.titanic, kTitanicBrokerEndpoint,
+                         config.majordomo.heartbeat_interval.value_or(
+                             MajordomoBroker::Options().heartbeat_interval));
+                   },
+                   &titanic_listening});
+  }
   return all;
 }
 
@@ -297,6 +321,7 @@ absl::Status Daemon::Impl::StartBroker(const BrokerPlan& plan) {
   auto rb = std::make_unique<RunningBroker>();
   rb->name = std::string(plan.name);
   rb->plain_endpoints = plan.endpoints->size();
+  rb->internal_endpoints = plan.internal_endpoints.size();
   rb->listening = plan.listening;
   rb->metrics = &metrics.AddBroker(rb->name, config.metrics_max_services);
   rb->thread = std::make_unique<ReactorThread>();
@@ -314,6 +339,11 @@ absl::Status Daemon::Impl::StartBroker(const BrokerPlan& plan) {
           absl::StrFormat("%s: %s", r->name, runtime.status().message()));
     }
     r->runtime = *std::move(runtime);
+    for (const std::string& ep : plan.internal_endpoints) {
+      if (absl::Status st = r->runtime->Bind(ep, {}); !st.ok()) {
+        return absl::Status(st.code(), BindError(r->name, ep, st));
+      }
+    }
     for (const std::string& ep : *plan.endpoints) {
       if (absl::Status st = r->runtime->Bind(ep, {}); !st.ok()) {
         return absl::Status(st.code(), BindError(r->name, ep, st));
@@ -574,6 +604,7 @@ void Daemon::Impl::Reload() {
   applied = *next;
   applied.majordomo = previous.majordomo;
   applied.consensus = previous.consensus;
+  applied.titanic = previous.titanic;
   applied.metrics = previous.metrics;
   applied.stats_interval = previous.stats_interval;
   applied.grace = previous.grace;
@@ -653,10 +684,13 @@ absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Start(
   impl->phase.store(Impl::Phase::kReady);
   std::unique_ptr<Daemon> daemon(new Daemon(std::move(impl)));
   Impl& d = *daemon->impl_;
-  // Each broker bound its plaintext endpoints first, then its CURVE ones.
-  auto split = [](std::vector<std::string> all, std::size_t plain,
-                  std::vector<std::string>& plain_out,
+  // Each broker bound its internal endpoints first, then its plaintext
+  // ones, then its CURVE ones.
+  auto split = [](std::vector<std::string> all, std::size_t internal,
+                  std::size_t plain, std::vector<std::string>& plain_out,
                   std::vector<std::string>& curve_out) {
+    all.erase(all.begin(), all.begin() + static_cast<std::ptrdiff_t>(
+                                             std::min(internal, all.size())));
     plain = std::min(plain, all.size());
     curve_out.assign(all.begin() + static_cast<std::ptrdiff_t>(plain),
                      all.end());
@@ -666,7 +700,8 @@ absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Start(
   for (const std::unique_ptr<RunningBroker>& rb : d.runtimes) {
     split(
         rb->thread->Invoke([&](Reactor&) { return rb->runtime->endpoints(); }),
-        rb->plain_endpoints, rb->listening->plain, rb->listening->curve);
+        rb->internal_endpoints, rb->plain_endpoints, rb->listening->plain,
+        rb->listening->curve);
   }
   for (const std::unique_ptr<RunningBroker>& rb : d.runtimes) {
     for (const std::string& ep : rb->listening->plain) {

@@ -19,7 +19,8 @@ namespace zb {
 
 struct MetricFamilies {
   explicit MetricFamilies(prometheus::Registry& r)
-      : requests(prometheus::BuildCounter()
+      : registry(r),
+        requests(prometheus::BuildCounter()
                      .Name("zb_requests_total")
                      .Help("Client requests accepted by the broker")
                      .Register(r)),
@@ -73,6 +74,10 @@ struct MetricFamilies {
                           "its reply")
                     .Register(r)) {}
 
+  // For the families of one kind of broker (BrokerSnapshot::gauges,
+  // ::counters), registered when first seen.  The registry is thread-safe
+  // and returns the family already registered under a name.
+  prometheus::Registry& registry;
   prometheus::Family<prometheus::Counter>& requests;
   prometheus::Family<prometheus::Counter>& replies;
   prometheus::Family<prometheus::Counter>& failures;
@@ -197,6 +202,37 @@ void BrokerMetrics::Update(const BrokerSnapshot& s) {
       events_[i] = &families_.events.Add({{"broker", name_}, {"event", event}});
     }
     Advance(*events_[i], seen ? last_.events[i].second : 0, value);
+  }
+
+  // The broker's own families, paired by position like the events.
+  if (gauges_.size() < s.gauges.size()) gauges_.resize(s.gauges.size());
+  for (std::size_t i = 0; i < s.gauges.size(); ++i) {
+    const BrokerSnapshot::Named& g = s.gauges[i];
+    if (gauges_[i] == nullptr || i >= last_.gauges.size() ||
+        last_.gauges[i].name != g.name) {
+      gauges_[i] = &prometheus::BuildGauge()
+                        .Name("zb_" + std::string(g.name))
+                        .Help(std::string(g.help))
+                        .Register(families_.registry)
+                        .Add({{"broker", name_}});
+    }
+    gauges_[i]->Set(static_cast<double>(g.value));
+  }
+  if (counters_.size() < s.counters.size()) {
+    counters_.resize(s.counters.size());
+  }
+  for (std::size_t i = 0; i < s.counters.size(); ++i) {
+    const BrokerSnapshot::Named& c = s.counters[i];
+    const bool seen =
+        i < last_.counters.size() && last_.counters[i].name == c.name;
+    if (counters_[i] == nullptr || !seen) {
+      counters_[i] = &prometheus::BuildCounter()
+                          .Name("zb_" + std::string(c.name) + "_total")
+                          .Help(std::string(c.help))
+                          .Register(families_.registry)
+                          .Add({{"broker", name_}});
+    }
+    Advance(*counters_[i], seen ? last_.counters[i].value : 0, c.value);
   }
 
   UpdateServices(s.services);

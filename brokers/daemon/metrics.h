@@ -30,6 +30,10 @@
 //   zb_open_requests             gauge     requests queued or in flight
 //   zb_draining                  gauge     1 while the broker drains
 //   zb_request_latency_seconds   histogram request arrival -> reply sent
+// plus the metrics of one kind of broker only, each a family of its own
+// (BrokerSnapshot::gauges and ::counters), e.g. Titanic's
+//   zb_titanic_stored_requests   gauge     requests in its store
+//   zb_titanic_accepted_total    counter   requests stored, UUID sent
 // and one without the broker label:
 //   zb_build_info{version=...,libzmq=...}  gauge  always 1
 // docs/daemon.md says which broker counter feeds which metric.
@@ -103,6 +107,18 @@ struct BrokerSnapshot {
   std::vector<Service> services;
   std::uint64_t open_requests = 0;
   bool draining = false;
+  // Metrics only this kind of broker has, each its own family: gauges are
+  // published as zb_<name>, counters as zb_<name>_total, both labelled
+  // broker=NAME (Titanic's zb_titanic_stored_requests).  As with events,
+  // the same names in the same order in every snapshot; `name` and `help`
+  // point to static text.
+  struct Named {
+    std::string_view name;
+    std::string_view help;
+    std::uint64_t value = 0;
+  };
+  std::vector<Named> gauges;
+  std::vector<Named> counters;
 };
 
 // `raw` as a valid UTF-8 Prometheus label value (see "Service labels").
@@ -161,6 +177,9 @@ class BrokerMetrics {
   prometheus::Histogram& latency_;
   // zb_events_total's series, in the order of the snapshot's events.
   std::vector<prometheus::Counter*> events_;
+  // The series of the snapshot's own gauges and counters, by position.
+  std::vector<prometheus::Gauge*> gauges_;
+  std::vector<prometheus::Counter*> counters_;
   struct ServiceGauges {
     prometheus::Gauge* workers;
     prometheus::Gauge* queued;
