@@ -16,6 +16,7 @@
 #include <vector>
 #include <zmq_addon.hpp>
 
+#include "absl/strings/str_cat.h"
 #include "brokers/majordomo/test_util.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -46,6 +47,101 @@ TEST_F(MdpIntegrationTest, EchoOverTcp) {
   EXPECT_EQ(s.requests, 1u);
   EXPECT_EQ(s.replies, 1u);
   EXPECT_EQ(s.workers_joined, 1u);
+}
+
+// Issue 14: one worker registered with two brokers at once, both flooded by
+// their own client.  The handler answers later from other threads, so the
+// two brokers' requests overlap in the worker; every reply must reach the
+// client whose broker sent the request, with that request's body.
+TEST(MdpManyBrokersIntegrationTest, OneWorkerServesTwoBrokersAtOnce) {
+  zmq::context_t ctx;
+  ReactorThread thread;
+  std::vector<std::unique_ptr<MajordomoBroker>> brokers;
+  std::vector<std::string> endpoints;
+  std::vector<std::unique_ptr<MdpAsyncClient>> clients;
+  std::unique_ptr<MdpWorker> worker;
+  std::atomic<int> concurrent{0}, most_concurrent{0};
+  std::vector<std::thread> answerers;
+  std::mutex answerers_mu;
+  constexpr int kPerClient = 300;
+  std::atomic<int> ok{0}, bad{0};
+  thread.Invoke([&](Reactor& r) {
+    for (int i = 0; i < 2; ++i) {
+      brokers.push_back(
+          test::Must(MajordomoBroker::Create(r, ctx, FastBroker())));
+      ASSERT_TRUE(brokers.back()->Bind("tcp://127.0.0.1:*").ok());
+      endpoints.push_back(brokers.back()->endpoints()[0]);
+    }
+    worker = test::Must(MdpWorker::Create(
+        r, ctx, endpoints[0] + "," + endpoints[1], "echo",
+        [&](Frames body, MdpWorker::Replier replier) {
+          const int now = ++concurrent;
+          int seen = most_concurrent.load();
+          while (now > seen &&
+                 !most_concurrent.compare_exchange_weak(seen, now)) {
+          }
+          std::lock_guard<std::mutex> lock(answerers_mu);
+          answerers.emplace_back([&, body = std::move(body),
+                                  replier = std::move(replier)]() mutable {
+            std::this_thread::sleep_for(1ms);
+            --concurrent;
+            replier.Reply(std::move(body));
+          });
+        },
+        FastWorker()));
+  });
+  ASSERT_TRUE(WaitFor([&] {
+    return thread.Invoke([&](Reactor&) {
+      return brokers[0]->worker_count("echo") == 1 &&
+             brokers[1]->worker_count("echo") == 1;
+    });
+  }));
+  thread.Invoke([&](Reactor& r) {
+    for (int c = 0; c < 2; ++c) {
+      clients.push_back(
+          test::Must(MdpAsyncClient::Create(r, ctx, endpoints[c])));
+      for (int i = 0; i < kPerClient; ++i) {
+        const std::string body = absl::StrCat("c", c, "-", i);
+        ASSERT_TRUE(clients[c]
+                        ->Request(
+                            "echo", MakeFrames({body}),
+                            [&, body](absl::StatusOr<Frames> reply) {
+                              if (reply.ok() &&
+                                  FramesToStrings(*reply) ==
+                                      std::vector<std::string>{body}) {
+                                ++ok;
+                              } else {
+                                ++bad;
+                              }
+                            },
+                            20s)
+                        .ok());
+      }
+    }
+  });
+  ASSERT_TRUE(WaitFor([&] { return ok + bad == 2 * kPerClient; }, 60s));
+  EXPECT_EQ(ok.load(), 2 * kPerClient);
+  // RFC 7 per broker: at most one request of each broker at a time, so
+  // never more than two in the handler's hands.
+  EXPECT_LE(most_concurrent.load(), 2);
+  MdpWorker::Stats s = thread.Invoke([&](Reactor&) { return worker->stats(); });
+  EXPECT_EQ(s.requests, 2u * kPerClient);
+  EXPECT_EQ(s.replies, 2u * kPerClient);
+  EXPECT_EQ(s.dropped_replies, 0u);
+  EXPECT_EQ(s.brokers, 2u);
+  EXPECT_EQ(s.brokers_connected, 2u);
+  for (int b = 0; b < 2; ++b) {
+    const MajordomoBroker::Stats bs =
+        thread.Invoke([&](Reactor&) { return brokers[b]->stats(); });
+    EXPECT_EQ(bs.replies - bs.mmi_requests, std::uint64_t{kPerClient}) << b;
+  }
+  thread.Invoke([&](Reactor&) {
+    clients.clear();
+    worker.reset();
+    brokers.clear();
+  });
+  std::lock_guard<std::mutex> lock(answerers_mu);
+  for (std::thread& t : answerers) t.join();
 }
 
 TEST_F(MdpIntegrationTest, EchoOverInprocWithReqSocket) {
