@@ -24,8 +24,16 @@ chosen at random with --seed) and restarts it.  It checks:
 Every wait is bounded (--budget seconds for the whole run), only 127.0.0.1
 is used, and every child dies with this script (zb_process).
 
+With --in-daemon, Titanic is zb-broker's own ([titanic] in its TOML file,
+in front of its Majordomo broker): the kills are of the daemon (Titanic and
+the broker at once) and of the workers, the same checks hold, the daemon's
+/metrics must agree with the file at the end (zb_titanic_stored_requests is
+the orphan rows, zb_titanic_pending_requests 0), and zb-broker exits 0 on
+SIGTERM.
+
   titanic_process_test.py --broker zb-broker --titanic zb-titanic \
       [--requests 60] [--kills 6] [--seed S] [--budget 150]
+  titanic_process_test.py --broker zb-broker --in-daemon [...]
 """
 
 import argparse
@@ -98,6 +106,8 @@ class Cluster:
         self.port = free_port()
         self.endpoint = f"tcp://127.0.0.1:{self.port}"
         self.store = os.path.join(workdir, "titanic.db")
+        self.config = os.path.join(workdir, "zb-broker.toml")
+        self.metrics_port = free_port()
         self.broker = None
         self.titanic = None
         self.workers = [None, None]
@@ -106,9 +116,22 @@ class Cluster:
     def start_broker(self):
         args = ["--majordomo", self.endpoint,
                 "--heartbeat-interval", f"{HEARTBEAT_MS}ms"]
+        if self.args.in_daemon:
+            # Titanic's settings from the file, as a deployment has them.
+            with open(self.config, "w") as f:
+                f.write("[daemon]\n"
+                        f'metrics = "127.0.0.1:{self.metrics_port}"\n'
+                        'stats_interval = "1s"\n'
+                        "[titanic]\n"
+                        f'store_path = "{self.store}"\n'
+                        'request_timeout = "2s"\n'
+                        'retry_delay = "200ms"\n')
+            args += ["--config", self.config]
         self.broker = zp.ZbBroker.start(self.args.broker, args, busy_for=20)
 
     def start_titanic(self):
+        if self.args.in_daemon:
+            return  # zb-broker's own
         self.titanic = zp.Proc(
             [self.args.titanic, "--broker", self.endpoint,
              "--store-path", self.store,
@@ -174,7 +197,8 @@ def run(args):
     # The killer thread draws from its own generator, the client from this.
     body_rng = random.Random(args.seed + 1)
     print(f"titanic_process_test: seed {args.seed}, {args.requests} requests,"
-          f" {args.kills} kills", flush=True)
+          f" {args.kills} kills"
+          f"{', Titanic in zb-broker' if args.in_daemon else ''}", flush=True)
     deadline = time.monotonic() + args.budget
     workdir = tempfile.mkdtemp(prefix="zb_titanic_proc_")
     ctx = zmq.Context()
@@ -198,9 +222,10 @@ def run(args):
             try:
                 # Each kind at least once (when there are 3 kills or more),
                 # the rest at random, in a random order.
-                kinds = ["titanic", "broker", "worker"]
-                plan = (kinds + [rng.choice(kinds)
-                                 for _ in range(args.kills - 3)])[:args.kills]
+                kinds = (["broker", "worker"] if args.in_daemon else
+                         ["titanic", "broker", "worker"])
+                plan = (kinds + [rng.choice(kinds) for _ in
+                                 range(args.kills - len(kinds))])[:args.kills]
                 rng.shuffle(plan)
                 for what in plan:
                     if stop.wait(rng.uniform(0.2, args.kill_every)):
@@ -321,9 +346,32 @@ def run(args):
             zp.check(first in bodies, f"a stored row nobody sent: {first!r}")
 
         client.socket.close(linger=0)
-        code = cluster.titanic.stop()
-        zp.check(code == 0, f"zb-titanic exited {code} on SIGTERM:\n"
-                 + cluster.titanic.tail())
+        if args.in_daemon:
+            # The daemon's metrics say what the file holds (refreshed once
+            # a second).
+            want = {"zb_titanic_stored_requests": len(rows),
+                    "zb_titanic_pending_requests": 0}
+            while True:
+                _, body = zp.http_get(cluster.metrics_port)
+                text = body.decode("utf-8", "replace")
+                got = {}
+                for line in text.splitlines():
+                    for name in want:
+                        prefix = name + '{broker="titanic"} '
+                        if line.startswith(prefix):
+                            got[name] = float(line[len(prefix):])
+                if got == want:
+                    break
+                zp.check(time.monotonic() < deadline,
+                         f"/metrics says {got}, the file {want}")
+                time.sleep(0.2)
+            code = cluster.broker.stop()
+            zp.check(code == 0, f"zb-broker exited {code} on SIGTERM:\n"
+                     + cluster.broker.tail())
+        else:
+            code = cluster.titanic.stop()
+            zp.check(code == 0, f"zb-titanic exited {code} on SIGTERM:\n"
+                     + cluster.titanic.tail())
         print(f"titanic_process_test: OK: {len(accepted)} accepted, all "
               f"answered once and closed; kills {cluster.kills}; "
               f"{resubmitted} resubmissions, {len(rows)} orphan rows",
@@ -345,7 +393,10 @@ def run(args):
 def main(argv):
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--broker", required=True)
-    p.add_argument("--titanic", required=True)
+    p.add_argument("--titanic", default=None,
+                   help="zb-titanic (not with --in-daemon)")
+    p.add_argument("--in-daemon", action="store_true",
+                   help="Titanic inside zb-broker ([titanic]), not zb-titanic")
     p.add_argument("--requests", type=int, default=60)
     p.add_argument("--kills", type=int, default=6)
     p.add_argument("--kill-every", type=float, default=1.5,
@@ -356,6 +407,8 @@ def main(argv):
     p.add_argument("--seed", type=int, default=None)
     p.add_argument("--budget", type=float, default=150)
     args = p.parse_args(argv)
+    if args.titanic is None and not args.in_daemon:
+        p.error("--titanic is needed (or --in-daemon)")
     if args.seed is None:
         args.seed = random.randrange(1 << 30)
     return run(args)
