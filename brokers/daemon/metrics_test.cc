@@ -65,6 +65,40 @@ TEST(MetricsTest, CountersAdvanceByDifferenceAndNeverGoBack) {
               HasSubstr("zb_requests_total{broker=\"consensus\"} 25"));
 }
 
+// One kind of broker's own metrics (Titanic's): each a family named
+// zb_<name> (gauges) or zb_<name>_total (counters) with the broker label,
+// counters advancing by difference and never back, gauges set.
+TEST(MetricsTest, OwnGaugesAndCountersAreFamiliesOfTheirOwn) {
+  Metrics metrics;
+  BrokerMetrics& t = metrics.AddBroker("titanic");
+  auto snapshot = [](std::uint64_t stored, std::uint64_t accepted) {
+    BrokerSnapshot s;
+    s.gauges = {{"titanic_stored_requests", "stored", stored}};
+    s.counters = {{"titanic_accepted", "accepted", accepted}};
+    return s;
+  };
+  t.Update(snapshot(5, 7));
+  std::string text = metrics.Serialize();
+  EXPECT_THAT(text, HasSubstr("# TYPE zb_titanic_stored_requests gauge"));
+  EXPECT_THAT(text,
+              HasSubstr("zb_titanic_stored_requests{broker=\"titanic\"} 5"));
+  EXPECT_THAT(text, HasSubstr("# TYPE zb_titanic_accepted_total counter"));
+  EXPECT_THAT(text,
+              HasSubstr("zb_titanic_accepted_total{broker=\"titanic\"} 7"));
+  t.Update(snapshot(2, 9));
+  t.Update(snapshot(3, 8));  // a counter never goes back
+  text = metrics.Serialize();
+  EXPECT_THAT(text,
+              HasSubstr("zb_titanic_stored_requests{broker=\"titanic\"} 3"));
+  EXPECT_THAT(text,
+              HasSubstr("zb_titanic_accepted_total{broker=\"titanic\"} 9"));
+  // Another broker without them has no such series.
+  metrics.AddBroker("majordomo").Update(Snapshot(1));
+  EXPECT_THAT(
+      metrics.Serialize(),
+      Not(HasSubstr("zb_titanic_stored_requests{broker=\"majordomo\"}")));
+}
+
 TEST(MetricsTest, ForgottenServicesLoseTheirSeries) {
   Metrics metrics;
   BrokerMetrics& mdp = metrics.AddBroker("majordomo");
