@@ -252,6 +252,7 @@ void ConsensusBroker::OnMessage(std::span<zmq::message_t> frames) {
     // any answered request).
     if (std::optional<ccp::SequenceId> id =
             ccp::ReadableRequestSequence(*body)) {
+      if (RefusedByGate()) return;
       OnMalformedRequest(frames, *body, *id, header.status());
     }
     return;
@@ -259,6 +260,7 @@ void ConsensusBroker::OnMessage(std::span<zmq::message_t> frames) {
   const ccp::Header& h = *header;
   switch (h.type) {
     case MessageType::kRequest:
+      if (RefusedByGate()) return;
       OnRequest(frames, *body, h);
       return;
     case MessageType::kReplySuccess:
@@ -279,6 +281,7 @@ void ConsensusBroker::OnMessage(std::span<zmq::message_t> frames) {
       OnDisconnect(View(frames[0]), h);
       return;
     case MessageType::kPing: {
+      if (RefusedByGate()) return;
       // Echo the message as received: [identity][""][CCp100][0x07].
       ++stats_.pings;
       const absl::Status s = SendFrames(router_, frames);
@@ -287,6 +290,14 @@ void ConsensusBroker::OnMessage(std::span<zmq::message_t> frames) {
       return;
     }
   }
+}
+
+bool ConsensusBroker::RefusedByGate() {
+  // A draining broker answers "zb:shutdown" as before; asking the gate
+  // could make a broker that is going away take over from its peer.
+  if (!request_gate_ || draining_ || request_gate_()) return false;
+  ++stats_.requests_refused_passive;
+  return true;
 }
 
 void ConsensusBroker::OnReady(std::span<zmq::message_t> frames,

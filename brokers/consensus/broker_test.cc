@@ -1580,5 +1580,85 @@ TEST(ConsensusBrokerCreateTest, ShutDownContextIsAnErrorNotAnException) {
   EXPECT_THAT(broker.status().message(), HasSubstr("socket"));
 }
 
+// The fail-over pair's request gate (set_request_gate(),
+// zbrokers/ha/node.h): while it says no, REQUESTs, readable malformed
+// REQUESTs and PINGs are dropped without an answer and counted; workers
+// register and stay.
+TEST_F(ConsensusBrokerTest, ARefusingGateDropsRequestsAndPingsButKeepsWorkers) {
+  Start();
+  std::atomic<bool> open{false};
+  std::atomic<int> asked{0};
+  OnBroker([&](ConsensusBroker& b) {
+    b.set_request_gate([&] {
+      ++asked;
+      return open.load();
+    });
+    return 0;
+  });
+  auto worker = NewWorker("echo");  // a passive broker takes workers
+  Peer client(ctx_, endpoint_);
+  client.Request("echo", {1, 9}, {"first"});
+  client.Send({kTagS, Byte(MessageType::kPing)});
+  // Malformed (no service) but with a readable sequence id: answered
+  // "zb:malformed" by an active broker, dropped by a passive one.
+  client.Send({kTagS, Byte(MessageType::kRequest), "", SeqBytes(2, 9), ""});
+  EXPECT_TRUE(client.Silent(milliseconds(300)));
+  EXPECT_TRUE(worker->Silent(milliseconds(50)));
+  ConsensusBroker::Stats s = Stats();
+  EXPECT_EQ(s.requests_refused_passive, 3u);
+  EXPECT_EQ(s.requests, 0u);
+  EXPECT_EQ(s.pings, 0u);
+  EXPECT_EQ(Workers("echo"), 1u);
+  EXPECT_EQ(asked.load(), 3);
+  // The gate opens: the client's next request is served (its id is new to
+  // the broker, which adopts it).
+  open = true;
+  client.Send({kTagS, Byte(MessageType::kPing)});
+  auto pong = client.Recv();
+  ASSERT_TRUE(pong.has_value());
+  EXPECT_EQ(pong->type, MessageType::kPing);
+  client.Request("echo", {3, 9}, {"second"});
+  auto req = worker->Recv();
+  ASSERT_TRUE(req.has_value());
+  EXPECT_THAT(req->payload, ElementsAre("second"));
+  worker->Reply(*req, true, {"answer"});
+  auto rep = client.Recv();
+  ASSERT_TRUE(rep.has_value());
+  EXPECT_EQ(rep->type, MessageType::kReplySuccess);
+  EXPECT_THAT(rep->payload, ElementsAre("answer"));
+  EXPECT_EQ(Stats().requests_refused_passive, 3u);
+  EXPECT_EQ(asked.load(), 5);
+  OnBroker([](ConsensusBroker& b) {
+    b.set_request_gate({});
+    return 0;
+  });
+}
+
+// A draining broker answers "zb:shutdown" as before, without asking the
+// gate: asking could make a broker that is going away take over.
+TEST_F(ConsensusBrokerTest, ADrainingBrokerDoesNotAskTheGate) {
+  Start();
+  std::atomic<int> asked{0};
+  OnBroker([&](ConsensusBroker& b) {
+    b.set_request_gate([&] {
+      ++asked;
+      return false;
+    });
+    b.Drain(milliseconds(10000), {});
+    return 0;
+  });
+  Peer client(ctx_, endpoint_);
+  client.Request("echo", {1, 9}, {"late"});
+  auto rep = client.Recv();
+  ASSERT_TRUE(rep.has_value());
+  EXPECT_EQ(rep->type, MessageType::kReplyFailure);
+  EXPECT_EQ(asked.load(), 0);
+  EXPECT_EQ(Stats().refused_draining, 1u);
+  OnBroker([](ConsensusBroker& b) {
+    b.set_request_gate({});
+    return 0;
+  });
+}
+
 }  // namespace
 }  // namespace zb

@@ -154,6 +154,7 @@ class MajordomoBroker::Impl {
 
   void set_worker_event_hook(WorkerEventHook h) { worker_hook_ = std::move(h); }
   void set_latency_hook(LatencyHook h) { latency_hook_ = std::move(h); }
+  void set_request_gate(RequestGate g) { request_gate_ = std::move(g); }
   void set_log_hook(LogHook h) { log_ = h ? std::move(h) : DefaultLog; }
 
   Stats stats() const {
@@ -348,6 +349,10 @@ class MajordomoBroker::Impl {
   void OnClientRequest(zmq::message_t& identity, mdp::ClientMessage& m) {
     if (draining_) {
       ++stats_.rejected_draining;
+      return;
+    }
+    if (request_gate_ && !request_gate_()) {
+      ++stats_.requests_refused_passive;
       return;
     }
     ++stats_.requests;
@@ -1190,6 +1195,7 @@ class MajordomoBroker::Impl {
   absl::AnyInvocable<Clock::time_point() const> clock_for_testing_;
   WorkerEventHook worker_hook_;
   LatencyHook latency_hook_;
+  RequestGate request_gate_;
   LogHook log_;
   // One rate limit per kind of line (see LogHook in the header).
   LogLimiter joins_log_{{.period = std::chrono::seconds(1), .burst = 10}};
@@ -1239,6 +1245,9 @@ void MajordomoBroker::set_worker_event_hook(WorkerEventHook hook) {
 }
 void MajordomoBroker::set_latency_hook(LatencyHook hook) {
   impl_->set_latency_hook(std::move(hook));
+}
+void MajordomoBroker::set_request_gate(RequestGate gate) {
+  impl_->set_request_gate(std::move(gate));
 }
 void MajordomoBroker::set_log_hook(LogHook hook) {
   impl_->set_log_hook(std::move(hook));

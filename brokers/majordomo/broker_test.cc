@@ -150,5 +150,79 @@ TEST_F(MajordomoDrainTest, WorkerCountCountsEveryService) {
   });
 }
 
+// The fail-over pair's request gate (set_request_gate(),
+// zbrokers/ha/node.h): while it says no, every client request, MMI
+// included, is dropped without an answer and counted; workers register and
+// are served as always.
+class MajordomoGateTest : public PrefetchTest {
+ protected:
+  void TearDown() override {
+    // The gate captures the test's locals.
+    if (broker_) {
+      broker_thread_.Invoke([&](Reactor&) { broker_->set_request_gate({}); });
+    }
+    PrefetchTest::TearDown();
+  }
+};
+
+TEST_F(MajordomoGateTest, ARefusingGateDropsRequestsAndMmiButKeepsWorkers) {
+  StartBroker(Prefetch(1));  // raw workers need no heartbeats
+  std::atomic<bool> open{false};
+  std::atomic<int> asked{0};
+  broker_thread_.Invoke([&](Reactor&) {
+    broker_->set_request_gate([&] {
+      ++asked;
+      return open.load();
+    });
+  });
+  auto w = RawWorker("svc");  // a passive broker takes workers
+  auto c = RawClient();
+  c->Send({"", "MDPC01", "svc", "first"});
+  c->Send({"", "MDPC01", "mmi.service", "svc"});
+  EXPECT_TRUE(c->Recv(300ms).empty());
+  EXPECT_TRUE(w->Recv(50ms).empty());
+  auto s = Stats();
+  EXPECT_EQ(s.requests_refused_passive, 2u);
+  EXPECT_EQ(s.requests, 0u);
+  EXPECT_EQ(Workers("svc"), 1u);
+  EXPECT_EQ(asked.load(), 2);
+  // The gate opens (the broker became active): served again.
+  open = true;
+  c->Send({"", "MDPC01", "mmi.service", "svc"});
+  EXPECT_THAT(c->Recv(), ElementsAre("", "MDPC01", "mmi.service", "200"));
+  c->Send({"", "MDPC01", "svc", "second"});
+  auto [addr, body] = Take(*w);
+  EXPECT_EQ(body, "second");
+  w->Send({"", "MDPW01", kReply, addr, "", "answer"});
+  EXPECT_THAT(c->Recv(), ElementsAre("", "MDPC01", "svc", "answer"));
+  EXPECT_EQ(asked.load(), 4);
+  EXPECT_EQ(Stats().requests_refused_passive, 2u);
+}
+
+// A draining broker drops new requests as it always did, without asking the
+// gate: asking could make a broker that is going away take over.
+TEST_F(MajordomoGateTest, ADrainingBrokerDoesNotAskTheGate) {
+  StartBroker(Prefetch(1));  // raw workers need no heartbeats
+  std::atomic<int> asked{0};
+  broker_thread_.Invoke([&](Reactor&) {
+    broker_->set_request_gate([&] {
+      ++asked;
+      return true;
+    });
+  });
+  // A request held by a worker keeps the drain going (a broker with
+  // nothing open is drained, and inert, at once).
+  auto w = RawWorker("svc");
+  auto c = RawClient();
+  c->Send({"", "MDPC01", "svc", "held"});
+  Take(*w);
+  EXPECT_EQ(asked.load(), 1);
+  broker_thread_.Invoke([&](Reactor&) { broker_->Drain(10000ms, {}); });
+  c->Send({"", "MDPC01", "svc", "late"});
+  ASSERT_TRUE(WaitFor([&] { return Stats().rejected_draining == 1u; }));
+  EXPECT_EQ(asked.load(), 1);
+  EXPECT_EQ(Stats().requests_refused_passive, 0u);
+}
+
 }  // namespace
 }  // namespace zb

@@ -177,6 +177,10 @@ class ConsensusBroker {
     // Client ids first seen at a sequence number other than 1 (a client that
     // outlived a broker restart or its idle record) and adopted there.
     std::uint64_t clients_adopted = 0;
+    // Client messages (REQUESTs, PINGs) the request gate refused: dropped
+    // without an answer while this broker is the passive half of a
+    // fail-over pair (set_request_gate()).  Not in `requests`.
+    std::uint64_t requests_refused_passive = 0;
   };
 
   // Checks `options` (InvalidArgument naming the first member out of its
@@ -235,6 +239,16 @@ class ConsensusBroker {
   // Where the log lines go (see LogHook); an empty hook, the default, writes
   // them to stderr as "consensus LEVEL: line".
   void set_log_hook(LogHook hook) { log_hook_ = std::move(hook); }
+  // The fail-over pair's gate (zbrokers/ha/node.h): asked once per client
+  // message (a REQUEST, a malformed REQUEST whose sequence id can be read,
+  // a PING), on the reactor thread, before anything else looks at it (a
+  // draining broker answers "zb:shutdown" without asking).  false drops the
+  // message without an answer, counted as requests_refused_passive, so that
+  // the client times out and moves on to the next broker of its list.
+  // Workers are never gated: a passive broker keeps its workers.  Empty,
+  // the default: every request is served.
+  using RequestGate = absl::AnyInvocable<bool()>;
+  void set_request_gate(RequestGate gate) { request_gate_ = std::move(gate); }
 
   // A snapshot of the counters.
   Stats stats() const { return stats_; }
@@ -296,6 +310,8 @@ class ConsensusBroker {
                const ccp::Header& h);
   void OnDisconnect(std::string_view identity, const ccp::Header& h);
   void Sweep();
+  // True when the request gate refuses a client message (counted).
+  bool RefusedByGate();
 
   // Reject a request at once (before it becomes a Request record).
   void FailNow(std::span<zmq::message_t> frames, std::span<zmq::message_t> body,
@@ -348,6 +364,7 @@ class ConsensusBroker {
   std::vector<absl::AnyInvocable<void()>> on_drained_;
   LatencyHook latency_hook_;
   LogHook log_hook_;
+  RequestGate request_gate_;
 
   absl::flat_hash_map<std::string, std::unique_ptr<Service>> services_;
   absl::flat_hash_map<std::string, std::unique_ptr<Worker>> workers_;

@@ -208,6 +208,10 @@ class MajordomoBroker {
     std::uint64_t dropped_max_requests_per_client =
         0;                                // max_requests_per_client
     std::uint64_t rejected_draining = 0;  // new requests while draining
+    // Requests (MMI included) the request gate refused: dropped while this
+    // broker is the passive half of a fail-over pair
+    // (set_request_gate()).  Not in `requests`.
+    std::uint64_t requests_refused_passive = 0;
     std::uint64_t malformed = 0;          // messages dropped as invalid
     std::uint64_t unroutable = 0;         // sends to a peer that was gone
     std::uint64_t dropped_full_pipe = 0;  // sends refused because the
@@ -293,6 +297,16 @@ class MajordomoBroker {
   void set_worker_event_hook(WorkerEventHook hook);
   void set_latency_hook(LatencyHook hook);
   void set_log_hook(LogHook hook);
+  // The fail-over pair's gate (zbrokers/ha/node.h): asked once per client
+  // request, MMI included, on the reactor thread, before anything else
+  // looks at it (a draining broker drops requests without asking).  false
+  // drops the request without an answer (RFC 7 has no error reply),
+  // counted as requests_refused_passive, so that the client times out and
+  // moves on to the next broker of its list.  Workers are never gated: a
+  // passive broker keeps its workers.  Empty, the default: every request
+  // is served.
+  using RequestGate = absl::AnyInvocable<bool()>;
+  void set_request_gate(RequestGate gate);
 
   // A snapshot of the counters and per-service gauges.
   Stats stats() const;
