@@ -61,6 +61,9 @@ class BrokerAdapter : public BrokerRuntime {
   const std::vector<std::string>& endpoints() const override {
     return broker_->endpoints();
   }
+  void SetRequestGate(absl::AnyInvocable<bool()> gate) override {
+    broker_->set_request_gate(std::move(gate));
+  }
 
  protected:
   // Takes the broker the adapter built on env's reactor (not null) and

@@ -72,6 +72,11 @@ class BrokerRuntime {
   // Every endpoint bound so far, resolved (ZMQ_LAST_ENDPOINT), in Bind()
   // order.
   virtual const std::vector<std::string>& endpoints() const = 0;
+  // The broker's set_request_gate(): the fail-over pair's gate (ha.h),
+  // asked before each client request is served.  A runtime that takes no
+  // clients of its own (Titanic, whose clients come through the Majordomo
+  // broker, gated there) keeps the default, which drops the gate.
+  virtual void SetRequestGate(absl::AnyInvocable<bool()> /*gate*/) {}
 };
 
 // What an adapter needs to build its broker.  Everything must outlive the

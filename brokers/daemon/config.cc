@@ -46,6 +46,8 @@ enum class Kind {
   kAddress,           // "host:port" or "" (off)
   kPath,              // a file or directory path; "" = not set
   kSynchronous,       // string, "full" or "normal" (Titanic's fsync policy)
+  kEndpoint,          // one endpoint string; "" = not set
+  kHaRole,            // "primary", "backup", or "" (no fail-over pair)
 };
 
 // A parsed value; the key's Kind says which field is set.  (A plain struct
@@ -132,7 +134,7 @@ std::string TomlInt(Int n) {
 
 // The schema: every key the file may hold.  Adding a key here makes it
 // accepted in the file and, with a flag name, on the command line.
-const std::array<KeySpec, 40> kKeys = {{
+const std::array<KeySpec, 45> kKeys = {{
     {"daemon", "log_level", Kind::kLogLevel, "--log-level",
      [](DaemonConfig& c, Value&& v) { c.log_level = v.level; },
      [](const DaemonConfig& c) { return Toml(LogLevelName(c.log_level)); }},
@@ -409,10 +411,39 @@ const std::array<KeySpec, 40> kKeys = {{
        return Toml(
            c.titanic.request_expiry.value_or(TitanicDefaults().request_expiry));
      }},
+    {"ha", "role", Kind::kHaRole, "--ha-role",
+     [](DaemonConfig& c, Value&& v) {
+       c.ha.role =
+           v.text.empty() ? std::nullopt : std::optional(*ParseHaRole(v.text));
+     },
+     [](const DaemonConfig& c) {
+       return Toml(c.ha.role ? HaRoleName(*c.ha.role) : "");
+     }},
+    {"ha", "state_endpoint", Kind::kEndpoint, "--ha-state-endpoint",
+     [](DaemonConfig& c, Value&& v) {
+       c.ha.state_endpoint = std::move(v.text);
+     },
+     [](const DaemonConfig& c) {
+       return Toml(std::string_view(c.ha.state_endpoint));
+     }},
+    {"ha", "peer_state_endpoint", Kind::kEndpoint, "--ha-peer-state-endpoint",
+     [](DaemonConfig& c, Value&& v) {
+       c.ha.peer_state_endpoint = std::move(v.text);
+     },
+     [](const DaemonConfig& c) {
+       return Toml(std::string_view(c.ha.peer_state_endpoint));
+     }},
+    {"ha", "heartbeat_interval", Kind::kPositiveDuration,
+     "--ha-heartbeat-interval",
+     [](DaemonConfig& c, Value&& v) { c.ha.heartbeat_interval = v.duration; },
+     [](const DaemonConfig& c) { return Toml(c.ha.heartbeat_interval); }},
+    {"ha", "peer_expiry", Kind::kPositiveDuration, "--ha-peer-expiry",
+     [](DaemonConfig& c, Value&& v) { c.ha.peer_expiry = v.duration; },
+     [](const DaemonConfig& c) { return Toml(c.ha.peer_expiry); }},
 }};
 
-constexpr std::array<std::string_view, 4> kSections = {"daemon", "majordomo",
-                                                       "consensus", "titanic"};
+constexpr std::array<std::string_view, 5> kSections = {
+    "daemon", "majordomo", "consensus", "titanic", "ha"};
 
 // The names a key or a flag had before it got its one name
 // (docs/glossary.md).  They keep working: the value goes to the new key,
@@ -590,6 +621,21 @@ absl::StatusOr<Value> ParseScalarText(Kind kind, std::string_view text) {
       v.text = lower;
       return v;
     }
+    case Kind::kEndpoint: {
+      Value v;
+      if (text.empty()) return v;  // not set
+      if (absl::Status s = CheckEndpointText(text); !s.ok()) return s;
+      v.text = std::string(text);
+      return v;
+    }
+    case Kind::kHaRole: {
+      Value v;
+      if (text.empty()) return v;  // no fail-over pair
+      absl::StatusOr<HaRole> role = ParseHaRole(text);
+      if (!role.ok()) return role.status();
+      v.text = std::string(text);
+      return v;
+    }
     case Kind::kEndpoints: {
       absl::Status s = CheckEndpointText(text);
       if (!s.ok()) return s;
@@ -685,7 +731,9 @@ absl::StatusOr<Value> ParseNode(const KeySpec& spec, std::string_view typed,
     case Kind::kLogFormat:
     case Kind::kAddress:
     case Kind::kPath:
-    case Kind::kSynchronous: {
+    case Kind::kSynchronous:
+    case Kind::kEndpoint:
+    case Kind::kHaRole: {
       const toml::value<std::string>* s = node.as_string();
       if (s == nullptr) {
         std::string_view expected =
@@ -694,6 +742,8 @@ absl::StatusOr<Value> ParseNode(const KeySpec& spec, std::string_view typed,
             : spec.kind == Kind::kAddress   ? "a \"host:port\" string"
             : spec.kind == Kind::kPath      ? "a path string"
             : spec.kind == Kind::kSynchronous ? "\"full\" or \"normal\""
+            : spec.kind == Kind::kEndpoint    ? "an endpoint string"
+            : spec.kind == Kind::kHaRole      ? "\"primary\" or \"backup\""
                                               : "a duration string like \"5s\"";
         return error(node, absl::StrFormat("expected %s, got %s", expected,
                                            TypeName(node)));
@@ -1043,6 +1093,55 @@ bool HasCurveEndpoints(const DaemonConfig& config) {
          !config.consensus.curve_endpoints.empty();
 }
 
+namespace {
+
+// The [ha] table hangs together (docs/ha.md).
+absl::Status ValidateHa(const DaemonConfig& config) {
+  const HaSettings& ha = config.ha;
+  if (!ha.role.has_value()) {
+    for (const auto& [key, value] :
+         {std::pair<std::string_view, const std::string&>{"ha.state_endpoint",
+                                                          ha.state_endpoint},
+          {"ha.peer_state_endpoint", ha.peer_state_endpoint}}) {
+      if (!value.empty()) {
+        return absl::InvalidArgumentError(absl::StrFormat(
+            "%s: %s is set but ha.role is not: set ha.role (or --ha-role) "
+            "to \"primary\" or \"backup\" to run a fail-over pair",
+            config.OriginOf(key), key));
+      }
+    }
+    return absl::OkStatus();
+  }
+  for (const auto& [key, value] :
+       {std::pair<std::string_view, const std::string&>{"ha.state_endpoint",
+                                                        ha.state_endpoint},
+        {"ha.peer_state_endpoint", ha.peer_state_endpoint}}) {
+    if (value.empty()) {
+      return absl::InvalidArgumentError(absl::StrFormat(
+          "%s: ha.role is %s but %s is not set (or --%s)",
+          config.OriginOf("ha.role"), HaRoleName(*ha.role), key,
+          key == "ha.state_endpoint" ? "ha-state-endpoint"
+                                     : "ha-peer-state-endpoint"));
+    }
+  }
+  if (ha.state_endpoint == ha.peer_state_endpoint) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "%s: ha.peer_state_endpoint is ha.state_endpoint (\"%s\"): it must "
+        "be the other broker's",
+        config.OriginOf("ha.peer_state_endpoint"), ha.state_endpoint));
+  }
+  if (ha.peer_expiry <= ha.heartbeat_interval) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "%s: ha.peer_expiry (%s) must be longer than ha.heartbeat_interval "
+        "(%s), or a live peer would expire between two of its heartbeats",
+        config.OriginOf("ha.peer_expiry"), FormatDuration(ha.peer_expiry),
+        FormatDuration(ha.heartbeat_interval)));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
 absl::Status ValidateConfig(const DaemonConfig& config) {
   if (config.majordomo.endpoints.empty() &&
       config.consensus.endpoints.empty() && !HasCurveEndpoints(config)) {
@@ -1084,6 +1183,7 @@ absl::Status ValidateConfig(const DaemonConfig& config) {
         "Majordomo broker: give majordomo.endpoints (or --majordomo) too",
         config.OriginOf("titanic.store_path")));
   }
+  if (absl::Status s = ValidateHa(config); !s.ok()) return s;
   if (HasCurveEndpoints(config)) {
     if (!CurveAvailable()) {
       return absl::InvalidArgumentError(
@@ -1297,6 +1397,18 @@ Titanic (RFC 9, in front of the Majordomo broker; docs/titanic.md):
                                   a request is deleted this long after it
                                   arrived, closed or not, 0s = never [%s]
 
+Fail-over pair (docs/ha.md; off without --ha-role):
+  --ha-role ROLE                  primary|backup: which half of the pair
+                                  this broker is
+  --ha-state-endpoint ENDPOINT    where this broker publishes its state
+  --ha-peer-state-endpoint ENDPOINT
+                                  the other broker's --ha-state-endpoint
+  --ha-heartbeat-interval DURATION
+                                  how often each side publishes its
+                                  state [%s]
+  --ha-peer-expiry DURATION       peer silence after which it counts as gone
+                                  (above the heartbeat interval) [%s]
+
 Deprecated names (each still works and logs a warning naming the new flag;
 giving both names with different values is an error; docs/glossary.md):
   --queue-limit N                 = --max-queue-per-service [%d]
@@ -1332,7 +1444,8 @@ a usage or config error.
       c.max_requests_per_client, c.max_message_size,
       SynchronousName(t.synchronous), t.max_requests, t.max_request_bytes,
       dur(t.request_timeout), dur(t.retry_delay), t.max_in_flight,
-      dur(t.request_expiry), m.max_queue_per_service, dur(c.request_timeout),
+      dur(t.request_expiry), dur(d.ha.heartbeat_interval),
+      dur(d.ha.peer_expiry), m.max_queue_per_service, dur(c.request_timeout),
       dur(c.client_idle_timeout), c.max_heartbeat_liveness);
 }
 

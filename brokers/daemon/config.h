@@ -60,6 +60,14 @@
 //   max_in_flight = 100
 //   request_expiry = "24h"         # "0s" = never
 //
+//   [ha]                           # a fail-over pair (docs/ha.md)
+//   role = "primary"               # "primary" | "backup" | "" (off)
+//   state_endpoint = "tcp://10.0.0.1:5570"       # we publish our state here
+//   peer_state_endpoint = "tcp://10.0.0.2:5570"  # the peer's state_endpoint
+//   heartbeat_interval = "1s"      # how often each side publishes its state
+//   peer_expiry = "2s"             # peer silence after which it counts as
+//                                  # gone; > heartbeat_interval
+//
 // Every key and flag has one name, listed in docs/glossary.md.  The names
 // the daemon used before (e.g. consensus.request_deadline,
 // --request-deadline) still work as deprecated aliases: each use adds one
@@ -92,6 +100,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "zbrokers/ha/binary_star.h"
 #include "zbrokers/security/curve.h"
 #include "zbrokers/security/zap_handler.h"
 
@@ -206,10 +215,23 @@ struct TitanicSettings {
   std::optional<std::chrono::milliseconds> request_expiry;
 };
 
+// The [ha] table: this daemon as one half of a fail-over pair (docs/ha.md,
+// zbrokers/ha/node.h, whose Options have the same names).  One BinaryStar
+// gates every broker the daemon runs.
+struct HaSettings {
+  // Unset: no pair, every request is served.
+  std::optional<HaRole> role;
+  std::string state_endpoint;       // required with a role
+  std::string peer_state_endpoint;  // required with a role
+  std::chrono::milliseconds heartbeat_interval{1000};
+  std::chrono::milliseconds peer_expiry{2000};
+};
+
 struct DaemonConfig {
   MajordomoSettings majordomo;
   ConsensusSettings consensus;
   TitanicSettings titanic;
+  HaSettings ha;
 
   DaemonLogLevel log_level = DaemonLogLevel::kInfo;
   LogFormat log_format = LogFormat::kText;
@@ -321,9 +343,10 @@ absl::StatusOr<DaemonConfig> LoadConfigFile(const std::string& path);
 absl::Status ApplyCommandLine(const CommandLine& cli, DaemonConfig& config);
 
 // Checks what must hold for the daemon to start: at least one broker
-// endpoint; for CURVE endpoints (tcp:// or ipc:// only, none also listed as
-// plaintext) a libzmq with CURVE, a secret key file and an allowlist.
-// Reads no file.
+// endpoint; with an [ha] role, both state endpoints, different, and a
+// peer_expiry above heartbeat_interval; for CURVE endpoints (tcp:// or ipc://
+// only, none also listed as plaintext) a libzmq with CURVE, a secret key file
+// and an allowlist. Reads no file.
 absl::Status ValidateConfig(const DaemonConfig& config);
 
 // The whole pipeline: defaults, then the file (if --config), then the flags,

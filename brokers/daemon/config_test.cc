@@ -1166,5 +1166,119 @@ TEST(DeprecatedNamesTest, CheckConfigPrintsTheWarning) {
   EXPECT_EQ(lines, 2u) << log;
 }
 
+// --- [ha]: the fail-over pair (docs/ha.md) -----------------------------------
+
+TEST(HaConfigTest, FileKeysFlagsAndDefaults) {
+  absl::StatusOr<DaemonConfig> c = ParseConfigText(
+      "[consensus]\nendpoints = [\"tcp://*:1\"]\n"
+      "[ha]\nrole = \"backup\"\nstate_endpoint = \"tcp://*:5570\"\n"
+      "peer_state_endpoint = \"tcp://10.0.0.1:5570\"\n"
+      "heartbeat_interval = \"250ms\"\npeer_expiry = \"1s\"\n",
+      "ha.toml");
+  ASSERT_TRUE(c.ok()) << c.status();
+  ASSERT_TRUE(c->ha.role.has_value());
+  EXPECT_EQ(*c->ha.role, HaRole::kBackup);
+  EXPECT_EQ(c->ha.state_endpoint, "tcp://*:5570");
+  EXPECT_EQ(c->ha.peer_state_endpoint, "tcp://10.0.0.1:5570");
+  EXPECT_EQ(c->ha.heartbeat_interval, milliseconds(250));
+  EXPECT_EQ(c->ha.peer_expiry, milliseconds(1000));
+  EXPECT_TRUE(ValidateConfig(*c).ok());
+  // Printed back, it reads the same.
+  const std::string text = FormatConfig(*c);
+  EXPECT_THAT(text, HasSubstr("[ha]\nrole = \"backup\"\n"));
+  absl::StatusOr<DaemonConfig> back = ParseConfigText(text, "printed.toml");
+  ASSERT_TRUE(back.ok()) << back.status() << "\n" << text;
+  EXPECT_EQ(FormatConfig(*back), text);
+
+  // Without [ha]: no role, the documented defaults.
+  const DaemonConfig d;
+  EXPECT_FALSE(d.ha.role.has_value());
+  EXPECT_EQ(d.ha.heartbeat_interval, milliseconds(1000));
+  EXPECT_EQ(d.ha.peer_expiry, milliseconds(2000));
+  EXPECT_THAT(FormatConfig(d), HasSubstr("[ha]\nrole = \"\"\n"));
+
+  // The flags are the same words in kebab-case, and override the file.
+  TempFile file(
+      "[majordomo]\nendpoints = [\"tcp://*:1\"]\n[ha]\nrole = \"backup\"\n"
+      "state_endpoint = \"tcp://*:5570\"\n"
+      "peer_state_endpoint = \"tcp://10.0.0.1:5570\"\n");
+  absl::StatusOr<CommandLine> cli =
+      Parse({"--config", file.path().c_str(), "--ha-role", "primary",
+             "--ha-peer-state-endpoint=tcp://10.0.0.2:5570",
+             "--ha-state-endpoint", "tcp://*:5571", "--ha-heartbeat-interval",
+             "100ms", "--ha_peer_expiry", "300ms"});
+  ASSERT_TRUE(cli.ok()) << cli.status();
+  c = BuildConfig(*cli);
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(*c->ha.role, HaRole::kPrimary);
+  EXPECT_EQ(c->ha.state_endpoint, "tcp://*:5571");
+  EXPECT_EQ(c->ha.peer_state_endpoint, "tcp://10.0.0.2:5570");
+  EXPECT_EQ(c->ha.heartbeat_interval, milliseconds(100));
+  EXPECT_EQ(c->ha.peer_expiry, milliseconds(300));
+}
+
+TEST(HaConfigTest, BadValuesNameTheKeyAndLine) {
+  EXPECT_THAT(ParseError("[ha]\nrole = \"leader\"\n"),
+              AllOf(HasSubstr("t.toml:2:"), HasSubstr("ha.role"),
+                    HasSubstr("\"primary\" or \"backup\"")));
+  EXPECT_THAT(ParseError("[ha]\nrole = 1\n"), HasSubstr("ha.role"));
+  EXPECT_THAT(ParseError("[ha]\nstate_endpoint = \"5570\"\n"),
+              AllOf(HasSubstr("t.toml:2:"), HasSubstr("ha.state_endpoint")));
+  EXPECT_THAT(
+      ParseError("[ha]\npeer_state_endpoint = \"tcp://10.0.0.1:99999\"\n"),
+      AllOf(HasSubstr("ha.peer_state_endpoint"), HasSubstr("out of range")));
+  EXPECT_THAT(ParseError("[ha]\nheartbeat_interval = \"0s\"\n"),
+              HasSubstr("ha.heartbeat_interval"));
+  EXPECT_THAT(ParseError("[ha]\npeer_expiry = \"soon\"\n"),
+              HasSubstr("ha.peer_expiry"));
+  EXPECT_THAT(ParseError("[ha]\nrol = \"primary\"\n"), HasSubstr("rol"));
+  absl::StatusOr<CommandLine> cli =
+      Parse({"--consensus", "tcp://*:1", "--ha-role", "master"});
+  ASSERT_TRUE(cli.ok());
+  absl::StatusOr<DaemonConfig> c = BuildConfig(*cli);
+  ASSERT_FALSE(c.ok());
+  EXPECT_THAT(std::string(c.status().message()), HasSubstr("--ha-role"));
+}
+
+TEST(HaConfigTest, ValidationSaysWhatIsMissing) {
+  auto error = [](std::string_view ha) {
+    absl::StatusOr<DaemonConfig> c = ParseConfigText(
+        absl::StrCat("[consensus]\nendpoints = [\"tcp://*:1\"]\n[ha]\n",
+                     std::string(ha)),
+        "t.toml");
+    EXPECT_TRUE(c.ok()) << c.status();
+    if (!c.ok()) return std::string();
+    absl::Status s = ValidateConfig(*c);
+    EXPECT_FALSE(s.ok()) << ha;
+    EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+    return std::string(s.message());
+  };
+  EXPECT_THAT(error("role = \"primary\"\n"
+                    "peer_state_endpoint = \"tcp://b:5570\"\n"),
+              AllOf(HasSubstr("ha.state_endpoint is not set"),
+                    HasSubstr("--ha-state-endpoint")));
+  EXPECT_THAT(error("role = \"backup\"\nstate_endpoint = \"tcp://*:5570\"\n"),
+              HasSubstr("ha.peer_state_endpoint is not set"));
+  EXPECT_THAT(error("state_endpoint = \"tcp://*:5570\"\n"),
+              AllOf(HasSubstr("t.toml:4:"), HasSubstr("ha.role is not")));
+  EXPECT_THAT(error("role = \"primary\"\nstate_endpoint = \"tcp://a:1\"\n"
+                    "peer_state_endpoint = \"tcp://a:1\"\n"),
+              HasSubstr("must be the other broker's"));
+  EXPECT_THAT(error("role = \"primary\"\nstate_endpoint = \"tcp://a:1\"\n"
+                    "peer_state_endpoint = \"tcp://b:1\"\n"
+                    "heartbeat_interval = \"2s\"\n"),
+              AllOf(HasSubstr("ha.peer_expiry (2s) must be longer than "
+                              "ha.heartbeat_interval (2s)")));
+}
+
+TEST(HaConfigTest, UsageListsTheFlagsWithTheirDefaults) {
+  const std::string usage = UsageText();
+  EXPECT_THAT(usage, HasSubstr("--ha-role ROLE"));
+  EXPECT_THAT(usage, HasSubstr("--ha-state-endpoint ENDPOINT"));
+  EXPECT_THAT(usage, HasSubstr("--ha-peer-state-endpoint ENDPOINT"));
+  EXPECT_THAT(usage, HasSubstr("state [1s]"));
+  EXPECT_THAT(usage, HasSubstr("(above the heartbeat interval) [2s]"));
+}
+
 }  // namespace
 }  // namespace zb

@@ -87,6 +87,7 @@ class ConsensusAdapter final : public BrokerAdapter<ConsensusBroker> {
         {"workers_refused", s.workers_refused},
         {"refused_services", s.refused_services},
         {"malformed_requests", s.malformed_requests},
+        {"requests_refused_passive", s.requests_refused_passive},
     };
     for (auto& [name, workers] : broker_->workers_per_service()) {
       out.services.push_back({std::move(name), workers, 0});

@@ -20,6 +20,7 @@
 #include "absl/strings/str_format.h"
 #include "brokers/daemon/auth.h"
 #include "brokers/daemon/broker_runtime.h"
+#include "brokers/daemon/ha.h"
 #include "brokers/daemon/http_server.h"
 #include "brokers/daemon/logging.h"
 #include "brokers/daemon/metrics.h"
@@ -241,6 +242,10 @@ struct Daemon::Impl {
   // Destroyed last: the brokers' sockets must be closed before it.
   zmq::context_t context{1};
   Metrics metrics;
+  // The fail-over pair ([ha]), when configured: built before the brokers,
+  // whose request gates call it, and destroyed after them and after the
+  // HTTP server, which reports its state.
+  std::unique_ptr<DaemonHa> ha;
   // What /readyz reports; read by the HTTP threads.
   enum class Phase { kStarting, kReady, kDraining, kStopped };
   std::atomic<Phase> phase{Phase::kStarting};
@@ -339,6 +344,7 @@ absl::Status Daemon::Impl::StartBroker(const BrokerPlan& plan) {
           absl::StrFormat("%s: %s", r->name, runtime.status().message()));
     }
     r->runtime = *std::move(runtime);
+    if (ha != nullptr) r->runtime->SetRequestGate(ha->Gate());
     for (const std::string& ep : plan.internal_endpoints) {
       if (absl::Status st = r->runtime->Bind(ep, {}); !st.ok()) {
         return absl::Status(st.code(), BindError(r->name, ep, st));
@@ -408,14 +414,18 @@ absl::Status Daemon::Impl::BindCurve(
 
 void Daemon::Impl::InstallTimers(RunningBroker& rb, Reactor& reactor) {
   RunningBroker* r = &rb;
+  // The pair's stats line comes with the first broker's.
+  const bool log_ha = ha != nullptr && &rb == runtimes.front().get();
   r->timers.push_back(*reactor.Every(
       kMetricsRefresh, [r] { r->metrics->Update(r->runtime->Snapshot()); }));
   if (config.stats_interval.count() > 0) {
     spdlog::logger* lg = log.get();
-    r->timers.push_back(*reactor.Every(config.stats_interval, [r, lg] {
+    DaemonHa* h = log_ha ? ha.get() : nullptr;
+    r->timers.push_back(*reactor.Every(config.stats_interval, [r, lg, h] {
       BrokerSnapshot now = r->runtime->Snapshot();
       lg->info("{}", StatsLine(r->name, now, r->last_logged));
       r->last_logged = std::move(now);
+      if (h != nullptr) lg->info("{}", h->StatusLine());
     }));
   }
 }
@@ -433,9 +443,13 @@ absl::Status Daemon::Impl::StartHttp() {
           return HttpServer::Response{200, metrics.Serialize(),
                                       "text/plain; version=0.0.4"};
         }},
-       // Liveness: the process runs and answers.
+       // Liveness: the process runs and answers (and, in a fail-over
+       // pair, which state it is in: docs/ha.md).
        {"/healthz",
-        [] {
+        [this] {
+          if (ha != nullptr) {
+            return HttpServer::Response{200, "ok\n" + ha->StatusLine() + "\n"};
+          }
           return HttpServer::Response{200, "ok\n"};
         }},
        // Readiness: every broker is bound and taking requests.
@@ -608,6 +622,7 @@ void Daemon::Impl::Reload() {
   applied.metrics = previous.metrics;
   applied.stats_interval = previous.stats_interval;
   applied.grace = previous.grace;
+  applied.ha = previous.ha;
 }
 
 void Daemon::Impl::PostToControl(Reactor::Task task) {
@@ -668,6 +683,12 @@ absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Start(
   if (absl::Status s = ValidateConfig(config); !s.ok()) return s;
   auto impl = std::make_unique<Impl>(config, log, std::move(reload));
   log->info("zb-broker {} starting", ZB_VERSION);
+  if (config.ha.role.has_value()) {
+    absl::StatusOr<std::unique_ptr<DaemonHa>> ha =
+        DaemonHa::Create(impl->context, config.ha, *log, impl->metrics);
+    if (!ha.ok()) return ha.status();
+    impl->ha = *std::move(ha);
+  }
   if (!config.metrics.empty()) {
     if (absl::Status s = impl->StartHttp(); !s.ok()) return s;
   }

@@ -87,6 +87,7 @@ class MajordomoAdapter final : public BrokerAdapter<MajordomoBroker> {
         {"workers_expired", s.workers_expired},
         {"workers_disconnected", s.workers_disconnected},
         {"disconnects_sent", s.disconnects_sent},
+        {"requests_refused_passive", s.requests_refused_passive},
     };
     for (const auto& [name, svc] : s.services) {
       out.services.push_back({name, svc.workers, svc.queued});

@@ -1,0 +1,429 @@
+# Copyright 2026 The zbrokers Authors.
+"""The fail-over pair (docs/ha.md) as real processes, killed -9.
+
+Two zb-broker processes run as primary and backup ([ha] flags), each with
+a Majordomo and a consensus broker on fixed loopback ports.  Workers
+written here from the wire protocols alone (raw pyzmq, RFC 7 and CCp100)
+hold one session per broker, so both brokers always have them.  One
+lazy-pirate client per protocol, also raw pyzmq, sends requests one at a
+time with a unique body, waits `--timeout` for the echo, and on a timeout
+closes its socket and re-sends to the next broker of its list.  During the
+run the test
+
+  1. kills -9 the active primary: the backup must take over, and the time
+     from the kill to the first answer from the backup is measured and
+     printed (docs/ha.md: about the client timeout, as peer_expiry is
+     shorter);
+  2. restarts the primary: it must come back PASSIVE (no fail-back), by
+     its log and zb_ha_state;
+  3. kills -9 the backup: the primary must become ACTIVE again and serve.
+
+Every request must end exactly once with its own answer: no lost, wrong or
+duplicated reply.  Processes are signalled only by the PID the test
+started; everything is killed and reaped at the end; only 127.0.0.1.
+
+  ha_process_test.py --broker build/brokers/daemon/zb-broker \\
+      --requests 300 [--budget 120]
+"""
+
+import argparse
+import os
+import socket
+import struct
+import sys
+import threading
+import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                "..", "testing"))
+import zb_process as zp  # noqa: E402
+import zmq  # noqa: E402
+
+HEARTBEAT_INTERVAL = "100ms"  # [ha] heartbeat_interval
+PEER_EXPIRY = "300ms"         # [ha] peer_expiry
+MDP_HEARTBEAT = 0.5           # broker <-> worker, seconds (both protocols)
+LIVENESS = 3
+
+
+def free_ports(n):
+    """n distinct free TCP ports on 127.0.0.1 (closed again: the brokers
+    bind them; a restart waits for a port still in use)."""
+    socks, ports = [], []
+    for _ in range(n):
+        s = socket.socket()
+        s.bind(("127.0.0.1", 0))
+        socks.append(s)
+        ports.append(s.getsockname()[1])
+    for s in socks:
+        s.close()
+    return ports
+
+
+class Broker:
+    """The arguments of one zb-broker of the pair, so that it can be
+    restarted the same way."""
+
+    def __init__(self, exe, role, mdp_port, ccp_port, state_port, peer_port):
+        self.exe = exe
+        self.role = role
+        self.mdp = f"tcp://127.0.0.1:{mdp_port}"
+        self.ccp = f"tcp://127.0.0.1:{ccp_port}"
+        self.args = [
+            "--majordomo", self.mdp, "--consensus", self.ccp,
+            "--heartbeat-interval", f"{int(MDP_HEARTBEAT * 1000)}ms",
+            "--ha-role", role,
+            "--ha-state-endpoint", f"tcp://127.0.0.1:{state_port}",
+            "--ha-peer-state-endpoint", f"tcp://127.0.0.1:{peer_port}",
+            "--ha-heartbeat-interval", HEARTBEAT_INTERVAL,
+            "--ha-peer-expiry", PEER_EXPIRY,
+            "--metrics", "127.0.0.1:0", "--stats-interval", "0s",
+            "--grace", "0s"]
+        self.proc = None
+
+    def start(self):
+        self.proc = zp.ZbBroker.start(self.exe, self.args, name=self.role,
+                                      busy_for=20)
+        return self
+
+    def kill9(self):
+        self.proc.kill9()
+
+    def state_line(self, frm, to, timeout=10):
+        return self.proc.wait_line(rf"ha: state {frm} -> {to}", timeout)
+
+    def ha_state(self):
+        samples, _ = zp.parse_metrics(self.proc.metrics().decode())
+        for st in ("primary", "backup", "active", "passive"):
+            if zp.sample(samples, "zb_ha_state", state=st) == 1:
+                return st
+        return None
+
+    def workers(self, broker):
+        samples, _ = zp.parse_metrics(self.proc.metrics().decode())
+        return zp.sample(samples, "zb_workers", broker=broker,
+                         service="echo") or 0
+
+
+# --- workers: one session per broker, raw wire protocols ----------------------
+
+class Session:
+    """One DEALER to one broker, reconnected (new socket, READY) when the
+    broker has been silent for LIVENESS heartbeats or disconnects us."""
+
+    def __init__(self, ctx, endpoint, ready, heartbeat):
+        self.ctx, self.endpoint = ctx, endpoint
+        self.ready, self.heartbeat = ready, heartbeat
+        self.sock = None
+        self.open()
+
+    def open(self):
+        if self.sock is not None:
+            self.sock.close(0)
+        self.sock = self.ctx.socket(zmq.DEALER)
+        self.sock.linger = 0
+        self.sock.connect(self.endpoint)
+        self.sock.send_multipart(self.ready)
+        self.last_heard = self.last_sent = time.monotonic()
+
+    def tick(self):
+        now = time.monotonic()
+        if now - self.last_heard > MDP_HEARTBEAT * LIVENESS:
+            self.open()
+        elif now - self.last_sent >= MDP_HEARTBEAT:
+            self.sock.send_multipart(self.heartbeat)
+            self.last_sent = now
+
+
+class Worker(threading.Thread):
+    """An echo worker of one protocol with a session per broker."""
+
+    def __init__(self, ctx, protocol, endpoints, stop):
+        super().__init__(daemon=True)
+        self.protocol, self.stop = protocol, stop
+        if protocol == "mdp":
+            ready = [b"", b"MDPW01", b"\x01", b"echo"]
+            hb = [b"", b"MDPW01", b"\x04"]
+        else:
+            ready = [b"", b"CCp100", b"\x01", b"echo",
+                     struct.pack(">I", int(MDP_HEARTBEAT * 1000)),
+                     bytes([LIVENESS])]
+            hb = [b"", b"CCp100", b"\x02"]
+        self.sessions = [Session(ctx, ep, ready, hb) for ep in endpoints]
+        self.served = 0
+
+    def answer(self, s, frames):
+        if self.protocol == "mdp":
+            # ["", MDPW01, cmd, ...]
+            if len(frames) < 3 or frames[1] != b"MDPW01":
+                return
+            cmd = frames[2]
+            if cmd == b"\x02":  # REQUEST [client, "", body...]
+                s.sock.send_multipart([b"", b"MDPW01", b"\x03"] + frames[3:])
+                s.last_sent = time.monotonic()
+                self.served += 1
+            elif cmd == b"\x05":  # DISCONNECT: register again
+                s.open()
+        else:
+            if len(frames) < 3 or frames[1] != b"CCp100":
+                return
+            cmd = frames[2]
+            if cmd == b"\x03":  # REQUEST [service, seq, payload...]
+                s.sock.send_multipart([b"", b"CCp100", b"\x04"] + frames[3:])
+                s.last_sent = time.monotonic()
+                self.served += 1
+            elif cmd == b"\x06":
+                s.open()
+
+    def run(self):
+        poller = zmq.Poller()
+        registered = {}
+        while not self.stop.is_set():
+            for s in self.sessions:
+                if registered.get(id(s)) is not s.sock:
+                    if id(s) in registered:
+                        try:
+                            poller.unregister(registered[id(s)])
+                        except KeyError:
+                            pass
+                    poller.register(s.sock, zmq.POLLIN)
+                    registered[id(s)] = s.sock
+            for sock, _ in poller.poll(50):
+                s = next(x for x in self.sessions if x.sock is sock)
+                while s.sock is sock:  # answer() may reopen the session
+                    try:
+                        frames = sock.recv_multipart(zmq.NOBLOCK)
+                    except zmq.Again:
+                        break
+                    s.last_heard = time.monotonic()
+                    self.answer(s, frames)
+            for s in self.sessions:
+                s.tick()
+        for s in self.sessions:
+            s.sock.close(0)
+
+
+# --- the lazy-pirate client ----------------------------------------------------
+
+class Client(threading.Thread):
+    """Sends `total` requests one at a time; each is re-sent to the next
+    broker after every timeout, up to `attempts` times."""
+
+    def __init__(self, ctx, protocol, endpoints, total, timeout, attempts):
+        super().__init__(daemon=True)
+        self.ctx, self.protocol = ctx, protocol
+        self.endpoints, self.total = endpoints, total
+        self.timeout, self.attempts = timeout, attempts
+        self.current = 0
+        self.sock = None
+        self.done = 0          # requests ended (answered or given up)
+        self.ok = 0
+        self.failed = 0        # gave up after `attempts`
+        self.wrong = 0         # an answer that was not our own
+        self.timeouts = 0
+        self.answers_from = []  # (monotonic time, endpoint index)
+        self.client_id = 0
+        self.seq = 0
+        self.error = None
+        # Before request number hold_at the client waits for `release`, so
+        # that the run cannot end before the second kill.
+        self.hold_at = (2 * total) // 3
+        self.release = threading.Event()
+        self.held = threading.Event()
+
+    def open(self):
+        if self.sock is not None:
+            self.sock.close(0)
+        self.sock = self.ctx.socket(zmq.DEALER)
+        self.sock.linger = 0
+        self.sock.connect(self.endpoints[self.current])
+        # CCp100: a new socket is a new client id, its sequence from 1.
+        self.client_id = (self.client_id + 1) & 0xFFFFFFFF
+        self.seq = 0
+
+    def send(self, body):
+        if self.protocol == "mdp":
+            self.sock.send_multipart([b"", b"MDPC01", b"echo", body])
+        else:
+            self.seq += 1
+            seq = struct.pack(">III", self.seq >> 32, self.seq & 0xFFFFFFFF,
+                              self.client_id)
+            self.sock.send_multipart([b"", b"CCp100", b"\x03", b"echo", seq,
+                                      body])
+
+    def answer(self, frames):
+        """The body of a success answer, or None for anything else."""
+        if self.protocol == "mdp":
+            if len(frames) == 4 and frames[1] == b"MDPC01" and \
+                    frames[2] == b"echo":
+                return frames[3]
+        elif len(frames) >= 6 and frames[1] == b"CCp100" and \
+                frames[2] == b"\x04":
+            return frames[5]
+        return None
+
+    def run(self):
+        try:
+            self.open()
+            for i in range(self.total):
+                if i == self.hold_at:
+                    self.held.set()
+                    self.release.wait(600)
+                body = f"{self.protocol}-{i}".encode()
+                answered = False
+                for _ in range(self.attempts):
+                    self.send(body)
+                    if self.sock.poll(int(self.timeout * 1000)):
+                        got = self.answer(self.sock.recv_multipart())
+                        if got == body:
+                            answered = True
+                            self.answers_from.append(
+                                (time.monotonic(), self.current))
+                            break
+                        self.wrong += 1
+                        break
+                    # Lazy pirate: a new socket, to the next broker.
+                    self.timeouts += 1
+                    self.current = (self.current + 1) % len(self.endpoints)
+                    self.open()
+                if answered:
+                    self.ok += 1
+                elif self.wrong == 0:
+                    self.failed += 1
+                self.done += 1
+        except Exception as e:  # reported by the main thread
+            self.error = repr(e)
+        finally:
+            if self.sock is not None:
+                self.sock.close(0)
+
+    def first_answer_from(self, index, after):
+        for t, i in self.answers_from:
+            if t >= after and i == index:
+                return t
+        return None
+
+
+def wait_progress(clients, fraction, deadline, what):
+    zp.wait_for(lambda: all(c.done >= c.total * fraction or not c.is_alive()
+                            for c in clients),
+                max(1, deadline - time.monotonic()), what)
+
+
+def scenario(args):
+    deadline = time.monotonic() + args.budget
+    ports = free_ports(6)
+    primary = Broker(args.broker, "primary", ports[0], ports[1], ports[2],
+                     ports[3]).start()
+    backup = Broker(args.broker, "backup", ports[4], ports[5], ports[3],
+                    ports[2]).start()
+    zp.check(primary.state_line("primary", "active") is not None,
+             "the primary did not become active")
+    zp.check(backup.state_line("backup", "passive") is not None,
+             "the backup did not become passive")
+
+    ctx = zmq.Context()
+    stop = threading.Event()
+    workers = [Worker(ctx, "mdp", [primary.mdp, backup.mdp], stop),
+               Worker(ctx, "ccp", [primary.ccp, backup.ccp], stop)]
+    for w in workers:
+        w.start()
+    # Both brokers have both workers (the passive one keeps them too).
+    for b in (primary, backup):
+        for kind in ("majordomo", "consensus"):
+            zp.wait_for(lambda: b.workers(kind) == 1, 10,
+                        f"{b.role} has no {kind} worker")
+
+    clients = [Client(ctx, "mdp", [primary.mdp, backup.mdp], args.requests,
+                      args.timeout, args.attempts),
+               Client(ctx, "ccp", [primary.ccp, backup.ccp], args.requests,
+                      args.timeout, args.attempts)]
+    for c in clients:
+        c.start()
+    try:
+        # 1. kill -9 the active primary in the middle of the run.
+        wait_progress(clients, 1 / 3, deadline, "no progress before the kill")
+        t_kill = time.monotonic()
+        primary.kill9()
+        zp.check(backup.state_line("passive", "active", timeout=20)
+                 is not None, "the backup did not take over")
+        zp.wait_for(lambda: all(c.first_answer_from(1, t_kill) is not None
+                                or not c.is_alive() for c in clients),
+                    20, "no answer from the backup after the kill")
+        for c in clients:
+            t = c.first_answer_from(1, t_kill)
+            zp.check(t is not None, f"{c.protocol}: no answer from the backup")
+            print(f"{c.protocol}: kill -9 of the active -> first answer from "
+                  f"the backup: {(t - t_kill) * 1000:.0f} ms (peer_expiry "
+                  f"{PEER_EXPIRY}, client timeout {args.timeout * 1000:.0f} "
+                  f"ms)", flush=True)
+
+        # 2. the old primary returns: passive, no fail-back.
+        primary.start()
+        zp.check(primary.state_line("primary", "passive") is not None,
+                 "the restarted primary did not become passive")
+        zp.check(primary.ha_state() == "passive",
+                 "zb_ha_state of the restarted primary is not passive")
+        zp.check(backup.ha_state() == "active",
+                 "zb_ha_state of the backup is not active")
+        for kind in ("majordomo", "consensus"):
+            zp.wait_for(lambda: primary.workers(kind) == 1, 15,
+                        f"the restarted primary has no {kind} worker")
+
+        # 3. kill -9 the backup while requests flow: the primary serves
+        # again.
+        for c in clients:
+            zp.wait_for(c.held.is_set, max(1, deadline - time.monotonic()),
+                        f"{c.protocol}: no progress before kill 2")
+        marks = [c.done for c in clients]
+        for c in clients:
+            c.release.set()
+        zp.wait_for(lambda: all(c.done >= m + 5 for c, m in
+                                zip(clients, marks)), 20,
+                    "no requests flowing before kill 2")
+        t_kill2 = time.monotonic()
+        backup.kill9()
+        zp.check(primary.state_line("passive", "active", timeout=20)
+                 is not None, "the primary did not take over again")
+        for c in clients:
+            c.join(max(1, deadline - time.monotonic()))
+            zp.check(not c.is_alive(), f"{c.protocol}: client did not finish")
+            zp.check(c.error is None, f"{c.protocol}: client error {c.error}")
+            t = c.first_answer_from(0, t_kill2)
+            zp.check(t is not None,
+                     f"{c.protocol}: no answer from the primary after kill 2")
+            print(f"{c.protocol}: kill -9 of the backup -> first answer from "
+                  f"the primary: {(t - t_kill2) * 1000:.0f} ms", flush=True)
+            print(f"{c.protocol}: {c.total} requests: {c.ok} answered with "
+                  f"their own echo, {c.failed} given up, {c.wrong} wrong; "
+                  f"{c.timeouts} timed-out attempts", flush=True)
+            zp.check(c.done == c.total, f"{c.protocol}: {c.done} ended")
+            zp.check(c.wrong == 0, f"{c.protocol}: {c.wrong} wrong answers")
+            zp.check(c.ok == c.total,
+                     f"{c.protocol}: {c.failed} requests never answered")
+        samples, _ = zp.parse_metrics(primary.proc.metrics().decode())
+        zp.check(zp.sample(samples, "zb_ha_failovers_total") == 1,
+                 "the primary's zb_ha_failovers_total is not 1")
+    finally:
+        for c in clients:
+            c.release.set()
+        stop.set()
+        for w in workers:
+            w.join(5)
+        ctx.term()
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--broker", required=True)
+    ap.add_argument("--requests", type=int, default=300,
+                    help="requests per protocol")
+    ap.add_argument("--timeout", type=float, default=0.5,
+                    help="client timeout per attempt, seconds")
+    ap.add_argument("--attempts", type=int, default=20)
+    ap.add_argument("--budget", type=float, default=120)
+    args = ap.parse_args()
+    return zp.run_scenario("ha_process_test", scenario, args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
