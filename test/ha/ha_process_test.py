@@ -18,6 +18,10 @@ run the test
      its log and zb_ha_state;
   3. kills -9 the backup: the primary must become ACTIVE again and serve.
 
+With --workers python the workers are the project's own instead: the
+Python package's MdpWorker and ConsensusWorker given both endpoints as a
+list (one session per broker, docs/ha.md), over the C library (--lib).
+
 Every request must end exactly once with its own answer: no lost, wrong or
 duplicated reply.  Processes are signalled only by the PID the test
 started; everything is killed and reaped at the end; only 127.0.0.1.
@@ -202,6 +206,43 @@ class Worker(threading.Thread):
             s.sock.close(0)
 
 
+class LibraryWorkers(threading.Thread):
+    """The project's own workers, zbrokers.MdpWorker and ConsensusWorker,
+    each given the endpoint list of both brokers, on one Python reactor."""
+
+    def __init__(self, mdp_endpoints, ccp_endpoints):
+        super().__init__(daemon=True)
+        self.mdp_endpoints, self.ccp_endpoints = mdp_endpoints, ccp_endpoints
+        self.started = threading.Event()
+        self.reactor = None
+        self.error = None
+
+    def run(self):
+        import zbrokers
+        try:
+            with zbrokers.Reactor() as r:
+                self.reactor = r
+                mdp = zbrokers.MdpWorker(
+                    r, self.mdp_endpoints, "echo", lambda frames: frames,
+                    heartbeat_interval=MDP_HEARTBEAT,
+                    heartbeat_liveness=LIVENESS, reconnect_delay=0.1)
+                ccp = zbrokers.ConsensusWorker(
+                    r, self.ccp_endpoints, "echo", lambda frames: frames,
+                    heartbeat_interval=MDP_HEARTBEAT,
+                    heartbeat_liveness=LIVENESS)
+                self.started.set()
+                r.run()
+                mdp.close()
+                ccp.close()
+        except Exception as e:  # reported by the main thread
+            self.error = repr(e)
+            self.started.set()
+
+    def stop(self):
+        if self.reactor is not None:
+            self.reactor.stop()
+
+
 # --- the lazy-pirate client ----------------------------------------------------
 
 class Client(threading.Thread):
@@ -323,10 +364,18 @@ def scenario(args):
 
     ctx = zmq.Context()
     stop = threading.Event()
-    workers = [Worker(ctx, "mdp", [primary.mdp, backup.mdp], stop),
-               Worker(ctx, "ccp", [primary.ccp, backup.ccp], stop)]
-    for w in workers:
-        w.start()
+    if args.workers == "python":
+        lib = LibraryWorkers([primary.mdp, backup.mdp],
+                             [primary.ccp, backup.ccp])
+        workers = [lib]
+        lib.start()
+        zp.check(lib.started.wait(10) and lib.error is None,
+                 f"the library workers did not start: {lib.error}")
+    else:
+        workers = [Worker(ctx, "mdp", [primary.mdp, backup.mdp], stop),
+                   Worker(ctx, "ccp", [primary.ccp, backup.ccp], stop)]
+        for w in workers:
+            w.start()
     # Both brokers have both workers (the passive one keeps them too).
     for b in (primary, backup):
         for kind in ("majordomo", "consensus"):
@@ -408,6 +457,8 @@ def scenario(args):
             c.release.set()
         stop.set()
         for w in workers:
+            if isinstance(w, LibraryWorkers):
+                w.stop()
             w.join(5)
         ctx.term()
 
@@ -421,7 +472,16 @@ def main():
                     help="client timeout per attempt, seconds")
     ap.add_argument("--attempts", type=int, default=20)
     ap.add_argument("--budget", type=float, default=120)
+    ap.add_argument("--workers", choices=["raw", "python"], default="raw",
+                    help="raw pyzmq workers, or the Python package's")
+    ap.add_argument("--lib", help="libzbrokers.so (--workers python)")
+    ap.add_argument("--pythonpath", help="bindings/python (--workers python)")
     args = ap.parse_args()
+    if args.workers == "python":
+        if args.lib:
+            os.environ["ZBROKERS_LIB"] = args.lib
+        if args.pythonpath:
+            sys.path.insert(0, args.pythonpath)
     return zp.run_scenario("ha_process_test", scenario, args)
 
 
