@@ -238,6 +238,40 @@ TEST_F(TitanicTest, UnclosedRequestsExpire) {
   EXPECT_EQ(s.pending, 0u);
 }
 
+// A backlog larger than one batch is deleted in transactions of at most
+// kExpireBatch rows, one after the other, until none is left.
+TEST_F(TitanicTest, ExpiryDeletesABacklogInBoundedBatches) {
+  const std::size_t n = 2 * Titanic::kExpireBatch + 500;
+  {
+    TitanicStoreOptions so;
+    so.synchronous = TitanicStoreOptions::Synchronous::kNormal;  // fast seed
+    auto store = TitanicStore::Open(Options().store_path, so);
+    ASSERT_TRUE(store.ok());
+    for (std::size_t i = 0; i < n; ++i) {
+      ASSERT_TRUE((*store)->Store("nobody", MakeFrames({"x"})).ok());
+    }
+  }
+  std::vector<std::string> lines;
+  TitanicOptions o = Options();
+  o.synchronous = TitanicStoreOptions::Synchronous::kNormal;
+  o.request_expiry = 200ms;
+  o.log = [&lines](LogLevel, std::string_view line) {
+    if (line.rfind("expired ", 0) == 0) lines.emplace_back(line);
+  };
+  StartTitanic(std::move(o));
+  EXPECT_TRUE(test::RunUntil(
+      reactor_, [&] { return titanic_->stats().stored == 0; }, 30s))
+      << "still stored: " << titanic_->stats().stored;
+  EXPECT_EQ(titanic_->stats().expired, n);
+  EXPECT_EQ(titanic_->stats().expired_pending, n);
+  // One line per batch: at least three batches, none above the bound.
+  ASSERT_GE(lines.size(), 3u);
+  for (const std::string& line : lines) {
+    const std::size_t rows = std::stoul(line.substr(8));
+    EXPECT_LE(rows, Titanic::kExpireBatch) << line;
+  }
+}
+
 // request_expiry 0 keeps requests (the previous behaviour, for those who
 // close everything themselves); a negative one is refused.
 TEST_F(TitanicTest, ZeroExpiryKeepsRequestsAndNegativeIsRefused) {
