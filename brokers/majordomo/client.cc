@@ -344,6 +344,13 @@ void MdpAsyncClient::OnPlain(const mdp::ClientMessage& m) {
     ++stale_;  // nothing of this service on the wire
     return;
   }
+  if (line->second.on_wire == kOrphan) {
+    // The late reply of a request that timed out on this socket.
+    ++stale_;
+    line->second.on_wire = kNone;
+    Pump(m.service, line->second);
+    return;
+  }
   if (line->second.on_wire == kProbe) {
     // The answer to mmi.zb.tag on this connection.
     line->second.on_wire = kNone;
@@ -386,10 +393,18 @@ void MdpAsyncClient::OnTimeout(std::uint64_t id) {
   // outstanding and no reply coming (a stalled broker or service), each of
   // the W timeouts would reopen and resend all W: ~W^2 requests per period,
   // whose replies go to sockets already closed.
+  //
+  // A request waiting behind an orphan (below) cannot go out on this socket
+  // until the orphan's late reply comes; when its own timeout comes first,
+  // it too starts a new connection.
   const bool resent_by_reopen = p.reconnects_at_arm != reconnects_;
+  const bool behind_orphan = p.state == State::kWaiting && [&] {
+    auto line = lines_.find(AV(p.service));
+    return line != lines_.end() && line->second.on_wire == kOrphan;
+  }();
   const bool reset =
       !resent_by_reopen &&
-      (p.state == State::kPlain ||
+      (p.state == State::kPlain || behind_orphan ||
        (p.state == State::kTagged && replies_ == p.replies_at_send));
   if (p.retries_left > 0) {
     --p.retries_left;
@@ -410,6 +425,21 @@ void MdpAsyncClient::OnTimeout(std::uint64_t id) {
   const std::string service = p.service;
   const auto timeout = p.timeout;
   if (!reset) {
+    if (p.state == State::kPlain) {
+      // A reopen already sent it again on this socket, so its copy is on
+      // the wire and reopening once more for it would repeat that reopen
+      // (once per request, each resending the rest).  It ends here, and its
+      // line waits for the copy's reply as an orphan: dropped when it
+      // comes, instead of completing the next request of the service.
+      Pending done = Remove(id, /*pump=*/false);
+      lines_[service].on_wire = kOrphan;
+      if (done.done) {
+        done.done(absl::DeadlineExceededError(absl::StrFormat(
+            "MdpAsyncClient: no reply from service \"%s\" within %d ms",
+            service, timeout.count())));
+      }
+      return;
+    }
     Finish(id, absl::DeadlineExceededError(absl::StrFormat(
                    "MdpAsyncClient: no reply from service \"%s\" within %d ms",
                    service, timeout.count())));

@@ -506,6 +506,56 @@ TEST_F(MdpAsyncClientTest, ManyTimeoutsReopenOncePerPeriodNotOncePerRequest) {
             4u);
 }
 
+// A plain request whose last timeout comes after a reopen already resent it
+// ends on a socket that still carries its copy.  Its late reply must not
+// complete the next request of its service on that socket.  Before the fix,
+// "a" ended there without a reopen, "a2" went out behind its copy, and the
+// broker's reply to "a" completed "a2" (seen in chaos_flood as request 195
+// answered with request 177's body).
+TEST_F(MdpAsyncClientTest, PlainRequestEndingAfterAReopenLeavesNoReplyBehind) {
+  MdpAsyncClient::Options o;
+  o.timeout = 200ms;
+  o.retries = 1;
+  Start(o);  // the probe is answered 501: plain RFC 7 matching
+  Warm();
+  Request("s1", "x", 0);  // its timeouts reopen the socket twice
+  std::this_thread::sleep_for(20ms);
+  Request("s2", "a", 1);           // resent by those reopens
+  Request("s2", "a2", 2, 3000ms);  // waits behind "a", outlives it
+  // Collect every copy that reaches the broker until "x" and "a" have
+  // ended, then answer each "s2" copy on the socket it came on, in order,
+  // with its own body.
+  std::vector<std::pair<std::string, std::string>> s2;  // socket, body
+  const auto deadline = std::chrono::steady_clock::now() + 10s;
+  auto collect = [&](std::chrono::milliseconds limit) {
+    auto m = broker_.RecvRequest(limit);
+    if (m.size() == 5 && m[3] == "s2") s2.emplace_back(m[0], m[4]);
+    return !m.empty();
+  };
+  while (done_.load() < 2 && std::chrono::steady_clock::now() < deadline) {
+    collect(20ms);
+  }
+  ASSERT_GE(done_.load(), 2);
+  while (collect(150ms)) {
+  }
+  for (const auto& [socket, body] : s2) {
+    broker_.Send({socket, "", "MDPC01", "s2", "re:" + body});
+  }
+  // From here on every copy is answered as it comes.
+  while (done_.load() < 3 && std::chrono::steady_clock::now() < deadline) {
+    auto m = broker_.RecvRequest(20ms);
+    if (m.size() == 5 && m[3] == "s2") {
+      broker_.Send({m[0], "", "MDPC01", "s2", "re:" + m[4]});
+    }
+  }
+  ASSERT_EQ(done_.load(), 3);
+  EXPECT_EQ(Result(0), "DEADLINE_EXCEEDED");
+  EXPECT_EQ(Result(1), "DEADLINE_EXCEEDED");
+  EXPECT_EQ(Result(2), "re:a2");  // never "re:a"
+  EXPECT_GE(thread_.Invoke([&](Reactor&) { return client_->stale_replies(); }),
+            1u);
+}
+
 // request_tags = false: no query, plain RFC 7 only.
 TEST_F(MdpAsyncClientTest, RequestTagsOffSendsNoQuery) {
   broker_.probe_answer = "200";

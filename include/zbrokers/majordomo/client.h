@@ -229,11 +229,16 @@ class MdpAsyncClient {
   };
   // Plain RFC 7 matching for one service: at most one request on the wire.
   struct ServiceLine {
-    std::uint64_t on_wire = 0;  // its id (kProbe: the mmi.zb.tag query)
+    // Its id; kProbe: the mmi.zb.tag query; kOrphan: a request that ended
+    // (timed out) while its copy was on this socket, so the line's next
+    // plain reply is that copy's and is dropped, not given to the next
+    // request of the service.
+    std::uint64_t on_wire = 0;
     std::deque<std::uint64_t> waiting;
   };
   static constexpr std::uint64_t kNone = 0;
   static constexpr std::uint64_t kProbe = ~std::uint64_t{0};
+  static constexpr std::uint64_t kOrphan = ~std::uint64_t{0} - 1;
 
   MdpAsyncClient(Reactor& reactor, zmq::context_t& context,
                  std::string endpoint, Options options);
