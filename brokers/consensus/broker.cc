@@ -9,6 +9,7 @@
 
 #include "absl/strings/str_format.h"
 #include "brokers/common/log_text.h"
+#include "brokers/common/router.h"
 #include "zbrokers/common/endpoint.h"
 
 namespace zb {
@@ -196,17 +197,9 @@ ConsensusBroker::~ConsensusBroker() {
 
 absl::Status ConsensusBroker::Bind(const std::string& endpoint,
                                    const ListenerSecurity& security) {
-  if (absl::Status s = CheckEndpoint(endpoint); !s.ok()) return s;
-  ListenerSecurityScope scope(router_, security);
-  if (!scope.status().ok()) return scope.status();
-  try {
-    SetIpv6For(router_, endpoint);
-    router_.bind(endpoint);
-  } catch (const zmq::error_t& e) {
-    return absl::InvalidArgumentError(
-        absl::StrFormat("cannot bind %s: %s", endpoint, e.what()));
-  }
-  endpoints_.push_back(router_.get(zmq::sockopt::last_endpoint));
+  absl::StatusOr<std::string> bound = BindRouter(router_, endpoint, security);
+  if (!bound.ok()) return bound.status();
+  endpoints_.push_back(*std::move(bound));
   return absl::OkStatus();
 }
 

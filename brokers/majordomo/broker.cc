@@ -13,6 +13,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/string_view.h"
 #include "brokers/common/log_text.h"
+#include "brokers/common/router.h"
 #include "zbrokers/common/endpoint.h"
 #include "zbrokers/common/log_limiter.h"
 #include "zbrokers/frames/frames.h"
@@ -130,17 +131,7 @@ class MajordomoBroker::Impl {
 
   absl::StatusOr<std::string> Bind(const std::string& endpoint,
                                    const ListenerSecurity& security) {
-    if (absl::Status s = CheckEndpoint(endpoint); !s.ok()) return s;
-    ListenerSecurityScope scope(router_, security);
-    if (!scope.status().ok()) return scope.status();
-    try {
-      SetIpv6For(router_, endpoint);
-      router_.bind(endpoint);
-    } catch (const zmq::error_t& e) {
-      return absl::InvalidArgumentError(
-          absl::StrFormat("bind %s: %s", endpoint, e.what()));
-    }
-    return router_.get(zmq::sockopt::last_endpoint);
+    return BindRouter(router_, endpoint, security);
   }
 
   absl::Status Monitor(const std::string& monitor_endpoint, int events) {

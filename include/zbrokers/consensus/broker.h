@@ -197,8 +197,10 @@ class ConsensusBroker {
 
   // Binds the ROUTER to `endpoint` (may be called several times, e.g.
   // "tcp://127.0.0.1:*" for an ephemeral port).  The resolved endpoint is
-  // appended to endpoints().  `security` applies to this endpoint only
-  // (CURVE or plaintext, zbrokers/security/curve.h).
+  // appended to endpoints().  Fails with InvalidArgument, binding nothing,
+  // for an endpoint libzmq refuses ("cannot bind EP: why") or a tcp port out
+  // of range.  `security` applies to this endpoint only (CURVE or
+  // plaintext, zbrokers/security/curve.h).
   absl::Status Bind(const std::string& endpoint,
                     const ListenerSecurity& security = {});
   // Starts libzmq's socket monitor on the ROUTER: `events` (ZMQ_EVENT_*)

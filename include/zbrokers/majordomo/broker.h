@@ -283,8 +283,9 @@ class MajordomoBroker {
   // Binds the ROUTER socket to `endpoint` (may be called several times).
   // "tcp://127.0.0.1:*" picks a free port; see endpoints() for the result.
   // Fails with InvalidArgument, binding nothing, for an endpoint libzmq
-  // refuses.  `security` applies to this endpoint only (CURVE or
-  // plaintext, zbrokers/security/curve.h).
+  // refuses ("cannot bind EP: why") or a tcp port out of range.  `security`
+  // applies to this endpoint only (CURVE or plaintext,
+  // zbrokers/security/curve.h).
   absl::Status Bind(const std::string& endpoint,
                     const ListenerSecurity& security = {});
   // Starts libzmq's socket monitor on the ROUTER: `events` (ZMQ_EVENT_*)
