@@ -3,6 +3,7 @@
 #include "brokers/common/dealer.h"
 
 #include <string>
+#include <utility>
 
 #include "absl/strings/str_format.h"
 #include "zbrokers/common/endpoint.h"
@@ -35,6 +36,19 @@ absl::StatusOr<zmq::socket_t> OpenDealer(zmq::context_t& context,
     return absl::InvalidArgumentError(absl::StrFormat(
         "%s: cannot connect to \"%s\": %s", who, endpoint, e.what()));
   }
+}
+
+absl::StatusOr<WatchedDealer> OpenWatchedDealer(
+    Reactor& reactor, zmq::context_t& context, std::string_view endpoint,
+    const DealerOptions& options, std::string_view who,
+    Reactor::MessageHandler on_message) {
+  absl::StatusOr<zmq::socket_t> socket =
+      OpenDealer(context, endpoint, options, who);
+  if (!socket.ok()) return socket.status();
+  absl::StatusOr<Reactor::SocketWatch> watch =
+      reactor.Add(*socket, std::move(on_message));
+  if (!watch.ok()) return watch.status();  // closes the socket
+  return WatchedDealer{*std::move(socket), *std::move(watch)};
 }
 
 }  // namespace zb

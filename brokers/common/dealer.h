@@ -21,8 +21,19 @@
 // given, then the socket connects (asynchronously: a DEALER queues what is
 // sent until the connection is up).
 //
+// OpenWatchedDealer() is OpenDealer() plus the reactor watch every client
+// and worker puts on the socket right after, so that an owner has one call
+// to (re)open its broker connection and nothing to roll back:
+//
+//   absl::StatusOr<zb::WatchedDealer> d = zb::OpenWatchedDealer(
+//       reactor_, context_, endpoint_, {...}, "ConsensusWorker",
+//       [this](std::span<zmq::message_t> f) { OnMessage(f); });
+//   if (!d.ok()) return d.status();
+//   socket_ = std::move(d->socket);
+//   socket_watch_ = std::move(d->watch);
+//
 // Thread-safety: touches only the new socket; call it on the thread that
-// will own the socket.
+// will own the socket (for OpenWatchedDealer, the reactor's owner thread).
 
 #ifndef ZBROKERS_BROKERS_COMMON_DEALER_H_
 #define ZBROKERS_BROKERS_COMMON_DEALER_H_
@@ -33,6 +44,7 @@
 #include <zmq.hpp>
 
 #include "absl/status/statusor.h"
+#include "zbrokers/reactor/reactor.h"
 #include "zbrokers/security/curve.h"
 
 namespace zb {
@@ -57,6 +69,23 @@ absl::StatusOr<zmq::socket_t> OpenDealer(zmq::context_t& context,
                                          std::string_view endpoint,
                                          const DealerOptions& options,
                                          std::string_view who);
+
+// A DEALER from OpenDealer() and the reactor watch on it.  The watch refers
+// to the socket's libzmq handle, which moving the zmq::socket_t keeps: move
+// both out into the owner's members, the watch into a member declared after
+// the socket's (it must go first).
+struct WatchedDealer {
+  zmq::socket_t socket;
+  Reactor::SocketWatch watch;
+};
+
+// OpenDealer(context, endpoint, options, who), then reactor.Add(socket,
+// on_message).  On any error the socket is closed again and nothing is
+// registered: OpenDealer's errors, or Reactor::Add's.
+absl::StatusOr<WatchedDealer> OpenWatchedDealer(
+    Reactor& reactor, zmq::context_t& context, std::string_view endpoint,
+    const DealerOptions& options, std::string_view who,
+    Reactor::MessageHandler on_message);
 
 }  // namespace zb
 

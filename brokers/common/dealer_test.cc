@@ -12,11 +12,13 @@
 #include <zmq_addon.hpp>
 
 #include "zbrokers/frames/frames.h"
+#include "zbrokers/reactor/reactor.h"
 
 namespace zb {
 namespace {
 
 using ::testing::HasSubstr;
+using namespace std::chrono_literals;
 
 // A ROUTER on a free loopback port, and its resolved endpoint.
 struct Router {
@@ -107,6 +109,54 @@ TEST(OpenDealerTest, AppliesCurveClientKeys) {
             Z85(server->public_key));
   EXPECT_EQ(dealer->get(zmq::sockopt::curve_publickey, 41),
             Z85(client->public_key));
+}
+
+TEST(OpenWatchedDealerTest, WatchesTheSocketAfterItIsMovedOut) {
+  zmq::context_t ctx;
+  Router router(ctx);
+  Reactor reactor;
+  std::vector<std::string> got;
+  absl::StatusOr<WatchedDealer> dealer = OpenWatchedDealer(
+      reactor, ctx, router.endpoint, {}, "Test",
+      [&](std::span<zmq::message_t> f) { got = FramesToStrings(f); });
+  ASSERT_TRUE(dealer.ok()) << dealer.status();
+  // Where an owner keeps them: the socket first, the watch after it.
+  zmq::socket_t socket = std::move(dealer->socket);
+  Reactor::SocketWatch watch = std::move(dealer->watch);
+  EXPECT_TRUE(watch);
+  EXPECT_EQ(socket.get(zmq::sockopt::linger), 0);  // OpenDealer's options
+
+  socket.send(zmq::str_buffer("hi"), zmq::send_flags::none);
+  std::vector<zmq::message_t> in;
+  ASSERT_TRUE(zmq::recv_multipart(router.socket, std::back_inserter(in)));
+  ASSERT_EQ(in.size(), 2u);
+  router.socket.send(in[0], zmq::send_flags::sndmore);
+  router.socket.send(zmq::str_buffer("back"), zmq::send_flags::none);
+  const auto deadline = std::chrono::steady_clock::now() + 5s;
+  while (got.empty() && std::chrono::steady_clock::now() < deadline) {
+    ASSERT_TRUE(reactor.RunOnce(50ms).ok());
+  }
+  EXPECT_EQ(got, std::vector<std::string>{"back"});
+}
+
+TEST(OpenWatchedDealerTest, AWatchTheReactorRefusesIsAnError) {
+  zmq::context_t ctx;
+  Router router(ctx);
+  Reactor reactor;
+  // An empty handler is refused by Reactor::Add (InvalidArgument).
+  absl::StatusOr<WatchedDealer> dealer = OpenWatchedDealer(
+      reactor, ctx, router.endpoint, {}, "Test", Reactor::MessageHandler());
+  EXPECT_EQ(dealer.status().code(), absl::StatusCode::kInvalidArgument);
+}
+
+TEST(OpenWatchedDealerTest, ABadEndpointIsOpenDealersError) {
+  zmq::context_t ctx;
+  Reactor reactor;
+  absl::StatusOr<WatchedDealer> dealer = OpenWatchedDealer(
+      reactor, ctx, "bogus://x", {}, "Test", [](std::span<zmq::message_t>) {});
+  EXPECT_EQ(dealer.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(dealer.status().message()),
+              HasSubstr("Test: cannot connect to \"bogus://x\""));
 }
 
 }  // namespace

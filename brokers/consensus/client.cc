@@ -45,19 +45,13 @@ ConsensusClient::~ConsensusClient() { Close(); }
 absl::Status ConsensusClient::OpenSocket() {
   // Linger 0 (OpenDealer): what is still queued when the client closes or
   // reopens belongs to requests that have ended or will be resent.
-  absl::StatusOr<zmq::socket_t> socket = OpenDealer(
-      context_, endpoint_,
+  absl::StatusOr<WatchedDealer> dealer = OpenWatchedDealer(
+      reactor_, context_, endpoint_,
       {.max_message_size = options_.max_message_size, .curve = options_.curve},
-      "ConsensusClient");
-  if (!socket.ok()) return socket.status();
-  socket_.emplace(*std::move(socket));
-  absl::StatusOr<Reactor::SocketWatch> watch = reactor_.Add(
-      *socket_, [this](std::span<zmq::message_t> f) { OnMessage(f); });
-  if (!watch.ok()) {
-    socket_.reset();
-    return watch.status();
-  }
-  socket_watch_ = *std::move(watch);
+      "ConsensusClient", [this](std::span<zmq::message_t> f) { OnMessage(f); });
+  if (!dealer.ok()) return dealer.status();
+  socket_.emplace(std::move(dealer->socket));
+  socket_watch_ = std::move(dealer->watch);
   ++socket_epoch_;
   return absl::OkStatus();
 }

@@ -203,20 +203,14 @@ void ConsensusWorker::Session::ArmTick(Clock::time_point deadline) {
 absl::Status ConsensusWorker::Session::OpenSocket() {
   // Linger 0: closing a socket on reconnect drops what is queued for a
   // broker that is gone; Shutdown() raises the linger for its DISCONNECT.
-  absl::StatusOr<zmq::socket_t> socket =
-      OpenDealer(worker_.context_, endpoint_,
-                 {.max_message_size = worker_.options_.max_message_size,
-                  .curve = worker_.options_.curve},
-                 "ConsensusWorker");
-  if (!socket.ok()) return socket.status();
-  socket_.emplace(*std::move(socket));
-  absl::StatusOr<Reactor::SocketWatch> watch = worker_.reactor_.Add(
-      *socket_, [this](std::span<zmq::message_t> f) { OnMessage(f); });
-  if (!watch.ok()) {
-    socket_.reset();
-    return watch.status();
-  }
-  socket_watch_ = *std::move(watch);
+  absl::StatusOr<WatchedDealer> dealer = OpenWatchedDealer(
+      worker_.reactor_, worker_.context_, endpoint_,
+      {.max_message_size = worker_.options_.max_message_size,
+       .curve = worker_.options_.curve},
+      "ConsensusWorker", [this](std::span<zmq::message_t> f) { OnMessage(f); });
+  if (!dealer.ok()) return dealer.status();
+  socket_.emplace(std::move(dealer->socket));
+  socket_watch_ = std::move(dealer->watch);
   ++connection_;
   last_heard_ = Clock::now();
   heard_since_tick_ = false;

@@ -197,18 +197,15 @@ MdpAsyncClient::~MdpAsyncClient() {
 
 absl::Status MdpAsyncClient::Open() {
   // Outstanding requests are bounded by the caller, not by the socket.
-  absl::StatusOr<zmq::socket_t> s =
-      OpenDealer(context_, endpoint_,
-                 {.max_message_size = options_.max_message_size,
-                  .curve = options_.curve,
-                  .unlimited_hwm = true},
-                 "MdpAsyncClient");
-  if (!s.ok()) return s.status();
-  socket_ = *std::move(s);
-  absl::StatusOr<Reactor::SocketWatch> watch = reactor_.Add(
-      socket_, [this](std::span<zmq::message_t> f) { OnMessage(f); });
-  if (!watch.ok()) return watch.status();
-  socket_watch_ = *std::move(watch);
+  absl::StatusOr<WatchedDealer> dealer = OpenWatchedDealer(
+      reactor_, context_, endpoint_,
+      {.max_message_size = options_.max_message_size,
+       .curve = options_.curve,
+       .unlimited_hwm = true},
+      "MdpAsyncClient", [this](std::span<zmq::message_t> f) { OnMessage(f); });
+  if (!dealer.ok()) return dealer.status();
+  socket_ = std::move(dealer->socket);
+  socket_watch_ = std::move(dealer->watch);
   tagged_ = false;
   replies_ = 0;
   if (options_.request_tags) {

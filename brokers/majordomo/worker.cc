@@ -160,18 +160,15 @@ class MdpWorker::Core {
    private:
     absl::Status Connect() {
       const Options& options = core_.options_;
-      absl::StatusOr<zmq::socket_t> socket =
-          OpenDealer(core_.context_, endpoint_,
-                     {.max_message_size = options.max_message_size,
-                      .curve = options.curve},
-                     "MdpWorker");
-      if (!socket.ok()) return socket.status();
-      socket_ = *std::move(socket);
+      absl::StatusOr<WatchedDealer> dealer = OpenWatchedDealer(
+          core_.reactor_, core_.context_, endpoint_,
+          {.max_message_size = options.max_message_size,
+           .curve = options.curve},
+          "MdpWorker", [this](std::span<zmq::message_t> f) { OnMessage(f); });
+      if (!dealer.ok()) return dealer.status();
+      socket_ = std::move(dealer->socket);
+      socket_watch_ = std::move(dealer->watch);
       ++epoch_;
-      absl::StatusOr<Reactor::SocketWatch> watch = core_.reactor_.Add(
-          socket_, [this](std::span<zmq::message_t> f) { OnMessage(f); });
-      if (!watch.ok()) return watch.status();
-      socket_watch_ = *std::move(watch);
       missed_ticks_ = 0;
       heard_since_tick_ = false;
       Frames& out = core_.out_;
