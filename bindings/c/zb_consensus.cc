@@ -282,15 +282,8 @@ extern "C" int zb_consensus_worker_new_curve(
               wp->Deliver(payload, std::move(token));
             },
             options);
-    if (!worker.ok()) {
-      // Not adopted: the caller keeps `user` (free_user is not called).
-      return Fail(ZB_ERR_ZMQ, absl::StrCat(kWhere, "(\"", endpoint,
-                                           "\"): ", worker.status().message()));
-    }
-    w->worker = *std::move(worker);
-    w->user = UserRef(user, free_user);
-    *out = Handle::Adopt(std::move(w));
-    return ZB_OK;
+    return AdoptWorker(std::move(w), std::move(worker), endpoint, user,
+                       free_user, kWhere, out);
   });
 }
 

@@ -66,6 +66,7 @@
 #include "absl/container/flat_hash_set.h"
 #include "absl/container/inlined_vector.h"
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
 #include "bindings/c/zb.h"
@@ -404,6 +405,26 @@ class WorkerHandle : public Handle {
  protected:
   void Shutdown() override { worker.reset(); }
 };
+
+// The end of every zb_*_worker_new: `handle` (its handler set, and what the
+// C++ worker's request callback points at) takes the worker Create()
+// returned and the caller's `user`, and its reactor adopts it into `*out`.
+// When Create failed, fails with ZB_ERR_ZMQ `where("endpoint"): why`,
+// frees `handle`, and `user` stays the caller's (free_user is not called).
+template <typename WorkerHandleT, typename Worker>
+int AdoptWorker(std::unique_ptr<WorkerHandleT> handle,
+                absl::StatusOr<std::unique_ptr<Worker>> worker,
+                const char* endpoint, void* user, zb_free_fn free_user,
+                absl::string_view where, WorkerHandleT** out) {
+  if (!worker.ok()) {
+    return Fail(ZB_ERR_ZMQ, absl::StrCat(where, "(\"", endpoint,
+                                         "\"): ", worker.status().message()));
+  }
+  handle->worker = *std::move(worker);
+  handle->user = UserRef(user, free_user);
+  *out = Handle::Adopt(std::move(handle));
+  return ZB_OK;
+}
 
 // The ZB_LOG_* number zb.h documents for `level`.  Spelled out case by case:
 // the C ABI's numbers are fixed, whatever order zb::LogLevel may take.
