@@ -70,7 +70,7 @@ std::string DaemonAuth::MonitorEndpoint(std::string_view broker) {
   return absl::StrFormat("inproc://zb-broker-handshakes-%s", broker);
 }
 
-absl::StatusOr<std::unique_ptr<DaemonAuth>> DaemonAuth::Start(
+absl::StatusOr<std::unique_ptr<DaemonAuth>> DaemonAuth::Create(
     zmq::context_t& context, const DaemonConfig& config,
     std::vector<std::string> brokers, const CurveFiles& files,
     std::shared_ptr<spdlog::logger> log, Metrics& metrics) {

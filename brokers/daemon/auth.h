@@ -5,9 +5,9 @@
 // of that list on SIGHUP, and the counting and logging of refused
 // handshakes.
 //
-//   // Daemon::Start(), before any CURVE endpoint is bound:
+//   // Daemon::Create(), before any CURVE endpoint is bound:
 //   absl::StatusOr<std::unique_ptr<zb::DaemonAuth>> auth =
-//       zb::DaemonAuth::Start(context, config, std::move(files), log,
+//       zb::DaemonAuth::Create(context, config, std::move(files), log,
 //                             metrics);
 //   // Each broker's reactor thread: a HandshakeMonitor on the broker's
 //   // ROUTER reports to (*auth)->OnHandshakeFailure("majordomo", f).
@@ -93,7 +93,7 @@ class DaemonAuth {
   // `files.allowlist`.  Logs the server's public key and the allowlist size
   // (and the warning of files.secret_key_warning).  `log` and `metrics` must
   // outlive the object.
-  static absl::StatusOr<std::unique_ptr<DaemonAuth>> Start(
+  static absl::StatusOr<std::unique_ptr<DaemonAuth>> Create(
       zmq::context_t& context, const DaemonConfig& config,
       std::vector<std::string> brokers, const CurveFiles& files,
       std::shared_ptr<spdlog::logger> log, Metrics& metrics);

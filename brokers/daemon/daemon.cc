@@ -281,7 +281,7 @@ struct Daemon::Impl {
   int drains_pending = 0;         // control thread only
 
   Notification done;    // Finish() -> Wait()
-  bool ready = false;   // Start() succeeded
+  bool ready = false;   // Create() succeeded
   absl::Status result;  // the first reactor error, set by Teardown()
   bool torn_down = false;
 };
@@ -373,7 +373,7 @@ absl::Status Daemon::Impl::StartAuth() {
     if (!plan.curve_endpoints->empty()) domains.emplace_back(plan.name);
   }
   absl::StatusOr<std::unique_ptr<DaemonAuth>> a =
-      DaemonAuth::Start(context, config, domains, *files, log, metrics);
+      DaemonAuth::Create(context, config, domains, *files, log, metrics);
   if (!a.ok()) return a.status();
   auth = *std::move(a);
   curve_secret_key = files->secret_key;
@@ -436,7 +436,7 @@ absl::Status Daemon::Impl::StartHttp() {
   metrics.SetBuildInfo(
       {{"version", ZB_VERSION},
        {"libzmq", absl::StrFormat("%d.%d.%d", major, minor, patch)}});
-  absl::StatusOr<std::unique_ptr<HttpServer>> server = HttpServer::Start(
+  absl::StatusOr<std::unique_ptr<HttpServer>> server = HttpServer::Create(
       config.metrics,  // "host:port" (daemon.metrics)
       {{"/metrics",
         [this] {
@@ -677,7 +677,7 @@ Daemon::Daemon(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 
 Daemon::~Daemon() { impl_.reset(); }
 
-absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Start(
+absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Create(
     const DaemonConfig& config, std::shared_ptr<spdlog::logger> log,
     ConfigSource reload) {
   if (absl::Status s = ValidateConfig(config); !s.ok()) return s;

@@ -7,7 +7,7 @@
 //   zb::BlockShutdownSignals();                 // first thing in main()
 //   auto log = zb::MakeDaemonLogger(config.log_level);
 //   absl::StatusOr<std::unique_ptr<zb::Daemon>> d =
-//       zb::Daemon::Start(config, log);
+//       zb::Daemon::Create(config, log);
 //   if (!d.ok()) { /* log, exit 1 */ }
 //   absl::Status s = (*d)->Wait();              // until drained
 //
@@ -36,7 +36,7 @@
 // signal during the drain stops at once.
 //
 // Reload.  SIGHUP reads the configuration again through the ConfigSource
-// given to Start() (zb-broker's runs BuildConfig() on its command line, so
+// given to Create() (zb-broker's runs BuildConfig() on its command line, so
 // flags still override the file) and applies what can change while running:
 // log_level and log_format, then every ReloadHandler, in the order they were
 // added.  Keys that differ but need a restart (endpoints, metrics, tuning)
@@ -45,10 +45,10 @@
 //
 // Signals.  signalfd only sees signals that are blocked in every thread, so
 // BlockShutdownSignals() must run before any thread exists (first thing in
-// main()).  Without it, Start() still works and Shutdown() drains, but
+// main()).  Without it, Create() still works and Shutdown() drains, but
 // SIGTERM/SIGINT/SIGHUP keep their default action.
 //
-// Thread-safety: Start(), Wait() and the destructor are called from one
+// Thread-safety: Create(), Wait() and the destructor are called from one
 // thread; Shutdown() may be called from any thread.
 
 #ifndef ZB_BROKERS_DAEMON_DAEMON_H_
@@ -95,7 +95,7 @@ class Daemon {
   // failure (e.g. an endpoint already in use) everything built so far is
   // torn down and the error, naming the broker and endpoint, is returned.
   // `reload` may be empty: SIGHUP is then logged and ignored.
-  static absl::StatusOr<std::unique_ptr<Daemon>> Start(
+  static absl::StatusOr<std::unique_ptr<Daemon>> Create(
       const DaemonConfig& config, std::shared_ptr<spdlog::logger> log,
       ConfigSource reload = nullptr);
 

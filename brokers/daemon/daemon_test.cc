@@ -118,7 +118,7 @@ std::string ScrapeUntil(int port,
 TEST(DaemonTest, ServesBothBrokersPublishesMetricsAndDrains) {
   CapturedLog log;
   absl::StatusOr<std::unique_ptr<Daemon>> d =
-      Daemon::Start(LoopbackConfig(), log.logger);
+      Daemon::Create(LoopbackConfig(), log.logger);
   ASSERT_TRUE(d.ok()) << d.status();
   Daemon& daemon = **d;
   ASSERT_EQ(daemon.majordomo_endpoints().size(), 1u);
@@ -179,7 +179,8 @@ TEST(DaemonTest, ConsensusBoundsFromTheConfigReachTheBroker) {
   DaemonConfig config = LoopbackConfig();
   config.consensus.max_message_size = 4096;
   config.consensus.max_requests_per_client = 1;
-  absl::StatusOr<std::unique_ptr<Daemon>> d = Daemon::Start(config, log.logger);
+  absl::StatusOr<std::unique_ptr<Daemon>> d =
+      Daemon::Create(config, log.logger);
   ASSERT_TRUE(d.ok()) << d.status();
   Daemon& daemon = **d;
   const std::string ep = daemon.consensus_endpoints().at(0);
@@ -275,7 +276,8 @@ TEST(DaemonTest, BothBrokersNameTheSameEventTheSameWay) {
   DaemonConfig config = LoopbackConfig();
   config.majordomo.max_workers = 1;
   config.consensus.max_workers = 1;
-  absl::StatusOr<std::unique_ptr<Daemon>> d = Daemon::Start(config, log.logger);
+  absl::StatusOr<std::unique_ptr<Daemon>> d =
+      Daemon::Create(config, log.logger);
   ASSERT_TRUE(d.ok()) << d.status();
   Daemon& daemon = **d;
   zmq::context_t ctx;
@@ -327,7 +329,8 @@ TEST(DaemonTest, ConsensusLatencyIsObservedAndDrainEndsWithTheLastRequest) {
   CapturedLog log;
   DaemonConfig config = LoopbackConfig();
   config.grace = std::chrono::seconds(30);
-  absl::StatusOr<std::unique_ptr<Daemon>> d = Daemon::Start(config, log.logger);
+  absl::StatusOr<std::unique_ptr<Daemon>> d =
+      Daemon::Create(config, log.logger);
   ASSERT_TRUE(d.ok()) << d.status();
   Daemon& daemon = **d;
   const std::string ep = daemon.consensus_endpoints()[0];
@@ -404,7 +407,8 @@ TEST(DaemonTest, SigtermDrainsAndStops) {
   DaemonConfig config = LoopbackConfig();
   config.metrics.clear();
   config.consensus.endpoints.clear();
-  absl::StatusOr<std::unique_ptr<Daemon>> d = Daemon::Start(config, log.logger);
+  absl::StatusOr<std::unique_ptr<Daemon>> d =
+      Daemon::Create(config, log.logger);
   ASSERT_TRUE(d.ok()) << d.status();
   EXPECT_EQ((*d)->metrics_port(), 0);
   ASSERT_EQ(kill(getpid(), SIGTERM), 0);
@@ -418,7 +422,7 @@ TEST(DaemonTest, BusyEndpointIsAnErrorNamingIt) {
   first_config.metrics.clear();
   first_config.consensus.endpoints.clear();
   absl::StatusOr<std::unique_ptr<Daemon>> first =
-      Daemon::Start(first_config, log.logger);
+      Daemon::Create(first_config, log.logger);
   ASSERT_TRUE(first.ok()) << first.status();
   const std::string taken = (*first)->majordomo_endpoints()[0];
 
@@ -427,7 +431,7 @@ TEST(DaemonTest, BusyEndpointIsAnErrorNamingIt) {
   second_config.majordomo.endpoints.clear();
   second_config.consensus.endpoints = {taken};
   absl::StatusOr<std::unique_ptr<Daemon>> second =
-      Daemon::Start(second_config, log.logger);
+      Daemon::Create(second_config, log.logger);
   ASSERT_FALSE(second.ok());
   EXPECT_THAT(second.status().message(), HasSubstr("consensus: cannot bind"));
   EXPECT_THAT(second.status().message(), HasSubstr(taken));
@@ -448,7 +452,7 @@ TEST(DaemonTest, StopWhileTimersFireOftenIsSafe) {
     config.stats_interval = std::chrono::milliseconds(1);
     config.grace = std::chrono::milliseconds(0);
     absl::StatusOr<std::unique_ptr<Daemon>> d =
-        Daemon::Start(config, log.logger);
+        Daemon::Create(config, log.logger);
     ASSERT_TRUE(d.ok()) << d.status();
     std::this_thread::sleep_for(std::chrono::milliseconds(i % 5));
     if (i % 2 == 0) {
@@ -463,14 +467,15 @@ TEST(DaemonTest, StopWhileTimersFireOftenIsSafe) {
 TEST(DaemonTest, ConfigWithoutBrokersIsRejected) {
   CapturedLog log;
   DaemonConfig config;
-  absl::StatusOr<std::unique_ptr<Daemon>> d = Daemon::Start(config, log.logger);
+  absl::StatusOr<std::unique_ptr<Daemon>> d =
+      Daemon::Create(config, log.logger);
   EXPECT_FALSE(d.ok());
 }
 
 TEST(DaemonTest, DestroyWithoutDrainStopsEverything) {
   CapturedLog log;
   absl::StatusOr<std::unique_ptr<Daemon>> d =
-      Daemon::Start(LoopbackConfig(), log.logger);
+      Daemon::Create(LoopbackConfig(), log.logger);
   ASSERT_TRUE(d.ok()) << d.status();
   const std::string endpoint = (**d).majordomo_endpoints()[0];
   d->reset();  // must join every thread and close every socket

@@ -79,7 +79,7 @@ void Poke(const std::string& host, int port) {
 
 }  // namespace
 
-absl::StatusOr<std::unique_ptr<HttpServer>> HttpServer::Start(
+absl::StatusOr<std::unique_ptr<HttpServer>> HttpServer::Create(
     std::string_view address, Routes routes) {
   static std::once_flag civet_init;
   std::call_once(civet_init, [] { mg_init_library(0); });

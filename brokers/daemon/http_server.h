@@ -5,7 +5,7 @@
 // what each says).
 //
 //   absl::StatusOr<std::unique_ptr<zb::HttpServer>> server =
-//       zb::HttpServer::Start("127.0.0.1:5580", {
+//       zb::HttpServer::Create("127.0.0.1:5580", {
 //           {"/healthz", [] { return zb::HttpServer::Response{200, "ok\n"}; }},
 //       });
 //   if (!server.ok()) { /* "metrics: cannot listen on ...: why" */ }
@@ -27,7 +27,7 @@
 //
 // Threading: handlers run on civetweb's threads, concurrently with
 // everything else in the process and with each other: they must be
-// thread-safe.  Start() and the destructor are called from one thread; the
+// thread-safe.  Create() and the destructor are called from one thread; the
 // destructor returns once no handler runs any more.
 
 #ifndef ZB_BROKERS_DAEMON_HTTP_SERVER_H_
@@ -59,7 +59,7 @@ class HttpServer {
 
   // Listens on `address` and serves `routes`.  Errors are Unavailable with
   // a message "metrics: cannot listen on ADDRESS: WHY".
-  static absl::StatusOr<std::unique_ptr<HttpServer>> Start(
+  static absl::StatusOr<std::unique_ptr<HttpServer>> Create(
       std::string_view address, Routes routes);
 
   // Stops listening and waits for running handlers.

@@ -46,7 +46,7 @@ HttpServer::Routes TestRoutes(std::atomic<int>* calls) {
 TEST(HttpServerTest, ServesRoutesExactly) {
   std::atomic<int> calls{0};
   absl::StatusOr<std::unique_ptr<HttpServer>> s =
-      HttpServer::Start("127.0.0.1:0", TestRoutes(&calls));
+      HttpServer::Create("127.0.0.1:0", TestRoutes(&calls));
   ASSERT_TRUE(s.ok()) << s.status();
   const int port = (*s)->port();
   ASSERT_GT(port, 0);
@@ -75,11 +75,11 @@ TEST(HttpServerTest, ServesRoutesExactly) {
 TEST(HttpServerTest, BusyPortIsReportedInPlainWords) {
   std::atomic<int> calls{0};
   absl::StatusOr<std::unique_ptr<HttpServer>> first =
-      HttpServer::Start("127.0.0.1:0", TestRoutes(&calls));
+      HttpServer::Create("127.0.0.1:0", TestRoutes(&calls));
   ASSERT_TRUE(first.ok()) << first.status();
   const std::string address = absl::StrCat("127.0.0.1:", (*first)->port());
   absl::StatusOr<std::unique_ptr<HttpServer>> second =
-      HttpServer::Start(address, TestRoutes(&calls));
+      HttpServer::Create(address, TestRoutes(&calls));
   ASSERT_FALSE(second.ok());
   EXPECT_EQ(second.status().code(), absl::StatusCode::kUnavailable);
   EXPECT_EQ(
@@ -103,7 +103,7 @@ TEST(HttpServerTest, BadAddressesAreReportedInPlainWords) {
            Case{"[::1]:0", "IPv6"},
        }) {
     absl::StatusOr<std::unique_ptr<HttpServer>> s =
-        HttpServer::Start(c.address, TestRoutes(&calls));
+        HttpServer::Create(c.address, TestRoutes(&calls));
     ASSERT_FALSE(s.ok()) << c.address;
     EXPECT_THAT(std::string(s.status().message()),
                 AllOf(StartsWith(absl::StrCat("metrics: cannot listen on ",
@@ -115,7 +115,7 @@ TEST(HttpServerTest, BadAddressesAreReportedInPlainWords) {
 TEST(HttpServerTest, WildcardHostListensEverywhere) {
   std::atomic<int> calls{0};
   absl::StatusOr<std::unique_ptr<HttpServer>> s =
-      HttpServer::Start("*:0", TestRoutes(&calls));
+      HttpServer::Create("*:0", TestRoutes(&calls));
   ASSERT_TRUE(s.ok()) << s.status();
   EXPECT_EQ((*s)->host(), "0.0.0.0");
   EXPECT_THAT(Get((*s)->port(), "/hello"), StartsWith("HTTP/1.1 200"));

@@ -240,7 +240,7 @@ TEST(MetricsTest, ServesOverHttp) {
   Metrics metrics;
   BrokerMetrics& mdp = metrics.AddBroker("majordomo");
   mdp.Update(Snapshot(42));
-  absl::StatusOr<std::unique_ptr<HttpServer>> server = HttpServer::Start(
+  absl::StatusOr<std::unique_ptr<HttpServer>> server = HttpServer::Create(
       "127.0.0.1:0", {{"/metrics", [&metrics] {
                          return HttpServer::Response{200, metrics.Serialize()};
                        }}});

@@ -161,7 +161,8 @@ TEST(MetricsAddressTest, BusyPortIsAnErrorInPlainWords) {
   CapturedLog log;
   DaemonConfig config = LoopbackConfig();
   config.metrics = absl::StrCat("127.0.0.1:", busy.port());
-  absl::StatusOr<std::unique_ptr<Daemon>> d = Daemon::Start(config, log.logger);
+  absl::StatusOr<std::unique_ptr<Daemon>> d =
+      Daemon::Create(config, log.logger);
   ASSERT_FALSE(d.ok());
   const std::string msg(d.status().message());
   EXPECT_THAT(msg,
@@ -176,14 +177,15 @@ TEST(MetricsAddressTest, UnknownHostAndForeignAddressAreErrorsInPlainWords) {
   CapturedLog log;
   DaemonConfig config = LoopbackConfig();
   config.metrics = "no-such-host.invalid:5580";
-  absl::StatusOr<std::unique_ptr<Daemon>> d = Daemon::Start(config, log.logger);
+  absl::StatusOr<std::unique_ptr<Daemon>> d =
+      Daemon::Create(config, log.logger);
   ASSERT_FALSE(d.ok());
   EXPECT_THAT(std::string(d.status().message()),
               HasSubstr("metrics: cannot listen on no-such-host.invalid:5580: "
                         "unknown host \"no-such-host.invalid\""));
   // An address this machine does not have (TEST-NET-1, RFC 5737).
   config.metrics = "192.0.2.1:5580";
-  d = Daemon::Start(config, log.logger);
+  d = Daemon::Create(config, log.logger);
   ASSERT_FALSE(d.ok());
   EXPECT_THAT(std::string(d.status().message()),
               HasSubstr("metrics: cannot listen on 192.0.2.1:5580: Cannot "
@@ -195,7 +197,8 @@ TEST(MetricsAddressTest, HostnameIsResolved) {
   CapturedLog log;
   DaemonConfig config = LoopbackConfig();
   config.metrics = "localhost:0";
-  absl::StatusOr<std::unique_ptr<Daemon>> d = Daemon::Start(config, log.logger);
+  absl::StatusOr<std::unique_ptr<Daemon>> d =
+      Daemon::Create(config, log.logger);
   ASSERT_TRUE(d.ok()) << d.status();
   EXPECT_EQ(HttpGet((*d)->metrics_port(), "/healthz").status, 200);
   (*d)->Shutdown();
@@ -206,7 +209,8 @@ TEST(HttpEndpointsTest, HealthzReadyzAndBuildInfo) {
   CapturedLog log;
   DaemonConfig config = LoopbackConfig();
   config.grace = 1s;  // the held request keeps the drain going this long
-  absl::StatusOr<std::unique_ptr<Daemon>> d = Daemon::Start(config, log.logger);
+  absl::StatusOr<std::unique_ptr<Daemon>> d =
+      Daemon::Create(config, log.logger);
   ASSERT_TRUE(d.ok()) << d.status();
   Daemon& daemon = **d;
   const int port = daemon.metrics_port();
@@ -307,7 +311,7 @@ TEST(SighupTest, ReloadsLogLevelAndRunsReloadHandlers) {
   ASSERT_TRUE(config.ok()) << config.status();
   CapturedLog log;
   const std::string path = file.path();
-  absl::StatusOr<std::unique_ptr<Daemon>> d = Daemon::Start(
+  absl::StatusOr<std::unique_ptr<Daemon>> d = Daemon::Create(
       *config, log.logger, [path]() -> absl::StatusOr<DaemonConfig> {
         absl::StatusOr<DaemonConfig> c = LoadConfigFile(path);
         if (c.ok()) {
@@ -364,12 +368,13 @@ TEST(SighupTest, ReloadsLogLevelAndRunsReloadHandlers) {
   EXPECT_EQ(seen_level, "debug");
 }
 
-// Without a source (Start() without one) SIGHUP is logged and ignored.
+// Without a source (Create() without one) SIGHUP is logged and ignored.
 TEST(SighupTest, WithoutASourceIsLoggedAndIgnored) {
   CapturedLog log;
   DaemonConfig config = LoopbackConfig();
   config.metrics.clear();
-  absl::StatusOr<std::unique_ptr<Daemon>> d = Daemon::Start(config, log.logger);
+  absl::StatusOr<std::unique_ptr<Daemon>> d =
+      Daemon::Create(config, log.logger);
   ASSERT_TRUE(d.ok()) << d.status();
   ASSERT_EQ(kill(getpid(), SIGHUP), 0);
   ASSERT_TRUE(WaitForLog(log, "SIGHUP: no configuration to read again"))
@@ -396,7 +401,8 @@ TEST(IpcCleanupTest, BothBrokersRemoveTheirSocketFilesOnExit) {
   config.metrics.clear();
   config.majordomo.endpoints = {"ipc://" + mdp, "tcp://127.0.0.1:*"};
   config.consensus.endpoints = {"ipc://" + ccp};
-  absl::StatusOr<std::unique_ptr<Daemon>> d = Daemon::Start(config, log.logger);
+  absl::StatusOr<std::unique_ptr<Daemon>> d =
+      Daemon::Create(config, log.logger);
   ASSERT_TRUE(d.ok()) << d.status();
   EXPECT_TRUE(Exists(mdp));
   EXPECT_TRUE(Exists(ccp));

@@ -228,7 +228,7 @@ class TitanicDaemonTest : public ::testing::Test {
 TEST_F(TitanicDaemonTest, RunsTitanicInFrontOfMajordomoWithItsMetrics) {
   CapturedLog log;
   absl::StatusOr<std::unique_ptr<Daemon>> d =
-      Daemon::Start(Config(), log.logger);
+      Daemon::Create(Config(), log.logger);
   ASSERT_TRUE(d.ok()) << d.status();
   Daemon& daemon = **d;
   // The inproc endpoint Titanic uses is the daemon's own, not listed.
@@ -302,7 +302,7 @@ TEST_F(TitanicDaemonTest, RefusedAndExpiredRequestsAreCounted) {
   DaemonConfig c = Config();
   c.titanic.max_requests = 1;
   c.titanic.request_expiry = 400ms;
-  absl::StatusOr<std::unique_ptr<Daemon>> d = Daemon::Start(c, log.logger);
+  absl::StatusOr<std::unique_ptr<Daemon>> d = Daemon::Create(c, log.logger);
   ASSERT_TRUE(d.ok()) << d.status();
   Daemon& daemon = **d;
   const std::string ep = daemon.majordomo_endpoints()[0];
@@ -337,7 +337,7 @@ TEST_F(TitanicDaemonTest, StoreThatCannotOpenIsAnErrorNamingIt) {
   CapturedLog log;
   DaemonConfig c = Config();
   c.titanic.store_path = dir_ + "/no/such/dir/t.db";
-  absl::StatusOr<std::unique_ptr<Daemon>> d = Daemon::Start(c, log.logger);
+  absl::StatusOr<std::unique_ptr<Daemon>> d = Daemon::Create(c, log.logger);
   ASSERT_FALSE(d.ok());
   EXPECT_THAT(d.status().message(),
               AllOf(HasSubstr("titanic: "), HasSubstr("no/such/dir")));

@@ -74,7 +74,7 @@ int main(int argc, char** argv) {
   // and flags still override it.  Each reload warns about its own
   // deprecated names.
   absl::StatusOr<std::unique_ptr<zb::Daemon>> daemon =
-      zb::Daemon::Start(*config, log, [cli = *cli, log] {
+      zb::Daemon::Create(*config, log, [cli = *cli, log] {
         absl::StatusOr<zb::DaemonConfig> next = zb::BuildConfig(cli);
         if (next.ok()) LogConfigWarnings(*next, *log);
         return next;
