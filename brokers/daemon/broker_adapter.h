@@ -2,9 +2,9 @@
 //
 // zb::BrokerAdapter<Broker> is the part of every BrokerRuntime adapter that
 // does not depend on the protocol: both brokers have the same Bind(),
-// Monitor(), Drain(grace, done) and endpoints() (issue 12), so an adapter
-// only builds its broker and adds name() and Snapshot().  Internal to
-// brokers/daemon/.
+// Monitor(), Drain(grace, done), endpoints(), latency hook and log hook
+// (issue 12), so an adapter only builds its broker and adds Snapshot().
+// Internal to brokers/daemon/.
 
 #ifndef ZB_BROKERS_DAEMON_BROKER_ADAPTER_H_
 #define ZB_BROKERS_DAEMON_BROKER_ADAPTER_H_
@@ -64,19 +64,26 @@ class BrokerAdapter : public BrokerRuntime {
   void SetRequestGate(absl::AnyInvocable<bool()> gate) override {
     broker_->set_request_gate(std::move(gate));
   }
+  std::string_view name() const override { return name_; }
 
  protected:
-  // Takes the broker the adapter built on env's reactor (not null) and
-  // feeds its latencies to env.metrics.
-  BrokerAdapter(const BrokerEnvironment& env, std::unique_ptr<Broker> broker)
-      : broker_(std::move(broker)) {
+  // Takes the broker the adapter built on env's reactor (not null), named
+  // `name` (a string that outlives the adapter, e.g. the runtime's kName),
+  // feeds its latencies to env.metrics and its log lines to env.log
+  // (DaemonLogHook: worker joins and leaves come that way, rate-limited by
+  // the broker, so that a join flood cannot flood the log).
+  BrokerAdapter(const BrokerEnvironment& env, std::string_view name,
+                std::unique_ptr<Broker> broker)
+      : name_(name), broker_(std::move(broker)) {
     BrokerMetrics* m = &env.metrics;
     broker_->set_latency_hook(
         [m](std::string_view, std::chrono::nanoseconds d) {
           m->ObserveLatency(d);
         });
+    broker_->set_log_hook(DaemonLogHook(env.log, name_));
   }
 
+  const std::string_view name_;
   const std::unique_ptr<Broker> broker_;
 };
 

@@ -43,13 +43,7 @@ class ConsensusAdapter final : public BrokerAdapter<ConsensusBroker> {
  public:
   ConsensusAdapter(const BrokerEnvironment& env,
                    std::unique_ptr<ConsensusBroker> broker)
-      : BrokerAdapter(env, std::move(broker)) {
-    // Worker joins and leaves come through the log hook, rate-limited by the
-    // broker (a join flood must not flood the log).
-    broker_->set_log_hook(DaemonLogHook(env.log, ConsensusRuntime::kName));
-  }
-
-  std::string_view name() const override { return ConsensusRuntime::kName; }
+      : BrokerAdapter(env, ConsensusRuntime::kName, std::move(broker)) {}
 
   BrokerSnapshot Snapshot() const override {
     const ConsensusBroker::Stats s = broker_->stats();

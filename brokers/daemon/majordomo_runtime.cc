@@ -51,13 +51,7 @@ class MajordomoAdapter final : public BrokerAdapter<MajordomoBroker> {
  public:
   MajordomoAdapter(const BrokerEnvironment& env,
                    std::unique_ptr<MajordomoBroker> broker)
-      : BrokerAdapter(env, std::move(broker)) {
-    // Worker joins and leaves come through the log hook, rate-limited by the
-    // broker (a join flood must not flood the log).
-    broker_->set_log_hook(DaemonLogHook(env.log, MajordomoRuntime::kName));
-  }
-
-  std::string_view name() const override { return MajordomoRuntime::kName; }
+      : BrokerAdapter(env, MajordomoRuntime::kName, std::move(broker)) {}
 
   BrokerSnapshot Snapshot() const override {
     const MajordomoBroker::Stats s = broker_->stats();
