@@ -25,6 +25,34 @@ zmq::message_t CommandFrame(Command c) {
   return zmq::message_t(&byte, 1);
 }
 
+// The frames after the empty delimiter (when `delimiter` says there is one)
+// and the protocol tag `tag`; `wrong_tag` is the error for another tag.
+// Every parser starts here, so every kind of message is refused the same way
+// for the same fault.
+absl::StatusOr<std::span<zmq::message_t>> AfterTag(
+    std::span<zmq::message_t> frames, Delimiter delimiter, std::string_view tag,
+    std::string_view wrong_tag) {
+  if (delimiter == Delimiter::kWithDelimiter) {
+    if (frames.empty()) return Malformed("no frames");
+    if (frames[0].size() != 0) {
+      return Malformed("first frame is not empty (missing empty delimiter)");
+    }
+    frames = frames.subspan(1);
+  }
+  if (frames.empty()) return Malformed("missing protocol tag");
+  if (!Is(frames[0], tag)) return Malformed(wrong_tag);
+  return frames.subspan(1);
+}
+
+// The service name that starts what follows a client message's tag.
+absl::Status CheckClientService(std::span<zmq::message_t> after_tag) {
+  if (after_tag.empty()) return Malformed("client message has no service");
+  if (after_tag[0].size() == 0) {
+    return Malformed("client message has an empty service name");
+  }
+  return absl::OkStatus();
+}
+
 void AppendBody(std::span<zmq::message_t> body, Frames* out) {
   for (auto& f : body) out->push_back(std::move(f));
 }
@@ -78,62 +106,45 @@ absl::StatusOr<Protocol> ClassifyMessage(std::span<zmq::message_t> frames) {
 
 absl::StatusOr<ClientMessage> ParseClient(std::span<zmq::message_t> frames,
                                           Delimiter delimiter) {
-  if (delimiter == Delimiter::kWithDelimiter) {
-    if (frames.empty()) return Malformed("no frames");
-    if (frames[0].size() != 0) {
-      return Malformed("first frame is not empty (missing empty delimiter)");
-    }
-    frames = frames.subspan(1);
-  }
-  if (frames.empty()) return Malformed("missing protocol tag");
-  if (!Is(frames[0], kClientTag)) {
-    return Malformed("client message tag is not MDPC01");
-  }
-  if (frames.size() < 2) return Malformed("client message has no service");
-  if (frames[1].size() == 0)
-    return Malformed("client message has an empty service name");
-  if (frames.size() < 3) {
+  // [service][body...]
+  absl::StatusOr<std::span<zmq::message_t>> rest = AfterTag(
+      frames, delimiter, kClientTag, "client message tag is not MDPC01");
+  if (!rest.ok()) return rest.status();
+  if (absl::Status s = CheckClientService(*rest); !s.ok()) return s;
+  if (rest->size() < 2) {
     return Malformed("client message has no body (needs at least one frame)");
   }
-  return ClientMessage{View(frames[1]), frames.subspan(2)};
+  return ClientMessage{View((*rest)[0]), rest->subspan(1)};
 }
 
 absl::StatusOr<ClientMessage> ParseTaggedClient(
     std::span<zmq::message_t> frames, Delimiter delimiter) {
-  if (delimiter == Delimiter::kWithDelimiter) {
-    if (frames.empty()) return Malformed("no frames");
-    if (frames[0].size() != 0) {
-      return Malformed("first frame is not empty (missing empty delimiter)");
-    }
-    frames = frames.subspan(1);
-  }
-  if (frames.empty()) return Malformed("missing protocol tag");
-  if (!Is(frames[0], kTaggedClientTag)) {
-    return Malformed("tagged client message tag is not zb.tag.MDPC01");
-  }
-  if (frames.size() < 2) return Malformed("client message has no service");
-  if (frames[1].size() == 0)
-    return Malformed("client message has an empty service name");
-  if (frames.size() < 3) return Malformed("tagged client message has no tag");
-  if (frames[2].size() == 0 || frames[2].size() > kMaxTagSize) {
+  // [service][tag][body...]
+  absl::StatusOr<std::span<zmq::message_t>> rest =
+      AfterTag(frames, delimiter, kTaggedClientTag,
+               "tagged client message tag is not zb.tag.MDPC01");
+  if (!rest.ok()) return rest.status();
+  if (absl::Status s = CheckClientService(*rest); !s.ok()) return s;
+  const std::span<zmq::message_t> f = *rest;
+  if (f.size() < 2) return Malformed("tagged client message has no tag");
+  if (f[1].size() == 0 || f[1].size() > kMaxTagSize) {
     return Malformed(
         absl::StrFormat("request tag has %d bytes, expected 1 to %d",
-                        frames[2].size(), kMaxTagSize));
+                        f[1].size(), kMaxTagSize));
   }
-  if (frames.size() < 4) {
+  if (f.size() < 3) {
     return Malformed("client message has no body (needs at least one frame)");
   }
-  return ClientMessage{View(frames[1]), frames.subspan(3), &frames[2]};
+  return ClientMessage{View(f[0]), f.subspan(2), &f[1]};
 }
 
 absl::StatusOr<WorkerMessage> ParseWorker(std::span<zmq::message_t> frames) {
-  if (frames.empty()) return Malformed("no frames");
-  if (frames[0].size() != 0) {
-    return Malformed("first frame is not empty (missing empty delimiter)");
-  }
-  if (frames.size() < 2) return Malformed("missing protocol tag");
-  if (!Is(frames[1], kWorkerTag)) {
-    return Malformed("worker message tag is not MDPW01");
+  // Indexes below count from the delimiter, as the error texts do.
+  if (absl::StatusOr<std::span<zmq::message_t>> rest =
+          AfterTag(frames, Delimiter::kWithDelimiter, kWorkerTag,
+                   "worker message tag is not MDPW01");
+      !rest.ok()) {
+    return rest.status();
   }
   if (frames.size() < 3) return Malformed("worker message has no command");
   if (frames[2].size() != 1) {
