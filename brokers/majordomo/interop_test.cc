@@ -124,52 +124,27 @@ bool WaitFor(const std::function<bool()>& pred,
   return test::WaitFor(pred, limit);
 }
 
-class MdpInteropTest : public ::testing::Test {
+// The broker and the C++ peers' reactor threads are MdpIntegrationTest's
+// (test_util.h); heartbeats are slower than its defaults for Python peers.
+class MdpInteropTest : public mdp_test::MdpIntegrationTest {
  protected:
   void SetUp() override {
     MajordomoBroker::Options o;
     o.heartbeat_interval = 100ms;
     o.heartbeat_liveness = 5;  // Python peers can be starved under load
     o.max_redispatch = 3;
-    broker_thread_.Invoke([&](Reactor& r) {
-      absl::StatusOr<std::unique_ptr<MajordomoBroker>> b =
-          MajordomoBroker::Create(r, ctx_, o);
-      ASSERT_TRUE(b.ok()) << b.status();
-      broker_ = *std::move(b);
-      ASSERT_TRUE(broker_->Bind("tcp://127.0.0.1:*").ok());
-      endpoint_ = broker_->endpoints()[0];
-      broker_->set_log_hook(nullptr);
-    });
-  }
-  void TearDown() override {
-    worker_thread_.Invoke([&](Reactor&) { workers_.clear(); });
-    broker_thread_.Invoke([&](Reactor&) { broker_.reset(); });
-  }
-
-  std::size_t Workers(const std::string& service) {
-    return broker_thread_.Invoke([&](Reactor&) {
-      auto s = broker_->stats();
-      auto it = s.services.find(service);
-      return it == s.services.end() ? std::size_t{0} : it->second.workers;
-    });
+    StartBroker(o);
   }
 
   std::unique_ptr<Peer> PyWorker(const std::string& service,
                                  std::vector<std::string> extra = {}) {
     std::vector<std::string> args = {"worker", endpoint_, service,
-                                     "--heartbeat-ms", "100"};
+                                     "--heartbeat-interval", "100ms"};
     args.insert(args.end(), extra.begin(), extra.end());
     auto p = std::make_unique<Peer>(args);
     EXPECT_TRUE(p->started());
     return p;
   }
-
-  zmq::context_t ctx_;
-  ReactorThread broker_thread_;
-  ReactorThread worker_thread_;
-  std::unique_ptr<MajordomoBroker> broker_;
-  std::string endpoint_;
-  std::vector<std::unique_ptr<MdpWorker>> workers_;
 };
 
 TEST_F(MdpInteropTest, PythonClientsAndWorkers) {
@@ -229,8 +204,8 @@ TEST_F(MdpInteropTest, PythonWorkerCrashWhileBusyLosesNothing) {
   auto crasher = PyWorker("echo", {"--crash-after", "5"});
   auto steady = PyWorker("echo");
   ASSERT_TRUE(WaitFor([&] { return Workers("echo") == 2; }));
-  Peer sync({"client", endpoint_, "echo", "--requests", "50", "--timeout-ms",
-             "5000", "--retries", "0"});
+  Peer sync({"client", endpoint_, "echo", "--requests", "50", "--timeout",
+             "5000ms", "--retries", "0"});
   EXPECT_EQ(sync.Wait(), 0) << sync.Output();
   EXPECT_EQ(crasher->Wait(), 3) << crasher->Output();
   const auto s =
@@ -266,7 +241,7 @@ TEST_F(MdpInteropTest, PythonTaggedClientGetsEveryReplyUnderItsOwnTag) {
   }
   ASSERT_TRUE(WaitFor([&] { return Workers("echo") == 4; }));
   Peer client({"async-client", endpoint_, "echo", "--requests", "4000",
-               "--window", "50", "--tagged", "--timeout-ms", "20000"});
+               "--window", "50", "--tagged", "--timeout", "20000ms"});
   EXPECT_EQ(client.Wait(120s), 0) << client.Output();
   EXPECT_THAT(client.Output(), HasSubstr("ok=4000 lost=0 bad=0 wrong=0"));
   const auto s =
@@ -313,9 +288,9 @@ TEST_P(PlainBrokerTest, CppAsyncClientFallsBackToWhatRfc7CanMatch) {
   // Generous liveness: this broker has no redispatch, so a Python worker
   // starved past it on a loaded machine loses its request (the client's
   // retry then resends it).
-  std::vector<std::string> args = {"broker",         "tcp://127.0.0.1:*",
-                                   "--heartbeat-ms", "200",
-                                   "--liveness",     "10"};
+  std::vector<std::string> args = {
+      "broker", "tcp://127.0.0.1:*",    "--heartbeat-interval",
+      "200ms",  "--heartbeat-liveness", "10"};
   if (GetParam()) args.push_back("--mmi");
   Peer broker(args);
   std::string endpoint;
@@ -330,8 +305,8 @@ TEST_P(PlainBrokerTest, CppAsyncClientFallsBackToWhatRfc7CanMatch) {
   std::vector<std::unique_ptr<Peer>> workers;
   for (int i = 0; i < 4; ++i) {
     workers.push_back(std::make_unique<Peer>(std::vector<std::string>{
-        "worker", endpoint, "echo", "--heartbeat-ms", "200", "--liveness", "10",
-        "--jitter-ms", "2"}));
+        "worker", endpoint, "echo", "--heartbeat-interval", "200ms",
+        "--heartbeat-liveness", "10", "--jitter-ms", "2"}));
   }
   // No way to ask a plain broker how many workers it has: the first
   // requests simply wait in its queue until one registers.

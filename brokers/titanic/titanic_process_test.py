@@ -146,7 +146,7 @@ class Cluster:
     def start_worker(self, i):
         self.workers[i] = zp.Proc(
             [zp.PYTHON, PEERS, "worker", self.endpoint, "echo",
-             "--heartbeat-ms", str(HEARTBEAT_MS),
+             "--heartbeat-interval", f"{HEARTBEAT_MS}ms",
              "--delay-ms", str(self.args.worker_delay_ms),
              "--jitter-ms", str(self.args.worker_delay_ms)],
             name=f"worker{i}", max_lines=100)

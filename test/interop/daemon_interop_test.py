@@ -238,10 +238,10 @@ def scenario_traffic(exe):
     # 10,000 requests in all, at the same time: a Python REQ client does
     # about 2,000 round trips/s here, so the synchronous share is smaller.
     n_sync, n_async = 2000, 8000
-    sync = peer("client", ep, "echo", "--requests", n_sync, "--timeout-ms",
-                5000, name="client")
+    sync = peer("client", ep, "echo", "--requests", n_sync, "--timeout",
+                "5000ms", name="client")
     asyn = peer("async-client", ep, "echo", "--requests", n_async,
-                "--window", 100, "--timeout-ms", 10000, name="async-client")
+                "--window", 100, "--timeout", "10000ms", name="async-client")
     for c in (sync, asyn):
         code = c.wait(50)
         check(code == 0, f"client failed ({code}):\n{c.describe()}")
@@ -340,16 +340,17 @@ def scenario_crash(exe):
     port = b.metrics_port()
     # The crashing worker registers first, so LRU dispatch gives it the
     # first request; it takes it and dies without replying.
-    bad = peer("worker", ep, "echo", "--heartbeat-ms", hb, "--crash-after", 1,
+    bad = peer("worker", ep, "echo", "--heartbeat-interval", f"{hb}ms",
+               "--crash-after", 1,
                "--delay-ms", 100, name="crashing-worker")
     wait_worker_ready(ep, "echo")
-    good = peer("worker", ep, "echo", "--heartbeat-ms", hb,
+    good = peer("worker", ep, "echo", "--heartbeat-interval", f"{hb}ms",
                 name="good-worker")
     # Until the second worker is registered the broker would queue, which
     # is fine, but give it a moment so both are idle before the traffic.
     wait_joins(b, "echo", 2)
     code, out = run_peer("client", ep, "echo", "--requests", 200,
-                         "--timeout-ms", 5000, "--retries", 2)
+                         "--timeout", "5000ms", "--retries", 2)
     check(code == 0, "client lost requests: " + out)
     s = summary(out, "client")
     check(s["lost"] == "0" and int(s["ok"]) == 200, out)
@@ -382,14 +383,16 @@ def scenario_prefetch(exe):
     ep = b.endpoint("majordomo")
     port = b.metrics_port()
     # Slow, so that requests pile up in its socket; it dies on its 3rd.
-    bad = peer("worker", ep, "echo", "--heartbeat-ms", hb, "--crash-after", 3,
+    bad = peer("worker", ep, "echo", "--heartbeat-interval", f"{hb}ms",
+               "--crash-after", 3,
                "--delay-ms", 50, name="crashing-worker")
     wait_worker_ready(ep, "echo")
-    good = peer("worker", ep, "echo", "--heartbeat-ms", hb, "--delay-ms", 2,
+    good = peer("worker", ep, "echo", "--heartbeat-interval", f"{hb}ms",
+                "--delay-ms", 2,
                 name="good-worker")
     wait_joins(b, "echo", 2)
     code, out = run_peer("async-client", ep, "echo", "--requests", 300,
-                         "--window", 20, "--timeout-ms", 5000, "--retries", 2)
+                         "--window", 20, "--timeout", "5000ms", "--retries", 2)
     check(code == 0, "async client lost requests: " + out)
     s = summary(out, "async-client")
     check(s["lost"] == "0" and s["bad"] == "0" and int(s["ok"]) == 300, out)
@@ -414,13 +417,13 @@ def scenario_restart(exe):
     ep = b.endpoint("majordomo")
     # Each request takes the worker >= 2 ms, so the client (600 requests)
     # is certainly still running when the broker is killed below.
-    workers = [peer("worker", ep, "echo", "--heartbeat-ms", hb,
+    workers = [peer("worker", ep, "echo", "--heartbeat-interval", f"{hb}ms",
                     "--delay-ms", 2, name=f"worker{i}") for i in (1, 2)]
     # Not wait_worker_ready: its MMI requests would count in the stats line
     # watched below.
     wait_joins(b, "echo", 2)
-    client = peer("client", ep, "echo", "--requests", 600, "--timeout-ms",
-                  1000, "--retries", 10, name="client")
+    client = peer("client", ep, "echo", "--requests", 600, "--timeout",
+                  "1000ms", "--retries", 10, name="client")
     check(b.wait_line(r"majordomo: stats requests=([5-9]|\d\d)", 20),
           "no traffic before the kill:\n" + b.describe())
     # SIGKILL: no drain, no DISCONNECT; workers only see silence.  The port
@@ -452,8 +455,8 @@ def scenario_flood(exe):
     port = b.metrics_port()
     w = peer("worker", ep, "echo")
     wait_worker_ready(ep, "echo")
-    client = peer("client", ep, "echo", "--requests", 2000, "--timeout-ms",
-                  5000, name="client")
+    client = peer("client", ep, "echo", "--requests", 2000, "--timeout",
+                  "5000ms", name="client")
     ctx = zmq.Context()
     bad_forms = [
         [b"", b"XXXX01", b"echo", b"body"],          # wrong protocol tag
@@ -506,8 +509,8 @@ def scenario_drain(exe):
     ccp_ep = b.endpoint("consensus")
     w = peer("worker", ep, "slow", "--delay-ms", 2500, name="slow-worker")
     wait_worker_ready(ep, "slow")
-    client = peer("client", ep, "slow", "--requests", 1, "--timeout-ms",
-                  8000, "--retries", 0, name="client")
+    client = peer("client", ep, "slow", "--requests", 1, "--timeout",
+                  "8000ms", "--retries", 0, name="client")
     # Wait until the request is with the worker (the stats line says so).
     check(b.wait_line(r"majordomo: stats .* open=1 ", 20),
           "the request never reached the broker:\n" + b.describe())
@@ -533,7 +536,7 @@ def scenario_drain(exe):
           reply[5] == b"zb:shutdown",
           f"consensus request during the drain: {reply!r}")
     code, out = run_peer("client", ep, "slow", "--requests", 1,
-                         "--timeout-ms", 500, "--retries", 0)
+                         "--timeout", "500ms", "--retries", 0)
     check(code != 0 and "lost=1" in out, "served during drain: " + out)
     code = b.wait(15)
     took = time.monotonic() - t0
@@ -606,12 +609,12 @@ def scenario_tags(exe):
                      "--metrics", "127.0.0.1:0"]).ready()
     ep = b.endpoint("majordomo")
     port = b.metrics_port()
-    workers = [peer("worker", ep, "echo", "--heartbeat-ms", 200,
+    workers = [peer("worker", ep, "echo", "--heartbeat-interval", "200ms",
                     "--jitter-ms", 3, name=f"worker{i}") for i in range(4)]
     wait_joins(b, "echo", 4)
     n = 4000
     code, out = run_peer("async-client", ep, "echo", "--requests", n,
-                         "--window", 50, "--tagged", "--timeout-ms", 20000,
+                         "--window", 50, "--tagged", "--timeout", "20000ms",
                          timeout=120)
     a = summary(out, "async-client")
     check(code == 0 and int(a["ok"]) == n and a["wrong"] == "0" and

@@ -5,15 +5,16 @@ with pyzmq only, to check that a broker speaks the standard protocol.
 
 Commands (every one prints one summary line and exits non-zero on failure):
 
-  mdp_peers.py worker ENDPOINT SERVICE [--heartbeat-ms 2500] [--liveness 3]
-        [--delay-ms 0] [--jitter-ms 0] [--crash-after N] [--max-seconds S]
+  mdp_peers.py worker ENDPOINT SERVICE [--heartbeat-interval 2500ms]
+        [--heartbeat-liveness 3] [--delay-ms 0] [--jitter-ms 0]
+        [--crash-after N] [--max-seconds S]
       An echo worker: READY, heartbeats, reconnects on silence or DISCONNECT.
       --crash-after N exits abruptly (no reply, no DISCONNECT) on request N.
       --jitter-ms J adds a random 0..J ms to each reply's delay, so that
       several workers finish out of order.
       Stops on SIGTERM/SIGINT (sends DISCONNECT) or after --max-seconds.
 
-  mdp_peers.py client ENDPOINT SERVICE [--requests 10000] [--timeout-ms 2500]
+  mdp_peers.py client ENDPOINT SERVICE [--requests 10000] [--timeout 2500ms]
         [--retries 3] [--size 16]
       A synchronous client on a REQ socket (RFC 7's recommendation), with
       RFC 7's recovery: on a timeout, close the socket, open a new one and
@@ -21,7 +22,7 @@ Commands (every one prints one summary line and exits non-zero on failure):
       any request is lost.
 
   mdp_peers.py async-client ENDPOINT SERVICE [--requests 10000]
-        [--window 100] [--timeout-ms 5000] [--retries 3] [--size 16]
+        [--window 100] [--timeout 5s] [--retries 3] [--size 16]
         [--tagged]
       An asynchronous client on a DEALER socket with up to --window requests
       outstanding.  Each body carries a unique id, which an echo worker sends
@@ -36,7 +37,8 @@ Commands (every one prints one summary line and exits non-zero on failure):
       (a reply with another request's tag counts as wrong); without "200"
       it gives up (exit 2).
 
-  mdp_peers.py broker ENDPOINT [--mmi] [--heartbeat-ms 2500] [--liveness 3]
+  mdp_peers.py broker ENDPOINT [--mmi] [--heartbeat-interval 2500ms]
+        [--heartbeat-liveness 3]
       A minimal RFC 7 broker (MDP/0.1 only, none of zbrokers' extensions):
       least-recently-used idle worker per service, a queue per service,
       HEARTBEAT to idle workers, silent workers dropped, REPLY forwarded.
@@ -46,19 +48,24 @@ Commands (every one prints one summary line and exits non-zero on failure):
       zb.tag.MDPC01 request) is dropped as invalid.  Prints the endpoint
       it bound ("broker: listening on ..."), then runs until SIGTERM.
 
-  mdp_peers.py mmi ENDPOINT SERVICE [--timeout-ms 2500]
+  mdp_peers.py mmi ENDPOINT SERVICE [--timeout 2500ms]
       Asks mmi.service about SERVICE; prints the code.  Exit 0 on "200",
       1 on "404", 2 on anything else or no answer.
 
-  mdp_peers.py raw ENDPOINT FRAME... [--timeout-ms 1000]
+  mdp_peers.py raw ENDPOINT FRAME... [--timeout 1s]
       Sends one message of the given frames (Python escapes such as \\x01 are
       understood) on a DEALER socket and prints the reply frames, if any.
+
+The settings have their names in docs/glossary.md: --heartbeat-interval and
+--timeout take a duration with its unit ("250ms", "2.5s"), as zb-broker and
+zb-latency do; --heartbeat-liveness a count of intervals.
 """
 
 import argparse
 import collections
 import os
 import random
+import re
 import signal
 import sys
 import time
@@ -117,15 +124,15 @@ def run_worker(args):
     stop = []
     signal.signal(signal.SIGTERM, lambda *_: stop.append(1))
     signal.signal(signal.SIGINT, lambda *_: stop.append(1))
-    w = Worker(ctx, args.endpoint, args.service, args.heartbeat_ms,
-               args.liveness)
+    w = Worker(ctx, args.endpoint, args.service, args.heartbeat_interval,
+               args.heartbeat_liveness)
     requests = replies = disconnects = malformed = 0
     started = time.monotonic()
     while not stop:
         if args.max_seconds and time.monotonic() - started > args.max_seconds:
             break
         try:
-            events = dict(w.poller.poll(args.heartbeat_ms / 4))
+            events = dict(w.poller.poll(args.heartbeat_interval / 4))
         except zmq.ZMQError:
             continue  # EINTR on a signal
         if w.socket in events:
@@ -195,7 +202,7 @@ def run_client(args):
                 retries += 1
             # REQ adds the empty frame: "MDPC01", service, body
             sock.send_multipart([C_CLIENT, service, body])
-            if sock.poll(args.timeout_ms, zmq.POLLIN):
+            if sock.poll(args.timeout, zmq.POLLIN):
                 reply = sock.recv_multipart()
                 if (len(reply) >= 3 and reply[0] == C_CLIENT and
                         reply[1] == service and reply[2] == body):
@@ -240,7 +247,7 @@ def run_async_client(args):
         # this peer simply waits).
         sock.send_multipart([b"", C_CLIENT, b"mmi.zb.tag", b"?"])
         answer = None
-        if sock.poll(args.timeout_ms, zmq.POLLIN):
+        if sock.poll(args.timeout, zmq.POLLIN):
             answer = sock.recv_multipart()
         if answer != [b"", C_CLIENT, b"mmi.zb.tag", b"200"]:
             print(f"async-client: the broker does not speak request tags: "
@@ -264,7 +271,7 @@ def run_async_client(args):
     while next_id < args.requests or outstanding:
         while next_id < args.requests and len(outstanding) < args.window:
             send(next_id)
-            outstanding[next_id] = (now_ms() + args.timeout_ms, 0)
+            outstanding[next_id] = (now_ms() + args.timeout, 0)
             next_id += 1
         if sock.poll(50, zmq.POLLIN):
             while True:
@@ -307,7 +314,7 @@ def run_async_client(args):
             if attempts < args.retries:
                 retries += 1
                 send(i)
-                outstanding[i] = (t + args.timeout_ms, attempts + 1)
+                outstanding[i] = (t + args.timeout, attempts + 1)
             else:
                 lost += 1
                 del outstanding[i]
@@ -355,7 +362,7 @@ def run_broker(args):
 
     while not stop:
         try:
-            events = sock.poll(args.heartbeat_ms / 4)
+            events = sock.poll(args.heartbeat_interval / 4)
         except zmq.ZMQError:
             continue  # EINTR on a signal
         while events:
@@ -406,10 +413,11 @@ def run_broker(args):
             else:
                 invalid += 1  # e.g. zb.tag.MDPC01: not RFC 7
         t = now_ms()
-        if t - last_beat >= args.heartbeat_ms:
+        if t - last_beat >= args.heartbeat_interval:
             last_beat = t
             for worker, info in list(workers.items()):
-                if t - info[1] > args.heartbeat_ms * args.liveness:
+                expiry_ms = args.heartbeat_interval * args.heartbeat_liveness
+                if t - info[1] > expiry_ms:
                     forget(worker)
                 elif worker in idle[info[0]]:
                     sock.send_multipart([worker, b"", W_WORKER, HEARTBEAT])
@@ -429,7 +437,7 @@ def run_mmi(args):
     sock.connect(args.endpoint)
     sock.send_multipart([C_CLIENT, b"mmi.service", args.service.encode()])
     code = None
-    if sock.poll(args.timeout_ms, zmq.POLLIN):
+    if sock.poll(args.timeout, zmq.POLLIN):
         reply = sock.recv_multipart()
         if len(reply) >= 3 and reply[0] == C_CLIENT and reply[1] == b"mmi.service":
             code = reply[2].decode(errors="replace")
@@ -448,12 +456,25 @@ def run_raw(args):
               for f in args.frames]
     sock.send_multipart(frames)
     got = []
-    if sock.poll(args.timeout_ms, zmq.POLLIN):
+    if sock.poll(args.timeout, zmq.POLLIN):
         got = sock.recv_multipart()
     sock.close(linger=0)
     ctx.term()
     print("raw: reply=" + repr(got), flush=True)
     return 0
+
+
+def duration_ms(text):
+    """A duration flag ("250ms", "2.5s", "1m") in milliseconds (at least 1)."""
+    m = re.fullmatch(r"(\d+(?:\.\d*)?)(us|ms|s|m)", text)
+    if not m:
+        raise argparse.ArgumentTypeError(
+            'expected a duration like "500ms" or "5s", got "%s"' % text)
+    scale = {"us": 0.001, "ms": 1, "s": 1000, "m": 60000}[m.group(2)]
+    ms = float(m.group(1)) * scale
+    if ms <= 0:
+        raise argparse.ArgumentTypeError("a duration must be > 0: " + text)
+    return max(1, int(round(ms)))
 
 
 def main(argv):
@@ -464,8 +485,8 @@ def main(argv):
     w = sub.add_parser("worker")
     w.add_argument("endpoint")
     w.add_argument("service")
-    w.add_argument("--heartbeat-ms", type=int, default=2500)
-    w.add_argument("--liveness", type=int, default=3)
+    w.add_argument("--heartbeat-interval", type=duration_ms, default=2500)
+    w.add_argument("--heartbeat-liveness", type=int, default=3)
     w.add_argument("--delay-ms", type=int, default=0)
     w.add_argument("--jitter-ms", type=float, default=0)
     w.add_argument("--crash-after", type=int, default=0)
@@ -478,7 +499,7 @@ def main(argv):
         c.add_argument("endpoint")
         c.add_argument("service")
         c.add_argument("--requests", type=int, default=10000)
-        c.add_argument("--timeout-ms", type=int, default=timeout)
+        c.add_argument("--timeout", type=duration_ms, default=timeout)
         c.add_argument("--retries", type=int, default=3)
         c.add_argument("--size", type=int, default=16)
         if name == "async-client":
@@ -489,20 +510,20 @@ def main(argv):
     b = sub.add_parser("broker")
     b.add_argument("endpoint")
     b.add_argument("--mmi", action="store_true")
-    b.add_argument("--heartbeat-ms", type=int, default=2500)
-    b.add_argument("--liveness", type=int, default=3)
+    b.add_argument("--heartbeat-interval", type=duration_ms, default=2500)
+    b.add_argument("--heartbeat-liveness", type=int, default=3)
     b.set_defaults(run=run_broker)
 
     m = sub.add_parser("mmi")
     m.add_argument("endpoint")
     m.add_argument("service")
-    m.add_argument("--timeout-ms", type=int, default=2500)
+    m.add_argument("--timeout", type=duration_ms, default=2500)
     m.set_defaults(run=run_mmi)
 
     r = sub.add_parser("raw")
     r.add_argument("endpoint")
     r.add_argument("frames", nargs="+")
-    r.add_argument("--timeout-ms", type=int, default=1000)
+    r.add_argument("--timeout", type=duration_ms, default=1000)
     r.set_defaults(run=run_raw)
 
     args = p.parse_args(argv)
