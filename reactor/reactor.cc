@@ -120,12 +120,12 @@ void Reactor::Report(std::exception_ptr e, std::string_view where) {
 absl::StatusOr<std::uint64_t> Reactor::AddSocketWatch(
     zmq::socket_ref socket, MessageHandler on_message,
     ReadyHandler on_writable) {
-  CheckThread("add");
-  if (!socket) return absl::InvalidArgumentError("add: socket is closed");
-  if (!on_message) return absl::InvalidArgumentError("add: no message handler");
+  CheckThread("Add");
+  if (!socket) return absl::InvalidArgumentError("Add: socket is closed");
+  if (!on_message) return absl::InvalidArgumentError("Add: no message handler");
   for (const auto& w : watches_) {
     if (!w->removed && w->socket == socket.handle()) {
-      return absl::AlreadyExistsError("add: socket is already registered");
+      return absl::AlreadyExistsError("Add: socket is already registered");
     }
   }
   // The socket's ZMQ_FD stays the same for its whole life, so it is read
@@ -135,7 +135,7 @@ absl::StatusOr<std::uint64_t> Reactor::AddSocketWatch(
   std::size_t fd_size = sizeof zmq_fd;
   if (zmq_getsockopt(socket.handle(), ZMQ_FD, &zmq_fd, &fd_size) != 0) {
     return absl::InvalidArgumentError(absl::StrFormat(
-        "add: the socket has no ZMQ_FD (%s)", zmq_strerror(errno)));
+        "Add: the socket has no ZMQ_FD (%s)", zmq_strerror(errno)));
   }
   auto w = std::make_unique<Watch>();
   w->socket = socket.handle();
@@ -152,15 +152,15 @@ absl::StatusOr<std::uint64_t> Reactor::AddSocketWatch(
 absl::StatusOr<std::uint64_t> Reactor::AddFdWatch(int fd,
                                                   ReadyHandler on_readable,
                                                   ReadyHandler on_writable) {
-  CheckThread("add_fd");
-  if (fd < 0) return absl::InvalidArgumentError("add_fd: negative fd");
+  CheckThread("AddFd");
+  if (fd < 0) return absl::InvalidArgumentError("AddFd: negative fd");
   if (!on_readable && !on_writable) {
-    return absl::InvalidArgumentError("add_fd: no handler");
+    return absl::InvalidArgumentError("AddFd: no handler");
   }
   for (const auto& w : watches_) {
     if (!w->removed && w->socket == nullptr && w->fd == fd) {
       return absl::AlreadyExistsError(
-          absl::StrFormat("add_fd: fd %d is already registered", fd));
+          absl::StrFormat("AddFd: fd %d is already registered", fd));
     }
   }
   auto w = std::make_unique<Watch>();
@@ -220,7 +220,7 @@ void Reactor::SocketWatch::Reset() {
 }
 
 absl::Status Reactor::Remove(zmq::socket_ref socket) {
-  CheckThread("remove");
+  CheckThread("Remove");
   for (auto& w : watches_) {
     if (!w->removed && w->socket == socket.handle()) {
       w->removed = true;
@@ -228,11 +228,11 @@ absl::Status Reactor::Remove(zmq::socket_ref socket) {
       return absl::OkStatus();
     }
   }
-  return absl::NotFoundError("remove: socket is not registered");
+  return absl::NotFoundError("Remove: socket is not registered");
 }
 
 absl::Status Reactor::RemoveFd(int fd) {
-  CheckThread("remove_fd");
+  CheckThread("RemoveFd");
   for (auto& w : watches_) {
     if (!w->removed && w->socket == nullptr && w->fd == fd) {
       w->removed = true;
@@ -241,7 +241,7 @@ absl::Status Reactor::RemoveFd(int fd) {
     }
   }
   return absl::NotFoundError(
-      absl::StrFormat("remove_fd: fd %d is not registered", fd));
+      absl::StrFormat("RemoveFd: fd %d is not registered", fd));
 }
 
 void Reactor::RebuildPollItems() {
@@ -329,11 +329,11 @@ absl::StatusOr<TimerId> Reactor::AddTimer(const char* method,
   return timers_.Add(deadline, period, std::move(cb));
 }
 
-// Messages name the methods in the lower case they have always used
-// ("after: the timer callback is empty"), like every other check here.
+// Messages name the method called ("After: the timer callback is empty"),
+// like every other check here.
 absl::StatusOr<Reactor::Timer> Reactor::After(Clock::duration delay,
                                               Callback cb) {
-  absl::StatusOr<TimerId> id = AddTimer("after", DeadlineAfter(delay),
+  absl::StatusOr<TimerId> id = AddTimer("After", DeadlineAfter(delay),
                                         Clock::duration::zero(), std::move(cb));
   if (!id.ok()) return id.status();
   return Timer(this, *id);
@@ -344,7 +344,7 @@ absl::StatusOr<Reactor::Timer> Reactor::Every(Clock::duration period,
   // A period below 1 ns would make a timer that never advances.
   if (period <= Clock::duration::zero()) period = Clock::duration(1);
   absl::StatusOr<TimerId> id =
-      AddTimer("every", DeadlineAfter(period), period, std::move(cb));
+      AddTimer("Every", DeadlineAfter(period), period, std::move(cb));
   if (!id.ok()) return id.status();
   return Timer(this, *id);
 }
@@ -352,13 +352,13 @@ absl::StatusOr<Reactor::Timer> Reactor::Every(Clock::duration period,
 absl::StatusOr<Reactor::Timer> Reactor::At(Clock::time_point deadline,
                                            Callback cb) {
   absl::StatusOr<TimerId> id =
-      AddTimer("at", deadline, Clock::duration::zero(), std::move(cb));
+      AddTimer("At", deadline, Clock::duration::zero(), std::move(cb));
   if (!id.ok()) return id.status();
   return Timer(this, *id);
 }
 
 bool Reactor::Cancel(TimerId id) {
-  CheckThread("cancel");
+  CheckThread("Cancel");
   return timers_.Cancel(id);
 }
 
@@ -421,7 +421,7 @@ bool Reactor::Post(Task task) {
 }
 
 void Reactor::ClosePostQueue() {
-  CheckThread("close_post_queue");
+  CheckThread("ClosePostQueue");
   std::vector<Task> dropped;
   {
     std::lock_guard<std::mutex> lock(post_mu_);
@@ -487,9 +487,9 @@ class RunningScope {
 }  // namespace
 
 absl::StatusOr<int> Reactor::RunOnce(Clock::duration max_wait) {
-  CheckThread("run_once");
+  CheckThread("RunOnce");
   if (running_) [[unlikely]] {
-    return Reentered("run_once");
+    return Reentered("RunOnce");
   }
   RunningScope scope(running_);
   return iterate(max_wait);
@@ -646,9 +646,9 @@ absl::StatusOr<int> Reactor::iterate(Clock::duration max_wait) {
 }
 
 absl::Status Reactor::Run() {
-  CheckThread("run");
+  CheckThread("Run");
   if (running_) [[unlikely]] {
-    return Reentered("run");
+    return Reentered("Run");
   }
   RunningScope scope(running_);
   for (;;) {
@@ -666,7 +666,7 @@ absl::Status Reactor::Run() {
 // --- Driving it from another event loop ------------------------------------
 
 std::vector<pollfd> Reactor::PollFds() const {
-  CheckThread("poll_fds");
+  CheckThread("PollFds");
   std::vector<pollfd> out;
   out.reserve(watches_.size() + 1);
   out.push_back(pollfd{wake_fd_, POLLIN, 0});
@@ -683,7 +683,7 @@ std::vector<pollfd> Reactor::PollFds() const {
 }
 
 Reactor::Clock::duration Reactor::NextWait() {
-  CheckThread("next_wait");
+  CheckThread("NextWait");
   if (poll_items_dirty_ || wake_pending_.load(std::memory_order_acquire)) {
     return Clock::duration::zero();
   }

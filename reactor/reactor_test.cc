@@ -810,7 +810,7 @@ TEST_F(ReactorTest, NullCallbacksAreRefused) {
   auto after_empty = reactor_.After(milliseconds(1), std::move(empty));
   EXPECT_TRUE(absl::IsInvalidArgument(after.status())) << after.status();
   EXPECT_THAT(std::string(after.status().message()),
-              testing::HasSubstr("after"));
+              testing::HasSubstr("After: "));
   EXPECT_TRUE(absl::IsInvalidArgument(every.status()));
   EXPECT_TRUE(absl::IsInvalidArgument(at.status()));
   EXPECT_TRUE(absl::IsInvalidArgument(after_empty.status()));
@@ -979,14 +979,14 @@ TEST(ReactorDeathTest, CallFromAnotherThreadAbortsNamingTheMethod) {
             [&] { reactor.After(milliseconds(1), [] {}).value().Release(); });
         other.join();
       },
-      "zb::Reactor::after called from a thread that does not own");
+      "zb::Reactor::After called from a thread that does not own");
   EXPECT_DEATH(
       {
         Reactor reactor;
         std::thread other([&] { (void)reactor.RunOnce(milliseconds(1)); });
         other.join();
       },
-      "run_once");
+      "zb::Reactor::RunOnce called from a thread");
 #endif
 }
 
