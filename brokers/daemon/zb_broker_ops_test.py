@@ -22,7 +22,8 @@ Scenarios (each bounded, each kills and reaps every process it starts):
   logs         every line's timestamp carries a UTC offset; with
                --log-format json every line is a JSON object, also for a
                service name full of quotes and backslashes
-  help         --help shows the defaults and SIGHUP
+  help         --help shows each setting under its glossary name with its
+               default, the deprecated aliases still work, and SIGHUP
 """
 
 import argparse
@@ -403,14 +404,35 @@ def scenario_help(zb):
     code, out, _ = run([zb, "--help"])
     check(code == 0, f"exit {code}")
     check("broker's own" not in out, "--help still says the broker's own")
+    # Each setting under its one name (docs/glossary.md), with its default.
     for flag, default in (("--heartbeat-interval", "[2.5s]"),
                           ("--heartbeat-liveness", "[3]"),
-                          ("--request-deadline", "[5s]"),
-                          ("--client-expiry", "[10m]"),
+                          ("--request-timeout", "[5s]"),
+                          ("--client-idle-timeout", "[10m]"),
                           ("--log-format", "[text]")):
-        block = out[out.index(flag):].split("\n  -")[0]
+        at = out.find("\n  " + flag + " ")
+        check(at >= 0, f"--help has no line for {flag}")
+        block = out[at + 1:].split("\n  -")[0]
         check(default in block, f"{flag}: no {default} in {block!r}")
     check("SIGHUP" in out and "--check-config" in out, "help text")
+    # The old names are listed as deprecated aliases of those and still
+    # work: the value goes to the new name, with a warning naming it.
+    for alias, name, key in (("--request-deadline", "--request-timeout",
+                              "request_timeout"),
+                             ("--client-expiry", "--client-idle-timeout",
+                              "client_idle_timeout")):
+        deprecated = out[out.index("Deprecated names"):]
+        at = deprecated.find("\n  " + alias + " ")
+        check(at >= 0, f"--help does not list {alias} as deprecated")
+        block = deprecated[at + 1:].split("\n  -")[0]
+        check("= " + name in block, f"{alias}: not '= {name}' in {block!r}")
+        code, conf, err = run([zb, "--check-config", "--consensus",
+                               "tcp://127.0.0.1:5556", alias, "7s"])
+        check(code == 0, f"{alias} 7s: exit {code}: {err}")
+        check(f"{alias} is deprecated, use {name}" in err,
+              f"{alias}: no deprecation warning in {err!r}")
+        got = tomllib.loads(conf)["consensus"].get(key)
+        check(got == "7s", f"{alias} 7s: consensus.{key} = {got!r}")
 
 
 SCENARIOS = {
