@@ -22,7 +22,9 @@
 //    "logger":"zb-broker","message":"majordomo: worker ..."}
 //   The message is escaped so that whatever bytes a peer puts into a line
 //   (service names, reasons) keep it valid JSON: quote, backslash and
-//   control characters are escaped, bytes that are not UTF-8 become U+FFFD.
+//   control characters are escaped, bytes that are not UTF-8 become U+FFFD
+//   (zb::JsonQuote, brokers/common/json.h, which zb --json and zb-latency
+//   --json use too).
 //
 // stderr is what a service manager (systemd, docker) collects.  The logger
 // is thread safe (spdlog's _mt sink), so every broker thread logs through
@@ -61,10 +63,6 @@ std::shared_ptr<spdlog::logger> MakeDaemonLogger(DaemonLogLevel level,
 
 // Switches a logger made by MakeDaemonLogger() to `format`.  Any thread.
 void SetLogFormat(spdlog::logger& logger, LogFormat format);
-
-// `text` as the inside of a JSON string (no quotes around it): see the
-// escaping rules above.
-std::string JsonEscape(std::string_view text);
 
 }  // namespace zb
 

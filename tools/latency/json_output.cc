@@ -6,39 +6,10 @@
 #include <string_view>
 
 #include "absl/strings/str_format.h"
+#include "brokers/common/json.h"
 
 namespace zb::latency {
 namespace {
-
-// A JSON string literal.  Control characters are escaped as \u00XX; other
-// bytes pass through (the inputs are UTF-8 file names and endpoints).
-std::string Quote(std::string_view s) {
-  std::string out = "\"";
-  for (char c : s) {
-    switch (c) {
-      case '"':
-        out += "\\\"";
-        break;
-      case '\\':
-        out += "\\\\";
-        break;
-      case '\n':
-        out += "\\n";
-        break;
-      case '\t':
-        out += "\\t";
-        break;
-      default:
-        if (static_cast<unsigned char>(c) < 0x20) {
-          absl::StrAppendFormat(&out, "\\u%04x", static_cast<int>(c));
-        } else {
-          out.push_back(c);
-        }
-    }
-  }
-  out.push_back('"');
-  return out;
-}
 
 // A JSON number, or null for NaN/infinity (JSON has neither).
 std::string Number(double v) {
@@ -74,7 +45,7 @@ std::string FitJson(const LinearFit& f, Grow grow) {
   return absl::StrFormat(
       "{\"x\": %s, \"intercept_us\": %s, \"slope_us_per_worker\": %s, "
       "\"r2\": %s}",
-      Quote(GrowName(grow)), Number(f.valid ? f.intercept : nan),
+      JsonQuote(GrowName(grow)), Number(f.valid ? f.intercept : nan),
       Number(f.valid ? f.slope : nan), Number(f.valid ? f.r2 : nan));
 }
 
@@ -92,12 +63,13 @@ std::string ToJson(const Report& r) {
       "\"client_wait\": %s, \"timeout_ms\": %d, \"broker\": %s, "
       "\"baseline\": %s, \"raw_only\": %s, \"cpus\": %s},\n",
       o.rounds_per_step, o.EffectiveWarmup(), o.max_workers, o.step,
-      Quote(GrowName(grow)), o.workers, o.max_clients,
-      Quote(TransportName(o.transport)), Quote(PlacementName(o.placement)),
-      o.payload_bytes, Quote(ClientWaitName(o.client_wait)), o.timeout.count(),
-      Quote(r.broker), o.baseline ? "true" : "false",
+      JsonQuote(GrowName(grow)), o.workers, o.max_clients,
+      JsonQuote(TransportName(o.transport)),
+      JsonQuote(PlacementName(o.placement)), o.payload_bytes,
+      JsonQuote(ClientWaitName(o.client_wait)), o.timeout.count(),
+      JsonQuote(r.broker), o.baseline ? "true" : "false",
       o.raw_only ? "true" : "false",
-      o.cpus.empty() ? std::string("null") : Quote(FormatCpuList(o.cpus)));
+      o.cpus.empty() ? std::string("null") : JsonQuote(FormatCpuList(o.cpus)));
   absl::StrAppendFormat(&out, "  \"steps\": %s,\n", StepsJson(r.zbrokers));
   absl::StrAppendFormat(&out, "  \"fit\": %s,\n  \"fit_p50\": %s",
                         FitJson(r.zbrokers.fit, grow),
@@ -150,7 +122,7 @@ std::string ToJson(const Report& r) {
   const std::vector<PoorFit> poor = PoorFits(r);
   for (std::size_t i = 0; i < poor.size(); ++i) {
     absl::StrAppendFormat(&out, "%s%s", i == 0 ? "" : ", ",
-                          Quote(poor[i].Describe("r^2")));
+                          JsonQuote(poor[i].Describe("r^2")));
   }
   out += "]\n}\n";
   return out;

@@ -53,6 +53,19 @@ TEST(JsonOutputTest, KeysToolsRead) {
   EXPECT_THAT(j, HasSubstr("\"warnings\": []\n}"));
 }
 
+// The strings come from the command line (an endpoint such as a broker
+// address or an ipc:// path), so they may hold any bytes: control bytes are
+// escaped and bytes that are not UTF-8, which no JSON text may hold
+// (RFC 8259), are written as U+FFFD, as in the daemon's JSON log lines.
+TEST(JsonOutputTest, AnyBytesInAStringStayValidJson) {
+  Report r = SampleReport(false);
+  r.broker = "ipc:///tmp/\x01\x1f\x7f\"\\caf\xc3\xa9\xff\xc3(";
+  const std::string j = ToJson(r);
+  EXPECT_TRUE(Balanced(j)) << j;
+  EXPECT_THAT(j, HasSubstr("\"broker\": \"ipc:///tmp/\\u0001\\u001f\\u007f"
+                           "\\\"\\\\caf\xc3\xa9\\ufffd\\ufffd(\""));
+}
+
 TEST(JsonOutputTest, CpusAndWarnings) {
   Report r = SampleReport(true);
   r.options.cpus = {0, 1};

@@ -9,6 +9,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_format.h"
 #include "absl/time/time.h"
+#include "brokers/common/json.h"
 
 namespace zb::cli {
 namespace {
@@ -38,44 +39,6 @@ absl::StatusOr<std::chrono::milliseconds> ParseDuration(std::string_view flag,
       std::max<std::int64_t>(1, absl::ToInt64Milliseconds(d)));
 }
 
-bool ValidUtf8(std::string_view s) {
-  std::size_t i = 0;
-  while (i < s.size()) {
-    const auto c = static_cast<unsigned char>(s[i]);
-    int len = 0;
-    std::uint32_t cp = 0;
-    if (c < 0x80) {
-      ++i;
-      continue;
-    } else if ((c & 0xE0) == 0xC0) {
-      len = 2;
-      cp = c & 0x1F;
-    } else if ((c & 0xF0) == 0xE0) {
-      len = 3;
-      cp = c & 0x0F;
-    } else if ((c & 0xF8) == 0xF0) {
-      len = 4;
-      cp = c & 0x07;
-    } else {
-      return false;
-    }
-    if (i + len > s.size()) return false;
-    for (int k = 1; k < len; ++k) {
-      const auto cc = static_cast<unsigned char>(s[i + k]);
-      if ((cc & 0xC0) != 0x80) return false;
-      cp = (cp << 6) | (cc & 0x3F);
-    }
-    // Overlong forms, surrogates and values past U+10FFFF are not UTF-8.
-    if ((len == 2 && cp < 0x80) || (len == 3 && cp < 0x800) ||
-        (len == 4 && cp < 0x10000) || cp > 0x10FFFF ||
-        (cp >= 0xD800 && cp <= 0xDFFF)) {
-      return false;
-    }
-    i += len;
-  }
-  return true;
-}
-
 }  // namespace
 
 std::string NormalizeEndpoint(std::string_view endpoint) {
@@ -85,40 +48,8 @@ std::string NormalizeEndpoint(std::string_view endpoint) {
   return absl::StrFormat("tcp://%s", endpoint);
 }
 
-std::string JsonString(std::string_view text) {
-  std::string out = "\"";
-  for (char ch : text) {
-    const auto c = static_cast<unsigned char>(ch);
-    switch (c) {
-      case '"':
-        out += "\\\"";
-        break;
-      case '\\':
-        out += "\\\\";
-        break;
-      case '\n':
-        out += "\\n";
-        break;
-      case '\r':
-        out += "\\r";
-        break;
-      case '\t':
-        out += "\\t";
-        break;
-      default:
-        if (c < 0x20 || c == 0x7F) {
-          out += absl::StrFormat("\\u%04x", c);
-        } else {
-          out += ch;
-        }
-    }
-  }
-  out += "\"";
-  return out;
-}
-
 std::string JsonFrame(std::string_view bytes) {
-  if (ValidUtf8(bytes)) return JsonString(bytes);
+  if (IsValidUtf8(bytes)) return JsonQuote(bytes);
   return absl::StrFormat("{\"base64\": \"%s\"}",
                          absl::Base64Escape(Absl(bytes)));
 }

@@ -86,9 +86,6 @@ std::string Usage();
 // A JSON value for the bytes of a frame: a string when they are valid
 // UTF-8, else {"base64": "..."}.
 std::string JsonFrame(std::string_view bytes);
-// A JSON string literal (the text must be valid UTF-8; other bytes are
-// escaped as \u00XX).
-std::string JsonString(std::string_view text);
 // "tcp://" prepended when the endpoint has no transport.
 std::string NormalizeEndpoint(std::string_view endpoint);
 

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "brokers/common/json.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
@@ -113,6 +114,23 @@ TEST(CliParseTest, HelpNamesEveryCommandAndExitCode) {
         "  3  no answer"}) {
     EXPECT_THAT(usage, HasSubstr(word));
   }
+}
+
+// Strings that are not frames (a failure reason a peer chose, a key file's
+// path), which zb writes with JsonQuote, may hold any bytes.  Bytes that are
+// not UTF-8 cannot be in a JSON text at all (RFC 8259), so they are written as
+// U+FFFD, and every control byte is escaped: the same rules as the daemon's
+// JSON log lines.
+TEST(CliJsonTest, StringsOfAnyBytesStayValidJson) {
+  EXPECT_EQ(JsonQuote("a\"b\\c\n\r\t"), "\"a\\\"b\\\\c\\n\\r\\t\"");
+  EXPECT_EQ(JsonQuote(std::string("\x00\x01\x1f\x7f", 4)),
+            "\"\\u0000\\u0001\\u001f\\u007f\"");
+  EXPECT_EQ(JsonQuote("caf\xc3\xa9 \xf0\x9f\x98\x80"),
+            "\"caf\xc3\xa9 \xf0\x9f\x98\x80\"");
+  EXPECT_EQ(JsonQuote("bad:\xff\xc3("), "\"bad:\\ufffd\\ufffd(\"");
+  // Overlong "/" and a UTF-16 surrogate: one U+FFFD per byte.
+  EXPECT_EQ(JsonQuote("\xc0\xaf\xed\xa0\x80"),
+            "\"\\ufffd\\ufffd\\ufffd\\ufffd\\ufffd\"");
 }
 
 TEST(CliJsonTest, FramesAreStringsOrBase64) {

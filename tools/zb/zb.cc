@@ -31,6 +31,7 @@
 
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "brokers/common/json.h"
 #include "tools/zb/cli.h"
 #include "zbrokers/consensus/blocking_client.h"
 #include "zbrokers/consensus/worker.h"
@@ -104,7 +105,7 @@ std::string FramesJson(std::span<const zmq::message_t> frames) {
 void PrintJson(const std::vector<std::pair<std::string, std::string>>& kv) {
   std::vector<std::string> parts;
   parts.reserve(kv.size());
-  for (const auto& [k, v] : kv) parts.push_back(JsonString(k) + ": " + v);
+  for (const auto& [k, v] : kv) parts.push_back(JsonQuote(k) + ": " + v);
   std::printf("{%s}\n", absl::StrJoin(parts, ", ").c_str());
 }
 
@@ -182,10 +183,10 @@ int MdpRequest(const Options& o, const std::optional<CurveClientKeys>& keys,
     const bool timeout = absl::IsDeadlineExceeded(reply.status());
     if (o.json) {
       PrintJson({{"ok", "false"},
-                 {"outcome", JsonString(timeout ? "timeout" : "error")},
+                 {"outcome", JsonQuote(timeout ? "timeout" : "error")},
                  {"protocol", "\"mdp\""},
                  {"service", JsonFrame(o.service)},
-                 {"reason", JsonString(Msg(reply.status()))},
+                 {"reason", JsonQuote(Msg(reply.status()))},
                  {"elapsed_ms", Number(ms)}});
     }
     return Fail(ExitFor(reply.status()),
@@ -214,11 +215,11 @@ int MdpMmi(const Options& o, const std::optional<CurveClientKeys>& keys,
   if (!reply.ok()) {
     if (o.json) {
       PrintJson({{"ok", "false"},
-                 {"outcome", JsonString(absl::IsDeadlineExceeded(reply.status())
-                                            ? "timeout"
-                                            : "error")},
+                 {"outcome", JsonQuote(absl::IsDeadlineExceeded(reply.status())
+                                           ? "timeout"
+                                           : "error")},
                  {"protocol", "\"mdp\""},
-                 {"reason", JsonString(Msg(reply.status()))},
+                 {"reason", JsonQuote(Msg(reply.status()))},
                  {"elapsed_ms", Number(ms)}});
     }
     return Fail(ExitFor(reply.status()),
@@ -284,11 +285,11 @@ int CcpRequest(const Options& o, const std::optional<CurveClientKeys>& keys,
   if (o.json) {
     std::vector<std::pair<std::string, std::string>> kv = {
         {"ok", Bool(r.ok())},
-        {"outcome", JsonString(outcome)},
+        {"outcome", JsonQuote(outcome)},
         {"protocol", "\"ccp\""},
         {"service", JsonFrame(o.service)}};
     if (r.outcome == ConsensusClient::Outcome::kFailure) {
-      kv.emplace_back("failed_by", JsonString(FailedByName(r.failed_by)));
+      kv.emplace_back("failed_by", JsonQuote(FailedByName(r.failed_by)));
       kv.emplace_back("reason", JsonFrame(r.reason));
     }
     kv.emplace_back("frames", FramesJson(r.payload));
@@ -421,11 +422,11 @@ int Worker(const Options& o, const std::optional<CurveClientKeys>& keys,
   if (!run.ok()) return Fail(kExitError, Msg(run));
   if (o.json) {
     PrintJson({{"ok", "true"},
-               {"protocol", JsonString(ProtocolName(o.protocol))},
+               {"protocol", JsonQuote(ProtocolName(o.protocol))},
                {"service", JsonFrame(o.service)},
                {"requests", absl::StrFormat("%d", served)},
                {"signal",
-                JsonString(signal_number == SIGINT ? "SIGINT" : "SIGTERM")}});
+                JsonQuote(signal_number == SIGINT ? "SIGINT" : "SIGTERM")}});
   }
   std::fprintf(stderr, "zb worker: stopped (%s) after %llu request(s)\n",
                signal_number == SIGINT ? "SIGINT" : "SIGTERM",
@@ -444,9 +445,9 @@ int Keygen(const Options& o) {
   }
   const std::string pub = Z85(w->public_key);
   if (o.json) {
-    PrintJson({{"public_key", JsonString(pub)},
-               {"public_key_file", JsonString(w->public_key_file)},
-               {"secret_key_file", JsonString(w->secret_key_file)}});
+    PrintJson({{"public_key", JsonQuote(pub)},
+               {"public_key_file", JsonQuote(w->public_key_file)},
+               {"secret_key_file", JsonQuote(w->secret_key_file)}});
   } else {
     std::printf("%s\n", pub.c_str());
     std::fprintf(stderr, "zb keygen: wrote %s and %s (mode 0600)\n",
