@@ -670,9 +670,10 @@ typedef struct zb_mdp_worker_t zb_mdp_worker_t;
 /* A request's reply token, owned by the handler that received it.  Consume
  * it exactly once with zb_mdp_reply() (any thread, at once or later) or
  * zb_mdp_replier_discard().  A worker serves one request at a time (RFC 7)
- * per broker: a broker sends it nothing new until it replies.  The token may outlive
- * its worker and reactor; the reply is then dropped.  A token that is never
- * consumed holds its request (and the worker) for good: always consume it. */
+ * per broker: a broker sends it nothing new until it replies.  The token may
+ * outlive its worker and reactor; the reply is then dropped.  A token that is
+ * never consumed holds its request (and the worker) for good: always consume
+ * it. */
 typedef struct zb_mdp_replier_t zb_mdp_replier_t;
 
 typedef void (*zb_mdp_handler_fn)(void* user, zb_mdp_replier_t* replier,
