@@ -44,19 +44,7 @@ class BlockSignals : public ::testing::Environment {
 const auto* const kBlockSignals =
     ::testing::AddGlobalTestEnvironment(new BlockSignals);
 
-// A logger whose lines the test can read (thread-safe sink and stream).
-struct CapturedLog {
-  std::ostringstream out;
-  std::shared_ptr<spdlog::logger> logger = MakeDaemonLogger(
-      DaemonLogLevel::kDebug,
-      std::make_shared<spdlog::sinks::ostream_sink_mt>(out, true));
-  // Only after the daemon has stopped (its threads are joined), so that
-  // nothing writes to `out` concurrently.
-  std::string text() {
-    logger->flush();
-    return out.str();
-  }
-};
+using daemon_test::CapturedLog;
 
 DaemonConfig LoopbackConfig() {
   DaemonConfig c;
@@ -88,17 +76,7 @@ std::vector<std::string> RoundTrip(zmq::context_t& ctx, zmq::socket_type type,
 
 using daemon_test::WaitBounded;
 
-// The value of the first sample line that starts with `series`, or -1.
-double Sample(const std::string& text, const std::string& series) {
-  std::istringstream in(text);
-  std::string line;
-  while (std::getline(in, line)) {
-    if (line.rfind(series + " ", 0) == 0) {
-      return std::stod(line.substr(series.size() + 1));
-    }
-  }
-  return -1;
-}
+using daemon_test::Sample;
 
 // Scrapes the metrics endpoint until `ready(text)` or 10 s; returns the last
 // response.

@@ -167,27 +167,9 @@ TEST(TitanicConfigTest, UsageListsEveryFlagWithItsDefault) {
   }
 }
 
-struct CapturedLog {
-  std::ostringstream out;
-  std::shared_ptr<spdlog::logger> logger = MakeDaemonLogger(
-      DaemonLogLevel::kDebug,
-      std::make_shared<spdlog::sinks::ostream_sink_mt>(out, true));
-  std::string text() {
-    logger->flush();
-    return out.str();
-  }
-};
+using daemon_test::CapturedLog;
 
-double Sample(const std::string& text, const std::string& series) {
-  std::istringstream in(text);
-  std::string line;
-  while (std::getline(in, line)) {
-    if (line.rfind(series + " ", 0) == 0) {
-      return std::stod(line.substr(series.size() + 1));
-    }
-  }
-  return -1;
-}
+using daemon_test::Sample;
 
 class TitanicDaemonTest : public ::testing::Test {
  protected:
