@@ -263,14 +263,22 @@ std::string_view FailedByName(ConsensusClient::FailedBy f) {
   return "none";
 }
 
+// The consensus client of `zb request` and `zb ping`, from the options
+// both take.
+absl::StatusOr<std::unique_ptr<BlockingConsensusClient>> MakeCcpClient(
+    const Options& o, const std::optional<CurveClientKeys>& keys,
+    zmq::context_t& ctx) {
+  ConsensusClient::Options co;
+  co.curve = keys;
+  return BlockingConsensusClient::Create(ctx, o.endpoint, co);
+}
+
 int CcpRequest(const Options& o, const std::optional<CurveClientKeys>& keys,
                zmq::context_t& ctx) {
   absl::StatusOr<Frames> body = RequestFrames(o);
   if (!body.ok()) return Fail(kExitUsage, Msg(body.status()));
-  ConsensusClient::Options co;
-  co.curve = keys;
   absl::StatusOr<std::unique_ptr<BlockingConsensusClient>> made =
-      BlockingConsensusClient::Create(ctx, o.endpoint, co);
+      MakeCcpClient(o, keys, ctx);
   if (!made.ok()) return Fail(kExitUsage, Msg(made.status()));
   BlockingConsensusClient& client = **made;
   const Clock::time_point start = Clock::now();
@@ -317,10 +325,8 @@ int CcpRequest(const Options& o, const std::optional<CurveClientKeys>& keys,
 
 int CcpPing(const Options& o, const std::optional<CurveClientKeys>& keys,
             zmq::context_t& ctx) {
-  ConsensusClient::Options co;
-  co.curve = keys;
   absl::StatusOr<std::unique_ptr<BlockingConsensusClient>> made =
-      BlockingConsensusClient::Create(ctx, o.endpoint, co);
+      MakeCcpClient(o, keys, ctx);
   if (!made.ok()) return Fail(kExitUsage, Msg(made.status()));
   BlockingConsensusClient& client = **made;
   const Clock::time_point start = Clock::now();
