@@ -3,6 +3,7 @@
 #include "zbrokers/reactor/reactor.h"
 
 #include <poll.h>
+#include <sched.h>
 #include <sys/eventfd.h>
 #include <unistd.h>
 
@@ -65,6 +66,7 @@ Reactor::Reactor() : Reactor(Options{}) {}
 Reactor::Reactor(Options options)
     : options_(options),
       owner_(std::this_thread::get_id()),
+      idle_yield_(options.yield_before_sleep),
       error_handler_(DefaultErrorHandler) {
   wake_fd_ = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
   if (wake_fd_ < 0) {
@@ -523,48 +525,34 @@ absl::StatusOr<int> Reactor::iterate(Clock::duration max_wait) {
   //      processes the socket's commands itself (one with a writable
   //      handler checks ZMQ_EVENTS again, for POLLOUT).
   const std::size_t n = poll_owners_.size();
-  int ready = 0;
-  for (std::size_t i = 0; i < n; ++i) {
-    const Watch& w = *poll_owners_[i];
-    if (w.socket == nullptr) {
-      ready_[i] = 0;
-      continue;
-    }
-    const int ev = SocketEvents(w.socket, static_cast<bool>(w.on_writable));
-    if (ev < 0) {
-      return absl::InternalError(
-          absl::StrFormat("polling a socket failed: %s", zmq_strerror(errno)));
-    }
-    ready_[i] = static_cast<short>(ev);
-    if (ev != 0) ++ready;
-  }
+  absl::StatusOr<int> ready_or = CheckSockets();
+  if (!ready_or.ok()) return ready_or.status();
+  int ready = *ready_or;
+  int timeout_ms = SleepTimeoutMs(ready, max_wait);
 
-  // Sleep until the earliest timer, but never past max_wait (-1: forever).
-  std::int64_t wait_ns =
-      max_wait == Clock::duration::max()
-          ? -1
-          : std::max<std::int64_t>(
-                0,
-                std::chrono::duration_cast<std::chrono::nanoseconds>(max_wait)
-                    .count());
-  if (ready > 0) {
-    wait_ns = 0;
-  } else if (!timers_.empty()) {
-    const Clock::time_point now = Clock::now();
-    const Clock::time_point next = timers_.next_deadline();
-    const std::int64_t until_timer =
-        next <= now
-            ? 0
-            : std::chrono::duration_cast<std::chrono::nanoseconds>(next - now)
-                  .count();
-    if (wait_ns < 0 || until_timer < wait_ns) wait_ns = until_timer;
+  // Before sleeping after some work, maybe yield the CPU to the threads
+  // that will send the next messages and look again (idle_yield.h).
+  bool yielded = false;
+  Clock::duration yield_time{};
+  if (timeout_ms != 0 && !wake_pending_.load(std::memory_order_relaxed) &&
+      idle_yield_.BeforeSleep(worked_)) {
+    const Clock::time_point start = Clock::now();
+    ::sched_yield();
+    yield_time = Clock::now() - start;
+    ready_or = CheckSockets();
+    if (!ready_or.ok()) return ready_or.status();
+    ready = *ready_or;
+    if (ready == 0) {
+      idle_yield_.AfterYield(yield_time, 0);
+      if (max_wait != Clock::duration::max()) {
+        max_wait = std::max(Clock::duration::zero(), max_wait - yield_time);
+      }
+      timeout_ms = SleepTimeoutMs(0, max_wait);
+    } else {
+      yielded = true;
+      timeout_ms = 0;
+    }
   }
-  // Round up: waking before a deadline would only spin.
-  const int timeout_ms =
-      wait_ns < 0 ? -1
-                  : static_cast<int>(std::min<std::int64_t>(
-                        (wait_ns + kNanosPerMilli - 1) / kNanosPerMilli,
-                        std::numeric_limits<int>::max()));
 
   bool woken = false;  // the eventfd (post/stop) wants attention
   bool polled = false;
@@ -642,7 +630,57 @@ absl::StatusOr<int> Reactor::iterate(Clock::duration max_wait) {
     }
   }
   handled += FireDueTimers();
+  if (yielded) idle_yield_.AfterYield(yield_time, handled);
+  worked_ = handled > 0;
   return handled;
+}
+
+absl::StatusOr<int> Reactor::CheckSockets() {
+  const std::size_t n = poll_owners_.size();
+  int ready = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    const Watch& w = *poll_owners_[i];
+    if (w.socket == nullptr) {
+      ready_[i] = 0;
+      continue;
+    }
+    const int ev = SocketEvents(w.socket, static_cast<bool>(w.on_writable));
+    if (ev < 0) {
+      return absl::InternalError(
+          absl::StrFormat("polling a socket failed: %s", zmq_strerror(errno)));
+    }
+    ready_[i] = static_cast<short>(ev);
+    if (ev != 0) ++ready;
+  }
+  return ready;
+}
+
+int Reactor::SleepTimeoutMs(int ready, Clock::duration max_wait) const {
+  // Sleep until the earliest timer, but never past max_wait (-1: forever).
+  std::int64_t wait_ns =
+      max_wait == Clock::duration::max()
+          ? -1
+          : std::max<std::int64_t>(
+                0,
+                std::chrono::duration_cast<std::chrono::nanoseconds>(max_wait)
+                    .count());
+  if (ready > 0) {
+    wait_ns = 0;
+  } else if (!timers_.empty()) {
+    const Clock::time_point now = Clock::now();
+    const Clock::time_point next = timers_.next_deadline();
+    const std::int64_t until_timer =
+        next <= now
+            ? 0
+            : std::chrono::duration_cast<std::chrono::nanoseconds>(next - now)
+                  .count();
+    if (wait_ns < 0 || until_timer < wait_ns) wait_ns = until_timer;
+  }
+  // Round up: waking before a deadline would only spin.
+  return wait_ns < 0 ? -1
+                     : static_cast<int>(std::min<std::int64_t>(
+                           (wait_ns + kNanosPerMilli - 1) / kNanosPerMilli,
+                           std::numeric_limits<int>::max()));
 }
 
 absl::Status Reactor::Run() {

@@ -93,6 +93,7 @@
 #include "absl/functional/any_invocable.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "zbrokers/reactor/idle_yield.h"
 #include "zbrokers/reactor/timer_queue.h"
 
 namespace zb {
@@ -122,6 +123,14 @@ class Reactor {
     // The most messages handed to one socket's handler per wake-up before the
     // loop moves on to the other sockets (fairness bound).
     int batch_cap = 256;
+    // Before going to sleep after doing some work, yield the CPU once to
+    // other runnable threads and look at the sockets again, as long as
+    // such yields keep finding batches of messages (zb::IdleYield,
+    // idle_yield.h, has the rule).  Saves most wake-ups when the threads
+    // that feed this reactor share its core; one system call per sleep
+    // otherwise.  Turn it off for a reactor that shares its core with
+    // unrelated CPU-bound work and must answer within microseconds.
+    bool yield_before_sleep = true;
   };
 
   Reactor();
@@ -303,6 +312,13 @@ class Reactor {
   // Replaces the error handler (owner thread only).
   void SetErrorHandler(ErrorHandler handler);
 
+  // How often the reactor yielded before sleeping, and how many of those
+  // yields found a batch of messages waiting (Options::yield_before_sleep).
+  // Owner thread only.
+  const IdleYield::Stats& idle_yield_stats() const {
+    return idle_yield_.stats();
+  }
+
   // True when called on the reactor's owner thread.
   bool on_owner_thread() const { return std::this_thread::get_id() == owner_; }
 
@@ -324,6 +340,11 @@ class Reactor {
   void RemoveWatch(std::uint64_t id);  // a SocketWatch's destructor
   absl::StatusOr<int> iterate(Clock::duration max_wait);  // RunOnce, unchecked
   int FireDueTimers();
+  // ZMQ_EVENTS of every watched socket into ready_; how many are ready.
+  absl::StatusOr<int> CheckSockets();
+  // poll()'s timeout in ms (-1: none) for `ready` sockets, the timers and
+  // `max_wait`.
+  int SleepTimeoutMs(int ready, Clock::duration max_wait) const;
   int RunPosted();
   int DispatchSocket(Watch& w);
   // Frames larger than this that a handler left in frames_ are released at
@@ -351,6 +372,8 @@ class Reactor {
   std::vector<zmq::message_t> frames_;
 
   TimerQueue timers_;
+  IdleYield idle_yield_;
+  bool worked_ = false;  // the last iteration ran a callback
 
   // Cross-thread state.
   int wake_fd_ = -1;  // eventfd
