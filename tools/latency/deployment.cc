@@ -33,6 +33,18 @@ void RemoveIpcFile(const std::string& endpoint) {
   if (endpoint.starts_with(kIpc)) ::unlink(endpoint.c_str() + kIpc.size());
 }
 
+Reactor::Options ReactorOptions(bool yield_before_sleep) {
+  Reactor::Options options;
+  options.yield_before_sleep = yield_before_sleep;
+  return options;
+}
+
+// The role argument that carries DeployConfig::yield_before_sleep.
+std::string YieldArg(bool yield_before_sleep) {
+  return yield_before_sleep ? "--yield-before-sleep=on"
+                            : "--yield-before-sleep=off";
+}
+
 // --- threads -----------------------------------------------------------------
 
 class ThreadDeployment : public Deployment {
@@ -42,14 +54,16 @@ class ThreadDeployment : public Deployment {
     std::unique_ptr<ThreadDeployment> d(new ThreadDeployment(cfg));
     if (cfg.external_broker.empty()) {
       auto b = StartBroker(cfg.impl, d->context_,
-                           BindEndpoint(cfg.transport, cfg.impl), cfg.timeout);
+                           BindEndpoint(cfg.transport, cfg.impl), cfg.timeout,
+                           ReactorOptions(cfg.yield_before_sleep));
       if (!b.ok()) return b.status();
       d->broker_ = std::move(*b);
       d->endpoint_ = d->broker_->endpoint();
     } else {
       d->endpoint_ = cfg.external_broker;
     }
-    auto w = StartWorkers(cfg.impl, d->context_, d->endpoint_, cfg.service);
+    auto w = StartWorkers(cfg.impl, d->context_, d->endpoint_, cfg.service,
+                          ReactorOptions(cfg.yield_before_sleep));
     if (!w.ok()) return w.status();
     d->workers_ = std::move(*w);
     return d;
@@ -74,7 +88,8 @@ class ThreadDeployment : public Deployment {
         [this] {
           return MakeClient(cfg_.impl, context_, endpoint_, cfg_.service,
                             cfg_.payload_bytes, cfg_.client_uses_reactor,
-                            cfg_.timeout);
+                            cfg_.timeout,
+                            ReactorOptions(cfg_.yield_before_sleep));
         },
         plan, progress);
   }
@@ -126,6 +141,7 @@ class ProcessDeployment : public Deployment {
     if (cfg.external_broker.empty()) {
       auto b = Subprocess::Start(
           {exe, "--role=broker", impl, sockets,
+           YieldArg(cfg.yield_before_sleep),
            "--bind=" + BindEndpoint(cfg.transport, cfg.impl),
            absl::StrFormat("--timeout-ms=%d", cfg.timeout.count())});
       if (!b.ok()) return b.status();
@@ -138,12 +154,14 @@ class ProcessDeployment : public Deployment {
     }
     const std::string connect = "--connect=" + d->endpoint_;
     const std::string service = "--service=" + cfg.service;
-    auto w = Subprocess::Start(
-        {exe, "--role=workers", impl, sockets, connect, service});
+    auto w =
+        Subprocess::Start({exe, "--role=workers", impl, sockets,
+                           YieldArg(cfg.yield_before_sleep), connect, service});
     if (!w.ok()) return w.status();
     d->workers_ = std::move(*w);
     auto c = Subprocess::Start(
-        {exe, "--role=client", impl, sockets, connect, service,
+        {exe, "--role=client", impl, sockets, YieldArg(cfg.yield_before_sleep),
+         connect, service,
          absl::StrFormat("--payload-bytes=%d", cfg.payload_bytes),
          cfg.client_uses_reactor ? "--client-wait=reactor"
                                  : "--client-wait=call",
@@ -308,6 +326,8 @@ int RunRole(const std::vector<std::string>& args) {
   }
   const std::string role = kv["role"];
   const Impl impl = kv["impl"] == "raw" ? Impl::kRaw : Impl::kZbrokers;
+  const Reactor::Options reactor =
+      ReactorOptions(kv["yield-before-sleep"] != "off");
   zmq::context_t context;
   if (int max_sockets = 0;
       absl::SimpleAtoi(kv["max-sockets"], &max_sockets) && max_sockets > 0) {
@@ -320,7 +340,8 @@ int RunRole(const std::vector<std::string>& args) {
     if (!absl::SimpleAtoi(kv["timeout-ms"], &timeout_ms) || timeout_ms <= 0) {
       return RoleError("broker: bad --timeout-ms");
     }
-    auto b = StartBroker(impl, context, kv["bind"], milliseconds(timeout_ms));
+    auto b = StartBroker(impl, context, kv["bind"], milliseconds(timeout_ms),
+                         reactor);
     if (!b.ok()) return RoleError(std::string(b.status().message()));
     const std::string endpoint = (*b)->endpoint();
     Say("ready " + endpoint);
@@ -331,7 +352,7 @@ int RunRole(const std::vector<std::string>& args) {
     return 0;
   }
   if (role == "workers") {
-    auto w = StartWorkers(impl, context, kv["connect"], kv["service"]);
+    auto w = StartWorkers(impl, context, kv["connect"], kv["service"], reactor);
     if (!w.ok()) return RoleError(std::string(w.status().message()));
     Say("ready");
     while (std::getline(std::cin, line)) {
@@ -372,7 +393,7 @@ int RunRole(const std::vector<std::string>& args) {
           [&] {
             return MakeClient(impl, context, kv["connect"], kv["service"],
                               payload_bytes, kv["client-wait"] == "reactor",
-                              milliseconds(timeout_ms));
+                              milliseconds(timeout_ms), reactor);
           },
           plan,
           [](std::int64_t done, std::int64_t total) {

@@ -31,8 +31,9 @@ class ZbBrokerHost : public BrokerHost {
  public:
   static absl::StatusOr<std::unique_ptr<BrokerHost>> Start(
       zmq::context_t& context, const std::string& bind_endpoint,
-      std::chrono::milliseconds request_timeout) {
-    auto host = std::make_unique<ZbBrokerHost>();
+      std::chrono::milliseconds request_timeout,
+      const Reactor::Options& reactor) {
+    auto host = std::make_unique<ZbBrokerHost>(reactor);
     absl::Status st = host->thread_.Invoke([&](Reactor& r) -> absl::Status {
       ConsensusBroker::Options options;
       options.request_timeout = request_timeout;
@@ -58,6 +59,7 @@ class ZbBrokerHost : public BrokerHost {
     return host;
   }
 
+  explicit ZbBrokerHost(const Reactor::Options& reactor) : thread_(reactor) {}
   ~ZbBrokerHost() override {
     thread_.Invoke([this](Reactor&) { broker_.reset(); });
   }
@@ -73,10 +75,11 @@ class ZbBrokerHost : public BrokerHost {
 class ZbWorkerHost : public WorkerHost {
  public:
   ZbWorkerHost(zmq::context_t& context, std::string endpoint,
-               std::string service)
+               std::string service, const Reactor::Options& reactor)
       : context_(context),
         endpoint_(std::move(endpoint)),
-        service_(std::move(service)) {}
+        service_(std::move(service)),
+        thread_(reactor) {}
 
   ~ZbWorkerHost() override {
     thread_.Invoke([this](Reactor&) { workers_.clear(); });
@@ -115,9 +118,10 @@ class ZbClient : public ClientEndpoint {
  public:
   static absl::StatusOr<std::unique_ptr<ZbClient>> Create(
       zmq::context_t& context, const std::string& endpoint, std::string service,
-      int payload_bytes, bool use_reactor, std::chrono::milliseconds timeout) {
-    std::unique_ptr<ZbClient> c(
-        new ZbClient(std::move(service), payload_bytes, use_reactor, timeout));
+      int payload_bytes, bool use_reactor, std::chrono::milliseconds timeout,
+      const Reactor::Options& reactor) {
+    std::unique_ptr<ZbClient> c(new ZbClient(std::move(service), payload_bytes,
+                                             use_reactor, timeout, reactor));
     absl::StatusOr<std::unique_ptr<ConsensusClient>> client =
         ConsensusClient::Create(c->reactor_, context, endpoint);
     if (!client.ok()) return client.status();
@@ -132,8 +136,9 @@ class ZbClient : public ClientEndpoint {
 
  private:
   ZbClient(std::string service, int payload_bytes, bool use_reactor,
-           std::chrono::milliseconds timeout)
+           std::chrono::milliseconds timeout, const Reactor::Options& reactor)
       : use_reactor_(use_reactor),
+        reactor_(reactor),
         service_(std::move(service)),
         payload_(static_cast<std::size_t>(payload_bytes), 'p'),
         frames_(1) {
@@ -234,9 +239,11 @@ class RawClientEndpoint : public ClientEndpoint {
 
 absl::StatusOr<std::unique_ptr<BrokerHost>> StartBroker(
     Impl impl, zmq::context_t& context, const std::string& bind_endpoint,
-    std::chrono::milliseconds request_timeout) {
+    std::chrono::milliseconds request_timeout,
+    const Reactor::Options& reactor) {
   if (impl == Impl::kZbrokers) {
-    return ZbBrokerHost::Start(context, bind_endpoint, request_timeout);
+    return ZbBrokerHost::Start(context, bind_endpoint, request_timeout,
+                               reactor);
   }
   absl::StatusOr<std::unique_ptr<RawBroker>> b =
       RawBroker::Start(context, bind_endpoint);
@@ -246,9 +253,9 @@ absl::StatusOr<std::unique_ptr<BrokerHost>> StartBroker(
 
 absl::StatusOr<std::unique_ptr<WorkerHost>> StartWorkers(
     Impl impl, zmq::context_t& context, const std::string& endpoint,
-    const std::string& service) {
+    const std::string& service, const Reactor::Options& reactor) {
   if (impl == Impl::kZbrokers) {
-    return std::make_unique<ZbWorkerHost>(context, endpoint, service);
+    return std::make_unique<ZbWorkerHost>(context, endpoint, service, reactor);
   }
   absl::StatusOr<std::unique_ptr<RawWorkers>> w =
       RawWorkers::Start(context, endpoint, service);
@@ -259,11 +266,11 @@ absl::StatusOr<std::unique_ptr<WorkerHost>> StartWorkers(
 absl::StatusOr<std::unique_ptr<ClientEndpoint>> MakeClient(
     Impl impl, zmq::context_t& context, const std::string& endpoint,
     const std::string& service, int payload_bytes, bool client_uses_reactor,
-    std::chrono::milliseconds timeout) {
+    std::chrono::milliseconds timeout, const Reactor::Options& reactor) {
   if (impl == Impl::kZbrokers) {
     absl::StatusOr<std::unique_ptr<ZbClient>> c =
         ZbClient::Create(context, endpoint, service, payload_bytes,
-                         client_uses_reactor, timeout);
+                         client_uses_reactor, timeout, reactor);
     if (!c.ok()) return c.status();
     return std::unique_ptr<ClientEndpoint>(*std::move(c));
   }

@@ -41,6 +41,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "zbrokers/reactor/reactor.h"
 
 namespace zb::latency {
 
@@ -83,13 +84,16 @@ class ClientEndpoint {
 // `request_timeout` is the zbrokers broker's deadline for a request (the
 // raw broker keeps none); zb-latency passes its --timeout-ms, so that one
 // setting bounds a round trip everywhere.
+// `reactor` configures every zbrokers reactor (broker, workers, client:
+// --yield-before-sleep); the raw program has none and ignores it.
 absl::StatusOr<std::unique_ptr<BrokerHost>> StartBroker(
     Impl impl, zmq::context_t& context, const std::string& bind_endpoint,
-    std::chrono::milliseconds request_timeout = std::chrono::seconds(5));
+    std::chrono::milliseconds request_timeout = std::chrono::seconds(5),
+    const Reactor::Options& reactor = {});
 
 absl::StatusOr<std::unique_ptr<WorkerHost>> StartWorkers(
     Impl impl, zmq::context_t& context, const std::string& endpoint,
-    const std::string& service);
+    const std::string& service, const Reactor::Options& reactor = {});
 
 // Must be called on the thread that will use the client.  The zbrokers
 // client waits with ConsensusClient::Call(), or with Request() and
@@ -97,7 +101,7 @@ absl::StatusOr<std::unique_ptr<WorkerHost>> StartWorkers(
 absl::StatusOr<std::unique_ptr<ClientEndpoint>> MakeClient(
     Impl impl, zmq::context_t& context, const std::string& endpoint,
     const std::string& service, int payload_bytes, bool client_uses_reactor,
-    std::chrono::milliseconds timeout);
+    std::chrono::milliseconds timeout, const Reactor::Options& reactor = {});
 
 }  // namespace zb::latency
 

@@ -61,7 +61,8 @@ std::string ToJson(const Report& r) {
       "\"step\": %d, \"grow\": %s, \"workers\": %d, \"max_clients\": %d, "
       "\"transport\": %s, \"placement\": %s, \"payload_bytes\": %d, "
       "\"client_wait\": %s, \"timeout_ms\": %d, \"broker\": %s, "
-      "\"baseline\": %s, \"raw_only\": %s, \"cpus\": %s},\n",
+      "\"baseline\": %s, \"raw_only\": %s, \"cpus\": %s, "
+      "\"yield_before_sleep\": %s},\n",
       o.rounds_per_step, o.EffectiveWarmup(), o.max_workers, o.step,
       JsonQuote(GrowName(grow)), o.workers, o.max_clients,
       JsonQuote(TransportName(o.transport)),
@@ -69,7 +70,8 @@ std::string ToJson(const Report& r) {
       JsonQuote(ClientWaitName(o.client_wait)), o.timeout.count(),
       JsonQuote(r.broker), o.baseline ? "true" : "false",
       o.raw_only ? "true" : "false",
-      o.cpus.empty() ? std::string("null") : JsonQuote(FormatCpuList(o.cpus)));
+      o.cpus.empty() ? std::string("null") : JsonQuote(FormatCpuList(o.cpus)),
+      o.yield_before_sleep ? "true" : "false");
   absl::StrAppendFormat(&out, "  \"steps\": %s,\n", StepsJson(r.zbrokers));
   absl::StrAppendFormat(&out, "  \"fit\": %s,\n  \"fit_p50\": %s",
                         FitJson(r.zbrokers.fit, grow),

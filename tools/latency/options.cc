@@ -311,6 +311,11 @@ absl::StatusOr<Options> ParseOptions(const std::vector<std::string>& args) {
       if (!cpus.ok()) return cpus.status();
       o.cpus = *std::move(cpus);
       o.cpus_text = std::string(*v);
+    } else if (name == "--yield-before-sleep") {
+      auto v = value();
+      if (!v.ok()) return v.status();
+      st = ParseEitherTo(name, *v, "on", true, "off", false,
+                         &o.yield_before_sleep);
     } else if (name == "--broker") {
       auto v = value();
       if (!v.ok()) return v.status();
@@ -438,6 +443,11 @@ Usage: zb-latency [options]
                        e.g. 0, 0,1 or 0-1.  On a small VM an unpinned run
                        mostly measures cross-core wake-ups (see
                        docs/latency.md, "Noisy fits and --cpus")
+  --yield-before-sleep on|off
+                       whether zbrokers' reactors yield the CPU once before
+                       sleeping after work (default on, as in every zbrokers
+                       reactor; docs/reactor.md, "Yield before sleep").
+                       off measures without it
   --broker ENDPOINT    use a running zb-broker (tcp:// or ipc://) instead of
                        the embedded broker
   --csv FILE           write the steps as CSV

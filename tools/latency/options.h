@@ -88,6 +88,11 @@ struct Options {
   // pinned.  `cpus_text` is the list as given, for the output.
   std::vector<int> cpus;
   std::string cpus_text;
+  // --yield-before-sleep on|off: Reactor::Options::yield_before_sleep of
+  // every zbrokers reactor of the test (broker, workers, client); on by
+  // default, as in every zbrokers reactor.  off measures without it, e.g.
+  // to compare the two in one session.
+  bool yield_before_sleep = true;
   bool help = false;
   // Deprecated spellings the arguments used, one sentence each (e.g.
   // "--timeout-ms is deprecated, use --timeout (docs/glossary.md)"), for

@@ -264,6 +264,7 @@ int Run(const Options& o) {
     cfg.service = service;
     cfg.payload_bytes = o.payload_bytes;
     cfg.client_uses_reactor = o.client_wait == ClientWait::kReactor;
+    cfg.yield_before_sleep = o.yield_before_sleep;
     cfg.timeout = o.timeout;
     // Every worker and client socket, the broker, and a margin for clients
     // being replaced between chunks.
@@ -285,6 +286,10 @@ int Run(const Options& o) {
           ? absl::StrFormat("cpus %s (not pinned)",
                             FormatCpuList(AllowedCpus()))
           : absl::StrFormat("cpus %s (pinned)", FormatCpuList(o.cpus));
+  // Said only when off: the default is every zbrokers reactor's default.
+  const std::string broker =
+      systems[0].deployment->endpoint() +
+      (o.yield_before_sleep ? "" : ", yield before sleep off");
   if (o.grow == Grow::kWorkers) {
     std::printf(
         "# zb-latency: 1 client, workers %d..%d (step %d), %lld round trips "
@@ -296,7 +301,7 @@ int Run(const Options& o) {
         std::string(ClientWaitName(o.client_wait)).c_str(),
         std::string(TransportName(o.transport)).c_str(),
         std::string(PlacementName(o.placement)).c_str(), cpus.c_str(),
-        systems[0].deployment->endpoint().c_str());
+        broker.c_str());
   } else {
     std::printf(
         "# zb-latency: %d worker(s), clients %d..%d (step %d), %lld round "
@@ -308,7 +313,7 @@ int Run(const Options& o) {
         std::string(ClientWaitName(o.client_wait)).c_str(),
         std::string(TransportName(o.transport)).c_str(),
         std::string(PlacementName(o.placement)).c_str(), cpus.c_str(),
-        systems[0].deployment->endpoint().c_str());
+        broker.c_str());
   }
   PrintHeader();
   std::fflush(stdout);
