@@ -48,6 +48,7 @@ enum class Kind {
   kSynchronous,       // string, "full" or "normal" (Titanic's fsync policy)
   kEndpoint,          // one endpoint string; "" = not set
   kHaRole,            // "primary", "backup", or "" (no fail-over pair)
+  kBool,              // TOML true/false; a flag's "true"/"false"/"on"/"off"
 };
 
 // A parsed value; the key's Kind says which field is set.  (A plain struct
@@ -60,6 +61,7 @@ struct Value {
   std::vector<std::string> list;
   DaemonLogLevel level = DaemonLogLevel::kInfo;
   LogFormat format = LogFormat::kText;
+  bool flag = false;
 
   // Whether two values are the same setting (for an alias set beside its
   // new name); fields the key's kind does not use are equal (defaults).
@@ -134,7 +136,7 @@ std::string TomlInt(Int n) {
 
 // The schema: every key the file may hold.  Adding a key here makes it
 // accepted in the file and, with a flag name, on the command line.
-const std::array<KeySpec, 45> kKeys = {{
+const std::array<KeySpec, 46> kKeys = {{
     {"daemon", "log_level", Kind::kLogLevel, "--log-level",
      [](DaemonConfig& c, Value&& v) { c.log_level = v.level; },
      [](const DaemonConfig& c) { return Toml(LogLevelName(c.log_level)); }},
@@ -157,6 +159,11 @@ const std::array<KeySpec, 45> kKeys = {{
      },
      [](const DaemonConfig& c) {
        return TomlInt(static_cast<std::int64_t>(c.metrics_max_services));
+     }},
+    {"daemon", "yield_before_sleep", Kind::kBool, "--yield-before-sleep",
+     [](DaemonConfig& c, Value&& v) { c.yield_before_sleep = v.flag; },
+     [](const DaemonConfig& c) {
+       return std::string(c.yield_before_sleep ? "true" : "false");
      }},
     {"daemon", "curve_secret_key_file", Kind::kPath, "--curve-secret-key-file",
      [](DaemonConfig& c, Value&& v) {
@@ -643,6 +650,16 @@ absl::StatusOr<Value> ParseScalarText(Kind kind, std::string_view text) {
       v.list.emplace_back(text);
       return v;
     }
+    case Kind::kBool: {
+      Value v;
+      if (text == "true" || text == "on") {
+        v.flag = true;
+      } else if (text != "false" && text != "off") {
+        return absl::InvalidArgumentError(absl::StrFormat(
+            "expected true or false (or on or off), got \"%s\"", text));
+      }
+      return v;
+    }
   }
   return absl::InternalError("unhandled key kind");
 }
@@ -723,6 +740,16 @@ absl::StatusOr<Value> ParseNode(const KeySpec& spec, std::string_view typed,
       }
       Value v;
       v.integer = i->get();
+      return v;
+    }
+    case Kind::kBool: {
+      const toml::value<bool>* b = node.as_boolean();
+      if (b == nullptr) {
+        return error(node, absl::StrFormat("expected true or false, got %s",
+                                           TypeName(node)));
+      }
+      Value v;
+      v.flag = b->get();
       return v;
     }
     case Kind::kDuration:
@@ -1327,6 +1354,9 @@ Daemon:
   --grace DURATION           drain period on SIGTERM/SIGINT [%s]
   --metrics-max-services N   per-service series per broker; the rest are
                              summed under service="_other" [%d]
+  --yield-before-sleep BOOL  the brokers' reactors yield the CPU once before
+                             sleeping after work, while that finds batches
+                             (docs/reactor.md); true|false [%s]
 
 Majordomo tuning:
   --heartbeat-interval DURATION   heartbeat period towards workers [%s]
@@ -1435,16 +1465,16 @@ a usage or config error.
 )",
       LogLevelName(d.log_level), LogFormatName(d.log_format),
       dur(d.stats_interval), dur(d.grace), d.metrics_max_services,
-      dur(m.heartbeat_interval), m.heartbeat_liveness, m.max_queue_per_service,
-      dur(m.queue_expiry), m.max_redispatch, dur(m.reply_timeout),
-      m.max_services, m.max_workers, m.max_requests_per_client,
-      m.max_message_size, m.worker_prefetch, dur(c.request_timeout),
-      dur(c.client_idle_timeout), dur(c.max_heartbeat_interval),
-      c.max_heartbeat_liveness, c.max_workers, c.max_services, c.max_clients,
-      c.max_requests_per_client, c.max_message_size,
-      SynchronousName(t.synchronous), t.max_requests, t.max_request_bytes,
-      dur(t.request_timeout), dur(t.retry_delay), t.max_in_flight,
-      dur(t.request_expiry), dur(d.ha.heartbeat_interval),
+      d.yield_before_sleep ? "true" : "false", dur(m.heartbeat_interval),
+      m.heartbeat_liveness, m.max_queue_per_service, dur(m.queue_expiry),
+      m.max_redispatch, dur(m.reply_timeout), m.max_services, m.max_workers,
+      m.max_requests_per_client, m.max_message_size, m.worker_prefetch,
+      dur(c.request_timeout), dur(c.client_idle_timeout),
+      dur(c.max_heartbeat_interval), c.max_heartbeat_liveness, c.max_workers,
+      c.max_services, c.max_clients, c.max_requests_per_client,
+      c.max_message_size, SynchronousName(t.synchronous), t.max_requests,
+      t.max_request_bytes, dur(t.request_timeout), dur(t.retry_delay),
+      t.max_in_flight, dur(t.request_expiry), dur(d.ha.heartbeat_interval),
       dur(d.ha.peer_expiry), m.max_queue_per_service, dur(c.request_timeout),
       dur(c.client_idle_timeout), c.max_heartbeat_liveness);
 }

@@ -179,6 +179,38 @@ TEST(ConfigFileTest, EmptyFileKeepsDefaults) {
   EXPECT_FALSE(ValidateConfig(*c).ok());
 }
 
+TEST(ConfigFileTest, YieldBeforeSleepIsABooleanOnByDefault) {
+  absl::StatusOr<DaemonConfig> c = ParseConfigText("", "empty.toml");
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_TRUE(c->yield_before_sleep);
+  c = ParseConfigText("[daemon]\nyield_before_sleep = false\n", "t.toml");
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_FALSE(c->yield_before_sleep);
+  // A string is not a boolean: strict types, as for every key.
+  EXPECT_THAT(
+      ParseConfigText("[daemon]\nyield_before_sleep = \"no\"\n", "t.toml")
+          .status()
+          .message(),
+      AllOf(HasSubstr("t.toml:2:"), HasSubstr("daemon.yield_before_sleep"),
+            HasSubstr("expected true or false, got a string")));
+  // The flag takes true/false or on/off, and overrides the file.
+  for (auto [text, want] : std::vector<std::pair<const char*, bool>>{
+           {"false", false}, {"off", false}, {"true", true}, {"on", true}}) {
+    absl::StatusOr<CommandLine> cli =
+        Parse({"--majordomo", "tcp://*:1", "--yield-before-sleep", text});
+    ASSERT_TRUE(cli.ok()) << cli.status();
+    absl::StatusOr<DaemonConfig> built = BuildConfig(*cli);
+    ASSERT_TRUE(built.ok()) << built.status();
+    EXPECT_EQ(built->yield_before_sleep, want) << text;
+  }
+  absl::StatusOr<CommandLine> cli =
+      Parse({"--majordomo", "tcp://*:1", "--yield-before-sleep", "maybe"});
+  ASSERT_TRUE(cli.ok()) << cli.status();
+  EXPECT_THAT(BuildConfig(*cli).status().message(),
+              AllOf(HasSubstr("--yield-before-sleep"),
+                    HasSubstr("expected true or false (or on or off)")));
+}
+
 TEST(ConfigFileTest, ZeroMeansOffWhereDocumented) {
   absl::StatusOr<DaemonConfig> c = ParseConfigText(
       "[daemon]\nstats_interval = \"0s\"\ngrace = \"0s\"\nmetrics = \"\"\n"

@@ -329,7 +329,9 @@ absl::Status Daemon::Impl::StartBroker(const BrokerPlan& plan) {
   rb->internal_endpoints = plan.internal_endpoints.size();
   rb->listening = plan.listening;
   rb->metrics = &metrics.AddBroker(rb->name, config.metrics_max_services);
-  rb->thread = std::make_unique<ReactorThread>();
+  Reactor::Options reactor_options;
+  reactor_options.yield_before_sleep = config.yield_before_sleep;
+  rb->thread = std::make_unique<ReactorThread>(reactor_options);
   RunningBroker* r = rb.get();
   runtimes.push_back(std::move(rb));
 
@@ -622,6 +624,7 @@ void Daemon::Impl::Reload() {
   applied.metrics = previous.metrics;
   applied.stats_interval = previous.stats_interval;
   applied.grace = previous.grace;
+  applied.yield_before_sleep = previous.yield_before_sleep;
   applied.ha = previous.ha;
 }
 
