@@ -156,6 +156,9 @@ BrokerMetrics::BrokerMetrics(std::string name, std::size_t max_services,
                              MetricFamilies& f)
     : name_(std::move(name)),
       max_services_(max_services),
+      view_(std::make_shared<const View>()),
+      handed_over_(view_),
+      published_(view_),
       families_(f),
       requests_(f.requests.Add({{"broker", name_}})),
       replies_(f.replies.Add({{"broker", name_}})),
@@ -174,85 +177,77 @@ void BrokerMetrics::ObserveLatency(std::chrono::nanoseconds latency) {
   // Prometheus buckets are "less than or equal": the first bound >= value.
   const auto it =
       std::lower_bound(kLatencyBuckets.begin(), kLatencyBuckets.end(), seconds);
-  pending_buckets_[static_cast<std::size_t>(it - kLatencyBuckets.begin())] += 1;
-  pending_sum_ += seconds;
-  pending_any_ = true;
+  ++latency_buckets_[static_cast<std::size_t>(it - kLatencyBuckets.begin())];
+  latency_sum_ += seconds;
 }
 
-void BrokerMetrics::Advance(prometheus::Counter& counter, std::uint64_t before,
-                            std::uint64_t now) {
-  // A counter that went backwards would be a broker bug; never make the
-  // Prometheus counter go backwards with it.
+namespace {
+
+// A counter's published value after a snapshot: it advances by the step up
+// from the previous snapshot.  A counter that went backwards would be a
+// broker bug; never make the Prometheus counter go backwards with it.
+std::uint64_t Advanced(std::uint64_t shown, std::uint64_t before,
+                       std::uint64_t now) {
+  return now > before ? shown + (now - before) : shown;
+}
+
+// Moves a Prometheus counter that shows `before` on to `now`.
+void Advance(prometheus::Counter& counter, std::uint64_t before,
+             std::uint64_t now) {
   if (now > before) counter.Increment(static_cast<double>(now - before));
 }
 
-void BrokerMetrics::Update(const BrokerSnapshot& s) {
-  Advance(requests_, last_.requests, s.requests);
-  Advance(replies_, last_.replies, s.replies);
-  Advance(failures_, last_.failures, s.failures);
-  Advance(timeouts_, last_.timeouts, s.timeouts);
-  Advance(malformed_, last_.malformed, s.malformed);
+}  // namespace
 
-  // Paired with the previous snapshot's events by position (metrics.h).
-  if (events_.size() < s.events.size()) events_.resize(s.events.size());
+void BrokerMetrics::Update(const BrokerSnapshot& s) {
+  const BrokerSnapshot& was = view_->shown;
+  auto view = std::make_shared<View>();
+  BrokerSnapshot& shown = view->shown;
+  shown.requests = Advanced(was.requests, last_.requests, s.requests);
+  shown.replies = Advanced(was.replies, last_.replies, s.replies);
+  shown.failures = Advanced(was.failures, last_.failures, s.failures);
+  shown.timeouts = Advanced(was.timeouts, last_.timeouts, s.timeouts);
+  shown.malformed = Advanced(was.malformed, last_.malformed, s.malformed);
+
+  // Paired with the previous snapshot's events by position (metrics.h); an
+  // event not there advances from 0.
+  shown.events.reserve(s.events.size());
   for (std::size_t i = 0; i < s.events.size(); ++i) {
     const auto& [event, value] = s.events[i];
     const bool seen = i < last_.events.size() && last_.events[i].first == event;
-    if (events_[i] == nullptr || !seen) {
-      events_[i] = &families_.events.Add({{"broker", name_}, {"event", event}});
-    }
-    Advance(*events_[i], seen ? last_.events[i].second : 0, value);
+    std::uint64_t& total = event_totals_[event];
+    total = Advanced(total, seen ? last_.events[i].second : 0, value);
+    shown.events.emplace_back(event, total);
   }
-
   // The broker's own families, paired by position like the events.
-  if (gauges_.size() < s.gauges.size()) gauges_.resize(s.gauges.size());
-  for (std::size_t i = 0; i < s.gauges.size(); ++i) {
-    const BrokerSnapshot::Named& g = s.gauges[i];
-    if (gauges_[i] == nullptr || i >= last_.gauges.size() ||
-        last_.gauges[i].name != g.name) {
-      gauges_[i] = &prometheus::BuildGauge()
-                        .Name("zb_" + std::string(g.name))
-                        .Help(std::string(g.help))
-                        .Register(families_.registry)
-                        .Add({{"broker", name_}});
-    }
-    gauges_[i]->Set(static_cast<double>(g.value));
-  }
-  if (counters_.size() < s.counters.size()) {
-    counters_.resize(s.counters.size());
-  }
+  shown.gauges = s.gauges;
+  shown.counters.reserve(s.counters.size());
   for (std::size_t i = 0; i < s.counters.size(); ++i) {
     const BrokerSnapshot::Named& c = s.counters[i];
     const bool seen =
         i < last_.counters.size() && last_.counters[i].name == c.name;
-    if (counters_[i] == nullptr || !seen) {
-      counters_[i] = &prometheus::BuildCounter()
-                          .Name("zb_" + std::string(c.name) + "_total")
-                          .Help(std::string(c.help))
-                          .Register(families_.registry)
-                          .Add({{"broker", name_}});
-    }
-    Advance(*counters_[i], seen ? last_.counters[i].value : 0, c.value);
+    std::uint64_t& total = counter_totals_[std::string(c.name)];
+    total = Advanced(total, seen ? last_.counters[i].value : 0, c.value);
+    shown.counters.push_back({c.name, c.help, total});
   }
 
-  UpdateServices(s.services);
+  FoldServices(s.services, *view);
+  shown.open_requests = s.open_requests;
+  shown.draining = s.draining;
+  view->latency_buckets = latency_buckets_;
+  view->latency_sum = latency_sum_;
 
-  open_requests_.Set(static_cast<double>(s.open_requests));
-  draining_.Set(s.draining ? 1 : 0);
-
-  if (pending_any_) {
-    latency_.ObserveMultiple(
-        std::vector<double>(pending_buckets_.begin(), pending_buckets_.end()),
-        pending_sum_);
-    pending_buckets_.fill(0);
-    pending_sum_ = 0;
-    pending_any_ = false;
+  {
+    std::lock_guard<std::mutex> lock(handover_mu_);
+    handed_over_ = view;
   }
+  // A view a scrape still holds is freed by whoever drops it last.
+  view_ = std::move(view);
   last_ = s;
 }
 
-void BrokerMetrics::UpdateServices(
-    const std::vector<BrokerSnapshot::Service>& services) {
+void BrokerMetrics::FoldServices(
+    const std::vector<BrokerSnapshot::Service>& services, View& view) {
   // Sum by label value: distinct names may share one (see ServiceLabel).
   struct Sum {
     std::uint64_t workers = 0;
@@ -268,16 +263,14 @@ void BrokerMetrics::UpdateServices(
     ++sum.names;
   }
 
-  // Services the broker forgot: drop their series rather than report stale
+  // Services the broker forgot free their slots rather than report stale
   // values for ever (a client can invent service names).
-  for (auto it = services_.begin(); it != services_.end();) {
-    if (by_label.contains(it->first)) {
+  for (auto it = slots_.begin(); it != slots_.end();) {
+    if (by_label.contains(*it)) {
       ++it;
-      continue;
+    } else {
+      slots_.erase(it++);
     }
-    families_.workers.Remove(it->second.workers);
-    families_.queue_depth.Remove(it->second.queued);
-    services_.erase(it++);
   }
 
   // New labels take the free slots: services with workers first, then by
@@ -285,12 +278,12 @@ void BrokerMetrics::UpdateServices(
   // slots of real services that register later while slots are scarce.
   std::vector<const std::pair<const std::string, Sum>*> fresh;
   for (const auto& entry : by_label) {
-    if (entry.first != kOtherService && !services_.contains(entry.first)) {
+    if (entry.first != kOtherService && !slots_.contains(entry.first)) {
       fresh.push_back(&entry);
     }
   }
   const std::size_t free =
-      max_services_ > services_.size() ? max_services_ - services_.size() : 0;
+      max_services_ > slots_.size() ? max_services_ - slots_.size() : 0;
   if (fresh.size() > free) {
     auto before = [](const auto* a, const auto* b) {
       const bool a_has = a->second.workers > 0;
@@ -301,36 +294,123 @@ void BrokerMetrics::UpdateServices(
     std::nth_element(fresh.begin(), fresh.begin() + free, fresh.end(), before);
     fresh.resize(free);
   }
-  for (const auto* entry : fresh) {
-    const prometheus::Labels labels = {{"broker", name_},
-                                       {"service", entry->first}};
-    services_.emplace(entry->first,
-                      ServiceGauges{&families_.workers.Add(labels),
-                                    &families_.queue_depth.Add(labels)});
+  for (const auto* entry : fresh) slots_.insert(entry->first);
+
+  view.shown.services.reserve(slots_.size());
+  for (const auto& [label, sum] : by_label) {
+    if (slots_.contains(label)) {
+      view.shown.services.push_back({label, sum.workers, sum.queued});
+    } else {
+      view.other_workers += sum.workers;
+      view.other_queued += sum.queued;
+      view.folded += sum.names;
+    }
+  }
+}
+
+void BrokerMetrics::Show(CounterSeries& c, std::uint64_t total) {
+  Advance(*c.series, c.shown, total);
+  c.shown = std::max(c.shown, total);
+}
+
+void BrokerMetrics::Publish() {
+  std::shared_ptr<const View> next;
+  {
+    std::lock_guard<std::mutex> lock(handover_mu_);
+    next = handed_over_;
+  }
+  if (next == published_) return;  // no new view since the last scrape
+  const BrokerSnapshot& was = published_->shown;
+  const BrokerSnapshot& v = next->shown;
+  Advance(requests_, was.requests, v.requests);
+  Advance(replies_, was.replies, v.replies);
+  Advance(failures_, was.failures, v.failures);
+  Advance(timeouts_, was.timeouts, v.timeouts);
+  Advance(malformed_, was.malformed, v.malformed);
+  for (const auto& [event, total] : v.events) {
+    CounterSeries& c = event_series_[event];
+    if (c.series == nullptr) {
+      c.series = &families_.events.Add({{"broker", name_}, {"event", event}});
+    }
+    Show(c, total);
+  }
+  for (const BrokerSnapshot::Named& g : v.gauges) {
+    prometheus::Gauge*& series = gauge_series_[std::string(g.name)];
+    if (series == nullptr) {
+      // The registry returns the family already registered under a name
+      // (another broker's).
+      series = &prometheus::BuildGauge()
+                    .Name("zb_" + std::string(g.name))
+                    .Help(std::string(g.help))
+                    .Register(families_.registry)
+                    .Add({{"broker", name_}});
+    }
+    series->Set(static_cast<double>(g.value));
+  }
+  for (const BrokerSnapshot::Named& n : v.counters) {
+    CounterSeries& c = counter_series_[std::string(n.name)];
+    if (c.series == nullptr) {
+      c.series = &prometheus::BuildCounter()
+                      .Name("zb_" + std::string(n.name) + "_total")
+                      .Help(std::string(n.help))
+                      .Register(families_.registry)
+                      .Add({{"broker", name_}});
+    }
+    Show(c, n.value);
   }
 
-  Sum other;
-  for (const auto& [label, sum] : by_label) {
-    auto it = services_.find(label);
-    if (it == services_.end()) {
-      other.workers += sum.workers;
-      other.queued += sum.queued;
-      other.names += sum.names;
+  PublishServices(*next);
+  open_requests_.Set(static_cast<double>(v.open_requests));
+  draining_.Set(v.draining ? 1 : 0);
+
+  // The latencies observed between the two views.
+  const View& from = *published_;
+  std::vector<double> buckets(next->latency_buckets.size());
+  bool any = false;
+  for (std::size_t i = 0; i < buckets.size(); ++i) {
+    buckets[i] =
+        static_cast<double>(next->latency_buckets[i] - from.latency_buckets[i]);
+    any = any || buckets[i] > 0;
+  }
+  if (any) {
+    latency_.ObserveMultiple(buckets, next->latency_sum - from.latency_sum);
+  }
+  published_ = std::move(next);
+}
+
+void BrokerMetrics::PublishServices(const View& v) {
+  absl::flat_hash_set<std::string_view> labels;
+  labels.reserve(v.shown.services.size());
+  for (const BrokerSnapshot::Service& svc : v.shown.services) {
+    labels.insert(svc.name);
+  }
+  for (auto it = service_series_.begin(); it != service_series_.end();) {
+    if (labels.contains(it->first)) {
+      ++it;
       continue;
     }
-    it->second.workers->Set(static_cast<double>(sum.workers));
-    it->second.queued->Set(static_cast<double>(sum.queued));
+    families_.workers.Remove(it->second.workers);
+    families_.queue_depth.Remove(it->second.queued);
+    service_series_.erase(it++);
   }
-  folded_services_.Set(static_cast<double>(other.names));
-  if (other.names > 0) {
-    if (other_.workers == nullptr) {
-      const prometheus::Labels labels = {
-          {"broker", name_}, {"service", std::string(kOtherService)}};
-      other_.workers = &families_.workers.Add(labels);
-      other_.queued = &families_.queue_depth.Add(labels);
+  for (const BrokerSnapshot::Service& svc : v.shown.services) {
+    auto [it, added] = service_series_.try_emplace(svc.name);
+    if (added) {
+      const prometheus::Labels l = {{"broker", name_}, {"service", svc.name}};
+      it->second = {&families_.workers.Add(l), &families_.queue_depth.Add(l)};
     }
-    other_.workers->Set(static_cast<double>(other.workers));
-    other_.queued->Set(static_cast<double>(other.queued));
+    it->second.workers->Set(static_cast<double>(svc.workers));
+    it->second.queued->Set(static_cast<double>(svc.queued));
+  }
+  folded_services_.Set(static_cast<double>(v.folded));
+  if (v.folded > 0) {
+    if (other_.workers == nullptr) {
+      const prometheus::Labels l = {{"broker", name_},
+                                    {"service", std::string(kOtherService)}};
+      other_ = {&families_.workers.Add(l), &families_.queue_depth.Add(l)};
+    }
+    other_.workers->Set(static_cast<double>(v.other_workers));
+    other_.queued->Set(static_cast<double>(v.other_queued));
   } else if (other_.workers != nullptr) {
     families_.workers.Remove(other_.workers);
     families_.queue_depth.Remove(other_.queued);
@@ -358,14 +438,26 @@ void Metrics::SetBuildInfo(
 
 BrokerMetrics& Metrics::AddBroker(const std::string& name,
                                   std::size_t max_services) {
+  std::lock_guard<std::mutex> lock(scrape_mu_);
   brokers_.push_back(std::unique_ptr<BrokerMetrics>(
       new BrokerMetrics(name, max_services, *families_)));
   return *brokers_.back();
 }
 
 std::string Metrics::Serialize() const {
+  std::vector<prometheus::MetricFamily> families;
+  {
+    // The brokers' series change only here, so nothing changes them while
+    // Collect() reads them family by family (metrics.h, "Why the series
+    // change only inside a scrape").
+    std::lock_guard<std::mutex> lock(scrape_mu_);
+    for (const std::unique_ptr<BrokerMetrics>& broker : brokers_) {
+      broker->Publish();
+    }
+    families = registry_->Collect();
+  }
   std::ostringstream out;
-  prometheus::TextSerializer().Serialize(out, registry_->Collect());
+  prometheus::TextSerializer().Serialize(out, families);
   return out.str();
 }
 

@@ -5,10 +5,16 @@
 // The brokers keep plain counters on their own reactor threads.  The daemon
 // takes a snapshot of them on each broker's reactor every refresh period
 // (and once more at shutdown) and hands it to that broker's BrokerMetrics,
-// which turns it into prometheus-cpp metrics.  prometheus-cpp metrics are
-// thread-safe, so the HTTP threads (http_server.h, which serves Serialize()
-// at /metrics) can scrape while the reactor threads update; the brokers
-// themselves never see a lock.
+// whose Update() works out, on that thread, what a page shows of the broker
+// (its "view": counters, gauges, which services have series of their own).
+// A scrape (Serialize(), which the HTTP threads of http_server.h serve at
+// /metrics) publishes each broker's latest view to the prometheus-cpp
+// registry and collects the registry under one lock, so that every page is
+// one consistent view: each broker's series on it come from one snapshot
+// (zb_workers and zb_queue_depth name the same services, _other included;
+// the counters agree with each other).  The reactor threads never wait for a
+// scrape: Update() hands its view over with a pointer swap, under a mutex
+// that is held for nothing longer than a swap.
 //
 //   zb::Metrics metrics;
 //   metrics.SetBuildInfo({{"version", "0.1.0"}, {"libzmq", "4.3.4"}});
@@ -16,6 +22,7 @@
 //   // On the majordomo reactor thread:
 //   mdp.ObserveLatency(std::chrono::microseconds(180));  // per reply
 //   mdp.Update(snapshot);                                // periodically
+//   std::string page = metrics.Serialize();              // any thread
 //
 // Names (every one carries broker="majordomo"|"consensus"):
 //   zb_requests_total            counter   requests accepted from clients
@@ -49,10 +56,19 @@
 // (no churn while the set is full); a free slot goes to a new service with
 // workers before one without, then in name order.
 //
-// Threading: Metrics' methods are called on one thread (the daemon's main
-// thread) before brokers start and after they stop; Serialize() and scrapes
-// may run at any time.  Each BrokerMetrics is updated by one thread at a
-// time (its broker's reactor thread).
+// Threading: AddBroker() and SetBuildInfo() are called on one thread (the
+// daemon's main thread) before brokers start; Serialize() may run at any
+// time on any thread (scrapes are serialized by one lock).  Each
+// BrokerMetrics is updated (ObserveLatency(), Update(), last()) by one
+// thread at a time, its broker's reactor thread.
+//
+// Why the series change only inside a scrape: prometheus-cpp locks each
+// family on its own while it collects.  When Update() changed the families
+// from the reactor thread, a scrape could collect zb_workers before an
+// update and zb_queue_depth after it: such a page named up to twice the cap
+// of service labels per broker (chaos_flood counted 1,213 against 1,100),
+// and could have every queue of the new snapshot with zb_workers' _other
+// still missing (metrics_exposition_test).
 
 #ifndef ZB_BROKERS_DAEMON_METRICS_H_
 #define ZB_BROKERS_DAEMON_METRICS_H_
@@ -61,12 +77,14 @@
 #include <chrono>
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <string_view>
 #include <utility>
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
 #include "absl/status/status.h"
 
 namespace prometheus {
@@ -141,30 +159,82 @@ class BrokerMetrics {
   ~BrokerMetrics();
 
   // Records one request's latency.  Cheap (no lock, no allocation): it adds
-  // to a local histogram that the next Update() publishes.
+  // to local counts that the next Update() hands over.
   void ObserveLatency(std::chrono::nanoseconds latency);
 
-  // Publishes `snapshot` and the latencies observed since the last call.
-  // Counters advance by the difference to the previous snapshot; services
-  // missing from `snapshot` lose their gauges.
+  // Computes what a scrape shows of this broker from `snapshot` (counters
+  // advance by the difference to the previous snapshot and never go back;
+  // services missing from `snapshot` lose their series; the cap and _other,
+  // see "Service labels") with the latencies observed up to now, and hands
+  // it to the scrapes: the next one publishes it.  The hand-over is a
+  // pointer swap under a mutex that a scrape holds only for the same swap,
+  // so the caller (a broker's reactor thread) never waits for a scrape.
   void Update(const BrokerSnapshot& snapshot);
 
-  // The last snapshot published (for the periodic log line).
+  // The last snapshot given to Update() (empty before the first).
   const BrokerSnapshot& last() const { return last_; }
 
   const std::string& name() const { return name_; }
 
  private:
   friend class Metrics;
+
+  // What a scrape shows of this broker: computed by Update() from the
+  // snapshots so far (so the page does not depend on when scrapes come),
+  // published by the next scrape.  Immutable once handed over.
+  struct View {
+    // The snapshot as the page shows it.  Counters (requests .. malformed,
+    // events, the own counters) are the published totals: the sum of every
+    // step up between consecutive snapshots, so they never go back.
+    // `services` are the labels with series of their own (name = label
+    // value, at most max_services); the others are summed below, under
+    // _other while `folded` > 0.
+    BrokerSnapshot shown;
+    std::uint64_t other_workers = 0;
+    std::uint64_t other_queued = 0;
+    std::uint64_t folded = 0;
+    // Latencies observed since the start: per bucket (not cumulative over
+    // buckets; the last slot is +Inf), and their sum in seconds.
+    std::array<std::uint64_t, kLatencyBuckets.size() + 1> latency_buckets{};
+    double latency_sum = 0;
+  };
+
   BrokerMetrics(std::string name, std::size_t max_services,
                 MetricFamilies& families);
-  void UpdateServices(const std::vector<BrokerSnapshot::Service>& services);
 
-  static void Advance(prometheus::Counter& counter, std::uint64_t before,
-                      std::uint64_t now);
+  // Update()'s part for the service labels: which services keep or get
+  // series of their own (slots_), and the sums.
+  void FoldServices(const std::vector<BrokerSnapshot::Service>& services,
+                    View& view);
+
+  // Called by Metrics::Serialize() with its scrape lock held: brings this
+  // broker's series to the latest view handed over (nothing to do when no
+  // new one came since the last scrape).
+  void Publish();
+  void PublishServices(const View& view);
 
   const std::string name_;
   const std::size_t max_services_;
+
+  // --- The broker's thread (ObserveLatency(), Update(), last()).
+  BrokerSnapshot last_;
+  std::shared_ptr<const View> view_;  // the latest, base of the next
+  // Published totals of the snapshot's events and own counters, by name
+  // (a name that comes back goes on from its total).
+  absl::flat_hash_map<std::string, std::uint64_t> event_totals_;
+  absl::flat_hash_map<std::string, std::uint64_t> counter_totals_;
+  // The labels that have series of their own (at most max_services).
+  absl::flat_hash_set<std::string> slots_;
+  std::array<std::uint64_t, kLatencyBuckets.size() + 1> latency_buckets_{};
+  double latency_sum_ = 0;
+
+  // --- Where the two meet: the latest view (taken or not yet).
+  std::mutex handover_mu_;
+  std::shared_ptr<const View> handed_over_;  // guarded by handover_mu_
+
+  // --- Scrapes only (Publish(), under Metrics' scrape lock): the series
+  // and the view they show.
+  std::shared_ptr<const View> published_;
   MetricFamilies& families_;
   prometheus::Counter& requests_;
   prometheus::Counter& replies_;
@@ -175,25 +245,23 @@ class BrokerMetrics {
   prometheus::Gauge& draining_;
   prometheus::Gauge& folded_services_;
   prometheus::Histogram& latency_;
-  // zb_events_total's series, in the order of the snapshot's events.
-  std::vector<prometheus::Counter*> events_;
-  // The series of the snapshot's own gauges and counters, by position.
-  std::vector<prometheus::Gauge*> gauges_;
-  std::vector<prometheus::Counter*> counters_;
+  // A counter series and the total it shows.
+  struct CounterSeries {
+    prometheus::Counter* series = nullptr;
+    std::uint64_t shown = 0;
+  };
+  // Moves `c` on to show `total` (never back).
+  static void Show(CounterSeries& c, std::uint64_t total);
+  absl::flat_hash_map<std::string, CounterSeries> event_series_;
+  absl::flat_hash_map<std::string, CounterSeries> counter_series_;
+  absl::flat_hash_map<std::string, prometheus::Gauge*> gauge_series_;
   struct ServiceGauges {
     prometheus::Gauge* workers;
     prometheus::Gauge* queued;
   };
   // Keyed by label value; "_other" is kept apart in other_.
-  absl::flat_hash_map<std::string, ServiceGauges> services_;
+  absl::flat_hash_map<std::string, ServiceGauges> service_series_;
   ServiceGauges other_{nullptr, nullptr};
-
-  BrokerSnapshot last_;
-  // Latencies since the last Update(): per-bucket counts (not cumulative;
-  // the last slot is +Inf) and their sum in seconds.
-  std::array<double, kLatencyBuckets.size() + 1> pending_buckets_{};
-  double pending_sum_ = 0;
-  bool pending_any_ = false;
 };
 
 class Metrics {
@@ -215,7 +283,9 @@ class Metrics {
       const std::string& name,
       std::size_t max_services = BrokerMetrics::kDefaultMaxServices);
 
-  // The registry in Prometheus text format (what a scrape returns).
+  // The registry in Prometheus text format (what a scrape returns): every
+  // broker's latest snapshot published, and the registry collected, under
+  // one lock, so that the page shows each broker at one snapshot.
   std::string Serialize() const;
 
   // For metric families defined elsewhere (auth.h).  Thread-safe.
@@ -224,6 +294,9 @@ class Metrics {
  private:
   std::shared_ptr<prometheus::Registry> registry_;
   std::unique_ptr<MetricFamilies> families_;
+  // One scrape at a time: Publish() and Collect() of one scrape must not
+  // interleave with another's.  Also guards brokers_.
+  mutable std::mutex scrape_mu_;
   std::vector<std::unique_ptr<BrokerMetrics>> brokers_;
 };
 

@@ -20,7 +20,8 @@ values, duplicate series, a family split in two, samples before their TYPE,
 a missing final newline).  The per-service series of each broker must stay
 within the default cap (1000), the rest summed under service="_other" and
 counted by zb_folded_services, and nothing a peer sent may be lost from the
-totals.  Bounded in time; every process started is killed and reaped.
+totals.  Every page must be one snapshot of each broker (zb_workers and
+zb_queue_depth name the same services).  Bounded in time; every process started is killed and reaped.
 """
 
 import argparse
@@ -213,6 +214,22 @@ def services_of(samples, family, broker):
             if k[0] == family and dict(k[1]).get("broker") == broker}
 
 
+def check_one_snapshot(samples, page):
+    """Every page shows each broker at one snapshot: zb_workers and
+    zb_queue_depth name the same services (_other included).  A scrape
+    that read the two families on either side of an update named more
+    services than the cap, and once showed every queue of a new snapshot
+    while zb_workers had not folded into _other yet."""
+    for broker in ("majordomo", "consensus"):
+        w = set(services_of(samples, "zb_workers", broker))
+        q = set(services_of(samples, "zb_queue_depth", broker))
+        check(w == q, f"page {page}: {broker}'s zb_workers and "
+              f"zb_queue_depth are from different snapshots: "
+              f"{len(w - q)} services only in zb_workers "
+              f"({sorted(w - q)[:5]}), {len(q - w)} only in zb_queue_depth "
+              f"({sorted(q - w)[:5]})")
+
+
 def run(exe):
     self_test()
     ctx = zmq.Context()
@@ -251,15 +268,10 @@ def run(exe):
             pages += 1
             mdp_q = services_of(samples, "zb_queue_depth", "majordomo")
             ccp_w = services_of(samples, "zb_workers", "consensus")
+            check_one_snapshot(samples, pages)
             queued = sum(mdp_q.values())
             workers_seen = sum(ccp_w.values())
-            # The page is complete once zb_workers' majordomo services have
-            # folded too: once, in the ASan build of a CI run, a page had
-            # every queue but no zb_workers _other yet (cause not found yet;
-            # the caps below are still checked on the final page).
-            mdp_w = services_of(samples, "zb_workers", "majordomo")
-            if (queued >= want_mdp and workers_seen >= len(HOSTILE)
-                    and "_other" in mdp_w):
+            if queued >= want_mdp and workers_seen >= len(HOSTILE):
                 break
             check(time.monotonic() < deadline,
                   f"the page never showed everything: {queued}/{want_mdp} "
@@ -295,7 +307,7 @@ def run(exe):
               "consensus zb_folded_services should count the one _other")
         # A few more scrapes while nothing changes: still valid.
         for _ in range(3):
-            strict_parse(zp.metrics_page(port))
+            check_one_snapshot(strict_parse(zp.metrics_page(port)), pages)
             pages += 1
         for w in workers:
             w.close()

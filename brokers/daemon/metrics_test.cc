@@ -2,8 +2,13 @@
 
 #include "brokers/daemon/metrics.h"
 
+#include <atomic>
+#include <chrono>
+#include <set>
+#include <sstream>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "brokers/daemon/http_server.h"
 #include "gmock/gmock.h"
@@ -234,6 +239,107 @@ TEST(MetricsTest, ServicesBeyondTheCapAreSummedUnderOther) {
   EXPECT_THAT(text, Not(HasSubstr(",service=\"_other\"}")));
   EXPECT_THAT(text, HasSubstr("zb_folded_services{broker=\"majordomo\"} 0"));
   EXPECT_EQ(count(text, "zb_queue_depth{"), 1u);
+}
+
+// The services one broker's series name on a page, with their values:
+// the samples of `family` (zb_workers, zb_queue_depth) whose labels are
+// exactly {broker="<broker>",service="<label>"} (the serializer sorts
+// labels by name).  The test's service names need no escaping.
+std::vector<std::pair<std::string, double>> ServiceSeries(
+    const std::string& page, const std::string& family,
+    const std::string& broker) {
+  const std::string prefix = family + "{broker=\"" + broker + "\",service=\"";
+  std::vector<std::pair<std::string, double>> out;
+  std::istringstream lines(page);
+  for (std::string line; std::getline(lines, line);) {
+    if (!line.starts_with(prefix)) continue;
+    const std::size_t end = line.find("\"} ", prefix.size());
+    if (end == std::string::npos) continue;
+    out.emplace_back(line.substr(prefix.size(), end - prefix.size()),
+                     std::stod(line.substr(end + 3)));
+  }
+  return out;
+}
+
+// chaos_flood's flood, fed to the metrics while /metrics is scraped: ever
+// new invented service names (each with a queued request, no workers) that
+// the broker forgets again when their requests expire, more of them than
+// the cap, next to one real service with a worker.  Every page must be one
+// snapshot: at most the cap of services of their own plus _other, the same
+// services in zb_workers and zb_queue_depth, and every value from the same
+// snapshot.  Before scrapes published the snapshots themselves, a scrape
+// collected the families one at a time while Update() changed them on the
+// broker's thread: zb_workers from one snapshot and zb_queue_depth from the
+// next, up to twice the cap of service labels on one page (chaos_flood:
+// 1,213 labels against its cap of 1,100).
+TEST(MetricsTest, EveryScrapeIsOneSnapshotWithinTheCap) {
+  constexpr std::size_t kCap = BrokerMetrics::kDefaultMaxServices;
+  constexpr int kNames = 1500;    // in every snapshot: more than the cap
+  constexpr int kTurnover = 500;  // names replaced from one to the next
+  constexpr int kMaxUpdates = 3000;
+  constexpr int kPages = 150;
+  Metrics metrics;
+  BrokerMetrics& mdp = metrics.AddBroker("majordomo");
+  // Snapshot k: k requests; every service has k requests queued, so that a
+  // page's values tell which snapshot they came from.
+  auto snapshot = [](int k) {
+    BrokerSnapshot s;
+    s.requests = static_cast<std::uint64_t>(k);
+    s.replies = s.requests;
+    s.services.push_back({"echo", 1, static_cast<std::uint64_t>(k)});
+    for (int i = 0; i < kNames; ++i) {
+      s.services.push_back({"flood-" + std::to_string(k * kTurnover + i), 0,
+                            static_cast<std::uint64_t>(k)});
+    }
+    return s;
+  };
+  mdp.Update(snapshot(1));
+  std::atomic<bool> stop = false;
+  std::thread broker_thread([&] {  // plays the broker's reactor thread
+    for (int k = 2; k <= kMaxUpdates && !stop; ++k) mdp.Update(snapshot(k));
+  });
+  int torn = 0;
+  for (int page_number = 0; page_number < kPages && torn == 0; ++page_number) {
+    const std::string page = metrics.Serialize();
+    const auto workers = ServiceSeries(page, "zb_workers", "majordomo");
+    const auto queued = ServiceSeries(page, "zb_queue_depth", "majordomo");
+    std::set<std::string> worker_labels, queue_labels;
+    for (const auto& [label, value] : workers) worker_labels.insert(label);
+    for (const auto& [label, value] : queued) queue_labels.insert(label);
+    std::set<std::string> all = worker_labels;
+    all.insert(queue_labels.begin(), queue_labels.end());
+    // The requests counter says which snapshot the page shows.
+    const std::string requests_prefix =
+        "zb_requests_total{broker=\"majordomo\"} ";
+    const std::size_t at = page.find(requests_prefix);
+    ASSERT_NE(at, std::string::npos);
+    const double requests = std::stod(
+        page.substr(at + requests_prefix.size(),
+                    page.find('\n', at) - at - requests_prefix.size()));
+    int stray_values = 0;
+    for (const auto& [label, value] : queued) {
+      if (label != BrokerMetrics::kOtherService && value != requests) {
+        ++stray_values;
+      }
+    }
+    EXPECT_LE(all.size(), kCap + 1) << "page " << page_number;
+    // (Counts, not the sets: a thousand names would drown the message.)
+    EXPECT_EQ(all.size() - queue_labels.size(), 0u)
+        << "page " << page_number << ": services only in zb_workers";
+    EXPECT_EQ(all.size() - worker_labels.size(), 0u)
+        << "page " << page_number << ": services only in zb_queue_depth";
+    EXPECT_TRUE(
+        worker_labels.contains(std::string(BrokerMetrics::kOtherService)))
+        << "page " << page_number;
+    EXPECT_EQ(stray_values, 0)
+        << "page " << page_number << " (zb_requests_total " << requests << ")";
+    if (all.size() > kCap + 1 || worker_labels != queue_labels ||
+        stray_values != 0) {
+      ++torn;
+    }
+  }
+  stop = true;
+  broker_thread.join();
 }
 
 TEST(MetricsTest, ServesOverHttp) {

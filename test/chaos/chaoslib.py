@@ -212,16 +212,48 @@ def parse_metrics_strict(body):
     return samples
 
 
-def service_label_count(samples):
-    return len({v for (_, labels) in samples for (k, v) in labels
-                if k == "service"})
+def service_labels(samples, family):
+    """{broker: set of service label values} of one family's samples."""
+    out = {}
+    for (name, labels) in samples:
+        if name != family:
+            continue
+        d = dict(labels)
+        if "service" in d:
+            out.setdefault(d.get("broker"), set()).add(d["service"])
+    return out
+
+
+def service_label_problems(samples, max_per_broker):
+    """What is wrong with a page's service labels: more than
+    `max_per_broker` values for one broker (the daemon's cap is per broker:
+    metrics_max_services labels of their own plus _other), or zb_workers
+    and zb_queue_depth naming different services for one broker (the page
+    would not be one snapshot)."""
+    problems = []
+    workers = service_labels(samples, "zb_workers")
+    queued = service_labels(samples, "zb_queue_depth")
+    for broker in sorted(set(workers) | set(queued), key=str):
+        w = workers.get(broker, set())
+        q = queued.get(broker, set())
+        n = len(w | q)
+        if max_per_broker is not None and n > max_per_broker:
+            problems.append(f"/metrics has {n} service label values for "
+                            f"broker {broker} (cap {max_per_broker})")
+        if w != q:
+            problems.append(f"/metrics: broker {broker}'s zb_workers and "
+                            f"zb_queue_depth name different services "
+                            f"({len(w - q)} only in zb_workers, "
+                            f"{len(q - w)} only in zb_queue_depth)")
+    return problems
 
 
 class Sampler:
     """Samples the broker's RSS every `period` seconds and parses /metrics
     strictly every `scrape_period`, in a thread.  Failures (an invalid page,
-    more service labels than `max_services_labels`) are collected, not
-    raised, so the run goes on and reports them all."""
+    more service labels for one broker than `max_service_labels`, a page
+    that is not one snapshot) are collected, not raised, so the run goes on
+    and reports them all."""
 
     def __init__(self, broker, period=0.1, scrape_period=0.5,
                  max_service_labels=None):
@@ -269,11 +301,9 @@ class Sampler:
         self.scrapes += 1
         self.last_metrics = m
         self.max_series = max(self.max_series, len(m))
-        n = service_label_count(m)
-        if self.max_service_labels is not None and \
-                n > self.max_service_labels and len(self.failures) < 5:
-            self.failures.append(f"/metrics has {n} service label values "
-                                 f"(cap {self.max_service_labels})")
+        for problem in service_label_problems(m, self.max_service_labels):
+            if len(self.failures) < 5:
+                self.failures.append(problem)
 
     def stop(self):
         self._stop.set()
