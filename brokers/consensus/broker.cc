@@ -324,6 +324,7 @@ void ConsensusBroker::OnReady(std::span<zmq::message_t> frames,
       w->interval = interval;
       w->expiry = interval * h.heartbeat_retries;
       w->last_recv = now;
+      AcknowledgeReady(w);
       return;
     }
     RemoveWorker(w, Leave::kMoved);
@@ -373,6 +374,25 @@ void ConsensusBroker::OnReady(std::span<zmq::message_t> frames,
                         PrintableIdentity(identity), QuotedText(service->name),
                         h.heartbeat_interval_ms, h.heartbeat_retries,
                         service->workers.size(), joins_log_.SuppressedNote()));
+  }
+  AcknowledgeReady(w);
+}
+
+void ConsensusBroker::AcknowledgeReady(Worker* w) {
+  // A HEARTBEAT at once, rather than after an interval of silence: the
+  // worker counts its silence from the moment it opened its socket, which
+  // includes the time to connect (libzmq retries every 100 ms while no
+  // broker listens).  Waiting an interval made a worker whose connection
+  // came late give up on a registration that had just succeeded and
+  // register again on a new socket: after every broker restart the same
+  // worker was registered twice, and a request fanned out to the abandoned
+  // registration alone failed with "zb:worker-left".
+  const absl::Status s = SendToWorker(w, MessageType::kHeartbeat);
+  if (s.ok()) {
+    ++stats_.heartbeats_sent;
+  } else if (absl::IsUnavailable(s)) {
+    ++stats_.unroutable;
+    RemoveWorker(w, Leave::kUnroutable);
   }
 }
 

@@ -549,6 +549,39 @@ TEST_F(ConsensusBrokerTest, HeartbeatsAndExpiry) {
   EXPECT_TRUE(logged);
 }
 
+// An accepted READY is answered with a HEARTBEAT at once, not after an
+// interval of silence.  A worker counts its silence from the moment it
+// opened its socket, connecting included; when the first heartbeat came an
+// interval after the READY, a worker that connected late (a broker
+// restarted while it retried every 100 ms) gave up on the registration it
+// had just made and registered again on a new socket, and requests fanned
+// out to the abandoned registration failed with "zb:worker-left"
+// (ConsensusRestartTest, 3 registrations for 2 workers in 7 restarts of
+// 10).  Before: no HEARTBEAT within 2 s of a READY announcing 10 s.
+TEST_F(ConsensusBrokerTest, AcceptedReadyIsAnsweredWithAHeartbeatAtOnce) {
+  Start();
+  constexpr std::uint32_t kInterval = 10000;  // the periodic one: 10 s away
+  Peer w(ctx_, endpoint_);
+  w.Ready("ack", kInterval, 3);
+  std::optional<Msg> ack = w.Recv(milliseconds(2000), /*keep_heartbeats=*/true);
+  ASSERT_TRUE(ack.has_value()) << "no answer to READY within 2 s";
+  EXPECT_EQ(ack->type, MessageType::kHeartbeat);
+  EXPECT_EQ(Workers("ack"), 1u);
+  // A repeated READY (new heartbeat settings) is acknowledged the same way.
+  w.Ready("ack", kInterval, 4);
+  ack = w.Recv(milliseconds(2000), /*keep_heartbeats=*/true);
+  ASSERT_TRUE(ack.has_value()) << "no answer to the repeated READY";
+  EXPECT_EQ(ack->type, MessageType::kHeartbeat);
+  EXPECT_EQ(Workers("ack"), 1u);
+  // A refused READY gets DISCONNECT, no HEARTBEAT.
+  Peer absurd(ctx_, endpoint_);
+  absurd.Ready("ack", 0xffffffffu, 3);
+  std::optional<Msg> no = absurd.Recv(milliseconds(2000), true);
+  ASSERT_TRUE(no.has_value());
+  EXPECT_EQ(no->type, MessageType::kDisconnect);
+  EXPECT_EQ(Workers("ack"), 1u);
+}
+
 TEST_F(ConsensusBrokerTest, SeveralRequestsInFlightPerService) {
   Start();
   auto w1 = NewWorker("svc");

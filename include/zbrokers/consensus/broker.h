@@ -291,6 +291,9 @@ class ConsensusBroker {
 
   void OnMessage(std::span<zmq::message_t> frames);
   void OnReady(std::span<zmq::message_t> frames, const ccp::Header& h);
+  // Answers an accepted READY with a HEARTBEAT at once (drops the worker
+  // when it is unroutable already).
+  void AcknowledgeReady(Worker* w);
   void OnRequest(std::span<zmq::message_t> frames,
                  std::span<zmq::message_t> body, const ccp::Header& h);
   // A REQUEST that ParseHeader() rejected but whose sequence id `id` could
