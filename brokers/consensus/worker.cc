@@ -111,11 +111,7 @@ class ConsensusWorker::Session {
     tick_timer_.Reset();
     ready_timer_.Reset();
     if (!socket_) return;
-    Frames& out = worker_.out_;
-    out.clear();
-    out.emplace_back();
-    ccp::AppendDisconnect(out, worker_.service_);
-    SendOut({});
+    SendDisconnect();
     CloseSocket(worker_.options_.linger);
   }
 
@@ -128,7 +124,11 @@ class ConsensusWorker::Session {
  private:
   absl::Status OpenSocket();
   void CloseSocket(std::chrono::milliseconds linger);
-  void Reconnect();
+  void SendDisconnect();
+  // A new socket and READY.  `abandoned`: the broker went silent, so the
+  // old socket says DISCONNECT first (see Reconnect()); otherwise the broker
+  // itself dropped us.
+  void Reconnect(bool abandoned);
   void OnMessage(std::span<zmq::message_t> frames);
   void OnTick();
   // Schedules the next OnTick() at `deadline`, a point of the tick grid.
@@ -202,7 +202,8 @@ void ConsensusWorker::Session::ArmTick(Clock::time_point deadline) {
 
 absl::Status ConsensusWorker::Session::OpenSocket() {
   // Linger 0: closing a socket on reconnect drops what is queued for a
-  // broker that is gone; Shutdown() raises the linger for its DISCONNECT.
+  // broker that is gone; Shutdown() and a reconnect after silence raise the
+  // linger for their DISCONNECT.
   absl::StatusOr<WatchedDealer> dealer = OpenWatchedDealer(
       worker_.reactor_, worker_.context_, endpoint_,
       {.max_message_size = worker_.options_.max_message_size,
@@ -240,9 +241,29 @@ void ConsensusWorker::Session::CloseSocket(std::chrono::milliseconds linger) {
   socket_.reset();
 }
 
-void ConsensusWorker::Session::Reconnect() {
+void ConsensusWorker::Session::SendDisconnect() {
+  Frames& out = worker_.out_;
+  out.clear();
+  out.emplace_back();
+  ccp::AppendDisconnect(out, worker_.service_);
+  SendOut({});
+}
+
+void ConsensusWorker::Session::Reconnect(bool abandoned) {
   ++worker_.stats_.reconnects;
-  CloseSocket(std::chrono::milliseconds(0));
+  if (abandoned && socket_) {
+    // The broker may have registered this socket after all, its answer
+    // late (a broker that came back while this socket was connecting, or
+    // one that stalled): DISCONNECT tells it to drop that registration,
+    // which it would otherwise keep next to the new one until a send to it
+    // failed or it expired -- and a request fanned out to it alone failed
+    // with "zb:worker-left".  Kept for Options::linger, in case the
+    // connection is only now being made.
+    SendDisconnect();
+    CloseSocket(worker_.options_.linger);
+  } else {
+    CloseSocket(std::chrono::milliseconds(0));
+  }
   // The endpoint and options were good for the first socket; should a new
   // one still fail, this session stays quiet (and running() turns false
   // when it was the last one open).
@@ -383,7 +404,7 @@ void ConsensusWorker::Session::OnMessage(std::span<zmq::message_t> frames) {
         return;
       }
       // The broker dropped us (e.g. it expired us); register again.
-      Reconnect();
+      Reconnect(/*abandoned=*/false);
       return;
     default:
       ++stats.malformed;
@@ -401,7 +422,7 @@ void ConsensusWorker::Session::OnTick() {
     last_heard_ = now;
   } else if (now - last_heard_ >=
              options.heartbeat_interval * options.heartbeat_liveness) {
-    Reconnect();
+    Reconnect(/*abandoned=*/true);
     return;
   }
   // Ticks come every half interval: two quiet ticks in a row mean nothing

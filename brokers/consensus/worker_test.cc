@@ -400,6 +400,31 @@ TEST_P(ConsensusWorkerTest, ReconnectsWithNewIdentityWhenBrokerIsSilent) {
             ready[1].identity);
 }
 
+// A broker that registered the worker but stayed silent (its answer late:
+// it came back while the worker's socket was connecting, or it stalled)
+// is told DISCONNECT on the socket the worker gives up, so it drops that
+// registration instead of keeping it next to the new one.  Before, the
+// abandoned registration stayed until a send to it failed or it expired;
+// after a broker restart a request fanned out to it alone failed with
+// "zb:worker-left" (ConsensusRestartTest).
+TEST_P(ConsensusWorkerTest, AbandonedSocketSaysDisconnect) {
+  std::unique_ptr<ConsensusWorker> worker = test::Must(ConsensusWorker::Create(
+      reactor_, ctx_, broker_.endpoint(), "svc", Echo(),
+      {.heartbeat_interval = milliseconds(20), .heartbeat_liveness = 3}));
+  const std::string first = AwaitReady();
+  ASSERT_TRUE(RunUntil(reactor_, [&] {
+    for (const auto& d : broker_.OfType(ccp::MessageType::kDisconnect)) {
+      if (d.identity == first) return true;
+    }
+    return false;
+  })) << "no DISCONNECT from the abandoned socket";
+  // And registers again on a new socket.
+  ASSERT_TRUE(RunUntil(reactor_, [&] {
+    return broker_.OfType(ccp::MessageType::kReady).size() >= 2;
+  }));
+  EXPECT_NE(broker_.OfType(ccp::MessageType::kReady)[1].identity, first);
+}
+
 TEST_P(ConsensusWorkerTest, StaysConnectedWhileBrokerHeartbeats) {
   std::unique_ptr<ConsensusWorker> worker = test::Must(ConsensusWorker::Create(
       reactor_, ctx_, broker_.endpoint(), "svc", Echo(),

@@ -38,11 +38,13 @@
 // sent nothing else for one interval, so the broker hears from it at least
 // every 1.5 intervals.  When it has heard nothing from the broker (no request,
 // no heartbeat) for interval x liveness (checked at tick granularity, never
-// early), it treats the broker as gone: it closes its socket, opens a NEW
-// socket (the broker sees a new identity) and sends READY again.  A DISCONNECT
-// from the broker triggers the same reconnect at once.  Answers for requests
-// received before a reconnect are dropped (the broker that sent them forgot
-// them).
+// early), it treats the broker as gone: it sends DISCONNECT on its socket
+// and closes it with Options::linger (a broker that registered that socket
+// late then drops the registration instead of keeping it next to the new
+// one), opens a NEW socket (the broker sees a new identity) and sends READY
+// again.  A DISCONNECT from the broker triggers the same reconnect at once
+// (without a DISCONNECT back).  Answers for requests received before a
+// reconnect are dropped (the broker that sent them forgot them).
 //
 // Many brokers.  `endpoint` may name several brokers, comma-separated
 // ("tcp://a:5556,tcp://b:5556", parsed by zb::SplitEndpointList): the worker
@@ -106,8 +108,9 @@ struct ConsensusWorkerOptions {
   // retries").  The worker reconnects after interval x liveness without a
   // message from the broker.
   int heartbeat_liveness = 3;
-  // ZMQ_LINGER of the socket closed by Shutdown(): how long libzmq keeps
-  // trying to deliver the DISCONNECT (and answers still queued).
+  // ZMQ_LINGER of the sockets closed by Shutdown() and by a reconnect after
+  // the broker went silent: how long libzmq keeps trying to deliver their
+  // DISCONNECT (and answers still queued).
   std::chrono::milliseconds linger{200};
   // CURVE encryption and authentication (docs/security.md): the broker's
   // public key and this worker's key pair.  Unset = plaintext.
