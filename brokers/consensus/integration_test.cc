@@ -192,6 +192,33 @@ class Cluster {
   auto OnWorkers(Fn fn) {
     return worker_thread_.Invoke([&](Reactor&) { return fn(workers_); });
   }
+  // Each worker's ConsensusWorker::Stats::reconnects, in the order added.
+  std::vector<std::uint64_t> Reconnects() {
+    return OnWorkers([](auto& ws) {
+      std::vector<std::uint64_t> n;
+      for (auto& w : ws) n.push_back(w->stats().reconnects);
+      return n;
+    });
+  }
+  // After StopBroker() and StartBroker(): whether every worker (all serve
+  // `service`) has registered with the new broker -- it has heard from a
+  // broker on a socket opened since `reconnects_at_stop` (Reconnects()
+  // just before StopBroker()), which only the new broker answers, and only
+  // a registered socket hears from it -- and the broker holds exactly those
+  // registrations, none left over from a socket a worker gave up on.
+  bool ReRegistered(const std::string& service,
+                    const std::vector<std::uint64_t>& reconnects_at_stop) {
+    const bool all_new = OnWorkers([&](auto& ws) {
+      for (std::size_t i = 0; i < ws.size(); ++i) {
+        const ConsensusWorker::Stats& s = ws[i]->stats();
+        if (s.reconnects <= reconnects_at_stop[i] || s.brokers_connected != 1) {
+          return false;
+        }
+      }
+      return true;
+    });
+    return all_new && WorkerCount(service) == reconnects_at_stop.size();
+  }
 
   zmq::context_t& ctx() { return ctx_; }
   const std::string& endpoint() const { return endpoint_; }
@@ -572,34 +599,38 @@ TEST_P(ConsensusIntegrationTest, ClientStartedBeforeItsWorkersIsServed) {
 // --- Broker restarts (tcp: the workers and clients reconnect by themselves)
 // ---
 
+// Heartbeats for the restart tests: the workers notice a restarted broker
+// after interval x liveness of silence.  50 ms x 3 made a loaded machine
+// (ASan at -O0, two cores shared with builds) miss 150 ms of heartbeats:
+// the broker expired both workers, or they gave up on it, just before a
+// request ("zb:no-workers", "zb:worker-left").  50 ms x 10 tolerates
+// half-second stalls and still re-registers within about 0.5 s.
+ConsensusWorker::Options RestartHeartbeats() {
+  return {.heartbeat_interval = milliseconds(50), .heartbeat_liveness = 10};
+}
+
 TEST(ConsensusRestartTest, WorkersReRegisterAndClientsRecover) {
   Cluster cluster("tcp://127.0.0.1:*");
-  const ConsensusWorker::Options fast{.heartbeat_interval = milliseconds(50),
-                                      .heartbeat_liveness = 3};
-  cluster.AddWorker("svc", Named("a"), fast);
-  cluster.AddWorker("svc", Named("b"), fast);
+  cluster.AddWorker("svc", Named("a"), RestartHeartbeats());
+  cluster.AddWorker("svc", Named("b"), RestartHeartbeats());
   std::unique_ptr<BlockingConsensusClient> client =
       MakeBlocking(cluster.ctx(), cluster.endpoint());
   for (int i = 0; i < 3; ++i) {
     ASSERT_TRUE(client->Request("svc", MakeFrames({"x"})).ok());
   }
 
+  // Taken before the stop: the old broker's DISCONNECT at shutdown makes
+  // the workers reconnect at once, maybe before StopBroker() returns.
+  const std::vector<std::uint64_t> reconnects = cluster.Reconnects();
   cluster.StopBroker();
   cluster.StartBroker();  // same endpoint, no memory of anyone
-  ASSERT_TRUE(WaitFor([&] { return cluster.WorkerCount("svc") == 2; }))
-      << "workers did not re-register";
-  // A worker whose reconnect happened while no broker was up may register
-  // twice (its first new socket, then another after interval x liveness of
-  // silence); the broker drops the abandoned registration at its next send.
-  // Let that settle.
-  std::this_thread::sleep_for(milliseconds(400));
-  ASSERT_TRUE(WaitFor([&] { return cluster.WorkerCount("svc") == 2; }));
-  EXPECT_GE(cluster.OnWorkers([](auto& ws) {
-    std::uint64_t n = 0;
-    for (auto& w : ws) n += w->stats().reconnects;
-    return n;
-  }),
-            2u);
+  // Every worker registers again, once: a worker that gives up on a socket
+  // the new broker had registered (its connection made late) says
+  // DISCONNECT on it, and the broker answers READY at once, so no
+  // registration is left behind next to the new one.
+  ASSERT_TRUE(WaitFor([&] { return cluster.ReRegistered("svc", reconnects); }))
+      << "workers did not re-register: " << cluster.WorkerCount("svc")
+      << " registrations";
 
   // The new broker does not know the client id: it adopts it at the number
   // the client presents, so the client simply goes on (no rejection, no new
@@ -619,20 +650,23 @@ TEST(ConsensusRestartTest, WorkersReRegisterAndClientsRecover) {
 
 TEST(ConsensusRestartTest, RequestSentWhileTheBrokerIsDownIsRetried) {
   Cluster cluster("tcp://127.0.0.1:*");
-  const ConsensusWorker::Options fast{.heartbeat_interval = milliseconds(50),
-                                      .heartbeat_liveness = 3};
-  cluster.AddWorker("svc", Named("a"), fast);
+  cluster.AddWorker("svc", Named("a"), RestartHeartbeats());
   std::unique_ptr<BlockingConsensusClient> client =
       MakeBlocking(cluster.ctx(), cluster.endpoint());
   ASSERT_TRUE(client->Request("svc", MakeFrames({"x"})).ok());
 
+  // Taken before the stop: the old broker's DISCONNECT at shutdown makes
+  // the workers reconnect at once, maybe before StopBroker() returns.
+  const std::vector<std::uint64_t> reconnects = cluster.Reconnects();
   cluster.StopBroker();
   Result r;
   std::thread t([&] {
     r = client->Request("svc", MakeFrames({"during"}),
                         {.timeout = milliseconds(300), .retries = 20});
   });
-  std::this_thread::sleep_for(milliseconds(400));  // at least one timeout
+  // At least one attempt times out while no broker is up (a fixed sleep
+  // was not enough when the request thread started late).
+  EXPECT_TRUE(WaitFor([&] { return client->stats().attempt_timeouts >= 1; }));
   cluster.StartBroker();
   t.join();
   // The resent request reaches the new broker; whether the worker has
@@ -643,7 +677,7 @@ TEST(ConsensusRestartTest, RequestSentWhileTheBrokerIsDownIsRetried) {
   EXPECT_GE(r.attempts, 2);
   // The new broker adopts the client id: no rejection along the way.
   EXPECT_EQ(client->stats().rejected, 0u);
-  ASSERT_TRUE(WaitFor([&] { return cluster.WorkerCount("svc") == 1; }));
+  ASSERT_TRUE(WaitFor([&] { return cluster.ReRegistered("svc", reconnects); }));
   Result after = client->Request("svc", MakeFrames({"after"}));
   ASSERT_TRUE(after.ok()) << after.reason;
   EXPECT_THAT(FramesToStrings(after.payload), ElementsAre("a"));
