@@ -277,7 +277,7 @@ TEST(MetricsTest, EveryScrapeIsOneSnapshotWithinTheCap) {
   constexpr int kNames = 1500;    // in every snapshot: more than the cap
   constexpr int kTurnover = 500;  // names replaced from one to the next
   constexpr int kMaxUpdates = 3000;
-  constexpr int kPages = 150;
+  constexpr int kPages = 40;
   Metrics metrics;
   BrokerMetrics& mdp = metrics.AddBroker("majordomo");
   // Snapshot k: k requests; every service has k requests queued, so that a
