@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <optional>
 #include <utility>
 
 #include "absl/container/flat_hash_map.h"
@@ -32,6 +33,20 @@ absl::string_view AV(std::string_view s) {
 
 std::string_view SV(absl::string_view s) {
   return std::string_view(s.data(), s.size());
+}
+
+constexpr std::string_view kInproc = "inproc://";
+
+// The broker's one table of peers holds both ROUTERs' peers.  An internal
+// peer's identity is kept with this prefix in front: libzmq reserves
+// identities that start with a zero byte for its own (5-byte) ones, so no
+// well-behaved outside peer has one, and an outside peer that claims one
+// anyway is refused (OnMessage), so the two ROUTERs' identities never meet.
+constexpr std::string_view kInternalPrefix("\0zb-internal:", 13);
+
+bool IsInternal(std::string_view identity) {
+  return identity.size() > kInternalPrefix.size() &&
+         identity.starts_with(kInternalPrefix);
 }
 
 void DefaultLog(LogLevel level, std::string_view line) {
@@ -96,13 +111,11 @@ class MajordomoBroker::Impl {
  public:
   Impl(Reactor& reactor, zmq::context_t& context, Options options)
       : reactor_(reactor),
+        context_(context),
         options_(options),
         router_(context, zmq::socket_type::router),
         log_(DefaultLog) {
-    router_.set(zmq::sockopt::router_mandatory, 1);
-    router_.set(zmq::sockopt::linger, 0);
-    router_.set(zmq::sockopt::maxmsgsize,
-                options_.max_message_size > 0 ? options_.max_message_size : -1);
+    SetRouterOptions(router_);
     if (options_.heartbeat_interval.count() <= 0) {
       options_.heartbeat_interval = Duration(1);
     }
@@ -132,6 +145,30 @@ class MajordomoBroker::Impl {
   absl::StatusOr<std::string> Bind(const std::string& endpoint,
                                    const ListenerSecurity& security) {
     return BindRouter(router_, endpoint, security);
+  }
+
+  // The internal ROUTER is made at the first internal endpoint: a broker
+  // without in-process peers polls one socket, as before.
+  absl::StatusOr<std::string> BindInternal(const std::string& endpoint) {
+    if (!endpoint.starts_with(kInproc)) {
+      return absl::InvalidArgumentError(absl::StrFormat(
+          "cannot bind %s as an internal endpoint: only inproc:// endpoints "
+          "are internal (a peer outside this process could reach it)",
+          endpoint));
+    }
+    if (!internal_router_.has_value()) {
+      zmq::socket_t& s =
+          internal_router_.emplace(context_, zmq::socket_type::router);
+      SetRouterOptions(s);
+      absl::StatusOr<Reactor::SocketWatch> watch = reactor_.Add(
+          s, [this](std::span<zmq::message_t> f) { OnInternalMessage(f); });
+      if (!watch.ok()) {
+        internal_router_.reset();
+        return watch.status();
+      }
+      internal_watch_ = *std::move(watch);
+    }
+    return BindRouter(*internal_router_, endpoint, {});
   }
 
   absl::Status Monitor(const std::string& monitor_endpoint, int events) {
@@ -280,9 +317,44 @@ class MajordomoBroker::Impl {
 
   // --- Receiving -------------------------------------------------------------
 
+  // A message from the external ROUTER.  An identity in the internal
+  // namespace is a peer claiming to be in-process: refused before anything
+  // looks it up, so that it can neither pass as internal nor disturb the
+  // internal peer of that name (Malformed() would disconnect a worker).
   void OnMessage(std::span<zmq::message_t> frames) {
     if (drained_) return;  // inert after a drain
     now_ = Now();
+    if (!frames.empty() && IsInternal(View(frames[0]))) {
+      ++stats_.malformed;
+      if (malformed_log_.Admit(now_)) {
+        Log(LogLevel::kWarning,
+            absl::StrCat("dropped a message from ",
+                         PrintableIdentity(View(frames[0])),
+                         ": that identity is reserved for in-process peers",
+                         malformed_log_.SuppressedNote()));
+      }
+      return;
+    }
+    Handle(frames);
+  }
+
+  // A message from the internal ROUTER: its identity moves into the
+  // internal namespace (kInternalPrefix), where no outside peer can be.
+  void OnInternalMessage(std::span<zmq::message_t> frames) {
+    if (drained_) return;
+    now_ = Now();
+    if (!frames.empty()) {
+      const std::string_view id = View(frames[0]);
+      zmq::message_t keyed(kInternalPrefix.size() + id.size());
+      char* out = static_cast<char*>(keyed.data());
+      std::copy(kInternalPrefix.begin(), kInternalPrefix.end(), out);
+      std::copy(id.begin(), id.end(), out + kInternalPrefix.size());
+      frames[0] = std::move(keyed);
+    }
+    Handle(frames);
+  }
+
+  void Handle(std::span<zmq::message_t> frames) {
     if (frames.size() < 2) {
       Malformed(frames.empty() ? std::string_view() : View(frames[0]),
                 "message without a body");
@@ -342,7 +414,11 @@ class MajordomoBroker::Impl {
       ++stats_.rejected_draining;
       return;
     }
-    if (request_gate_ && !request_gate_()) {
+    // In-process peers are the daemon's own (Titanic's dispatcher): never
+    // a CLIENT_REQUEST of the pair, whatever the gate would say.
+    if (IsInternal(View(identity))) {
+      ++stats_.requests_internal;
+    } else if (request_gate_ && !request_gate_()) {
       ++stats_.requests_refused_passive;
       return;
     }
@@ -632,7 +708,7 @@ class MajordomoBroker::Impl {
     o.dispatched = now_;
     o.failures = failures;
     w->sent_since_sweep = true;
-    absl::Status s = SendFrames(router_, out_);
+    absl::Status s = SendRouted(out_);
     if (s.ok()) {
       ++w->count;
       ++busy_total_;
@@ -769,7 +845,7 @@ class MajordomoBroker::Impl {
     out.clear();
     out.push_back(Frame(identity));
     mdp::AppendDisconnect(&out);
-    if (SendFrames(router_, out).ok()) ++stats_.disconnects_sent;
+    if (SendRouted(out).ok()) ++stats_.disconnects_sent;
   }
 
   // --- Services --------------------------------------------------------------
@@ -996,7 +1072,7 @@ class MajordomoBroker::Impl {
         control_.clear();
         control_.push_back(Frame(w->identity));
         mdp::AppendHeartbeat(&control_);
-        if (absl::Status st = SendFrames(router_, control_); !st.ok()) {
+        if (absl::Status st = SendRouted(control_); !st.ok()) {
           CountRefusedSend(st);
         }
       }
@@ -1069,10 +1145,31 @@ class MajordomoBroker::Impl {
 
   // Sends out_ to the peer named in out_[0]; counts a refused send.
   bool Send() {
-    absl::Status s = SendFrames(router_, out_);
+    absl::Status s = SendRouted(out_);
     if (s.ok()) return true;
     CountRefusedSend(s);
     return false;
+  }
+
+  // Sends `frames` ([identity, ...]) on the ROUTER the identity came from:
+  // an internal one loses its prefix and goes out on the internal ROUTER.
+  // frames[0] is replaced then; the rest is untouched when the send is
+  // refused, as SendToWorker() needs.
+  absl::Status SendRouted(Frames& frames) {
+    if (IsInternal(View(frames[0]))) {
+      frames[0] = Frame(View(frames[0]).substr(kInternalPrefix.size()));
+      return SendFrames(*internal_router_, frames);
+    }
+    return SendFrames(router_, frames);
+  }
+
+  // Both ROUTERs: a peer that is gone is an error (ZMQ_ROUTER_MANDATORY),
+  // nothing lingers, frames are bounded.
+  void SetRouterOptions(zmq::socket_t& s) {
+    s.set(zmq::sockopt::router_mandatory, 1);
+    s.set(zmq::sockopt::linger, 0);
+    s.set(zmq::sockopt::maxmsgsize,
+          options_.max_message_size > 0 ? options_.max_message_size : -1);
   }
 
   // The ROUTER refuses a message when the peer is gone (EHOSTUNREACH, with
@@ -1152,10 +1249,14 @@ class MajordomoBroker::Impl {
   static constexpr std::size_t kMaxSpareQueueCapacity = 1024;
 
   Reactor& reactor_;
+  zmq::context_t& context_;
   Options options_;
   zmq::socket_t router_;
   // Declared after router_, so they go first.
   Reactor::SocketWatch router_watch_;
+  // In-process peers (BindInternal()), made at the first internal endpoint.
+  std::optional<zmq::socket_t> internal_router_;
+  Reactor::SocketWatch internal_watch_;  // after internal_router_: goes first
   Reactor::Timer sweep_timer_;
   Reactor::Timer drain_timer_;  // while draining, until the grace ends
   Clock::duration worker_lifetime_;
@@ -1224,6 +1325,10 @@ absl::Status MajordomoBroker::Bind(const std::string& endpoint,
   if (!bound.ok()) return bound.status();
   endpoints_.push_back(*std::move(bound));
   return absl::OkStatus();
+}
+
+absl::Status MajordomoBroker::BindInternal(const std::string& endpoint) {
+  return impl_->BindInternal(endpoint).status();
 }
 
 absl::Status MajordomoBroker::Monitor(const std::string& monitor_endpoint,

@@ -152,9 +152,13 @@ class MdpIntegrationTest : public ::testing::Test {
 // produce.
 class RawPeer {
  public:
-  RawPeer(zmq::context_t& ctx, const std::string& endpoint)
+  // `identity`, when not empty, is the socket's ZMQ_ROUTING_ID (the
+  // identity the broker's ROUTER sees); otherwise the ROUTER makes one.
+  RawPeer(zmq::context_t& ctx, const std::string& endpoint,
+          const std::string& identity = "")
       : socket_(ctx, zmq::socket_type::dealer) {
     socket_.set(zmq::sockopt::linger, 0);
+    if (!identity.empty()) socket_.set(zmq::sockopt::routing_id, identity);
     socket_.connect(endpoint);
   }
   void Send(std::initializer_list<std::string_view> parts) {

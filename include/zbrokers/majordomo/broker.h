@@ -90,11 +90,12 @@
 // counted (and logged, rate-limited); when it comes from a registered worker
 // that worker is treated as invalid: it is disconnected as above.
 //
-// Ownership and threading.  The broker owns its ROUTER socket and registers
-// it with the reactor; the context and the reactor must outlive it.  Every
-// method must be called on the reactor's thread (construct and destroy the
-// broker there too, e.g. through ReactorThread::Invoke).  Hooks are called on
-// that thread, synchronously; they must not destroy the broker.
+// Ownership and threading.  The broker owns its ROUTER socket (two, with an
+// internal endpoint: BindInternal()) and registers it with the reactor; the
+// context and the reactor must outlive it.  Every method must be called on the
+// reactor's thread (construct and destroy the broker there too, e.g. through
+// ReactorThread::Invoke).  Hooks are called on that thread, synchronously; they
+// must not destroy the broker.
 
 #ifndef ZBROKERS_MAJORDOMO_BROKER_H_
 #define ZBROKERS_MAJORDOMO_BROKER_H_
@@ -212,6 +213,9 @@ class MajordomoBroker {
     // broker is the passive half of a fail-over pair
     // (set_request_gate()).  Not in `requests`.
     std::uint64_t requests_refused_passive = 0;
+    // Requests (MMI included) from internal peers (BindInternal()), which
+    // the gate is never asked about.  Also in `requests`.
+    std::uint64_t requests_internal = 0;
     std::uint64_t malformed = 0;          // messages dropped as invalid
     std::uint64_t unroutable = 0;         // sends to a peer that was gone
     std::uint64_t dropped_full_pipe = 0;  // sends refused because the
@@ -288,6 +292,23 @@ class MajordomoBroker {
   // zbrokers/security/curve.h).
   absl::Status Bind(const std::string& endpoint,
                     const ListenerSecurity& security = {});
+  // Binds an internal endpoint: `endpoint` must be "inproc://..."
+  // (InvalidArgument otherwise, or when libzmq refuses it), reachable only
+  // by code in this process that shares the broker's zmq context.  Its
+  // peers are served by the same broker, workers and clients alike, on a
+  // second ROUTER socket made at the first call; their client requests are
+  // never put to the request gate (set_request_gate()) and are counted in
+  // requests_internal as well as in requests.  For the broker's own
+  // process: zb-broker's Titanic, whose dispatcher is a client of this
+  // broker and must neither be dropped by a passive broker nor make it
+  // take over (docs/ha.md).  The socket an internal peer came in on is the
+  // proof that it is one: nothing it sends can claim it, and an outside
+  // peer that presents an identity of the internal namespace (libzmq
+  // reserves identities starting with a zero byte) is dropped as
+  // malformed.  Workers see an internal client's address with a prefix
+  // they never need to read.  Not in endpoints(); Monitor() does not
+  // watch it.
+  absl::Status BindInternal(const std::string& endpoint);
   // Starts libzmq's socket monitor on the ROUTER: `events` (ZMQ_EVENT_*)
   // are published on the inproc PAIR endpoint `monitor_endpoint`, e.g. for
   // a zb::HandshakeMonitor (zbrokers/security/handshake_monitor.h).
@@ -304,8 +325,9 @@ class MajordomoBroker {
   // drops the request without an answer (RFC 7 has no error reply),
   // counted as requests_refused_passive, so that the client times out and
   // moves on to the next broker of its list.  Workers are never gated: a
-  // passive broker keeps its workers.  Empty, the default: every request
-  // is served.
+  // passive broker keeps its workers, and neither are the requests of
+  // internal peers (BindInternal()).  Empty, the default: every request is
+  // served.
   using RequestGate = absl::AnyInvocable<bool()>;
   void set_request_gate(RequestGate gate);
 
