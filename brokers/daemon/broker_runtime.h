@@ -57,6 +57,14 @@ class BrokerRuntime {
   // error names the endpoint.
   virtual absl::Status Bind(const std::string& endpoint,
                             const ListenerSecurity& security) = 0;
+  // Binds an in-process endpoint for the daemon's own peers (Titanic),
+  // whose client requests are never put to the request gate
+  // (MajordomoBroker::BindInternal()).  Only the Majordomo broker has
+  // them; the default fails with FailedPrecondition.
+  virtual absl::Status BindInternal(const std::string& endpoint) {
+    return absl::FailedPreconditionError(
+        std::string(name()) + ": has no internal endpoint: " + endpoint);
+  }
   // Publishes the ROUTER's socket events `events` on the inproc endpoint
   // `monitor_endpoint` (for a zb::HandshakeMonitor).
   virtual absl::Status Monitor(const std::string& monitor_endpoint,
@@ -73,9 +81,10 @@ class BrokerRuntime {
   // order.
   virtual const std::vector<std::string>& endpoints() const = 0;
   // The broker's set_request_gate(): the fail-over pair's gate (ha.h),
-  // asked before each client request is served.  A runtime that takes no
-  // clients of its own (Titanic, whose clients come through the Majordomo
-  // broker, gated there) keeps the default, which drops the gate.
+  // asked before each client request from outside the process is served
+  // (not for BindInternal()'s peers).  A runtime that takes no clients of
+  // its own (Titanic, whose clients come through the Majordomo broker,
+  // gated there) keeps the default, which drops the gate.
   virtual void SetRequestGate(absl::AnyInvocable<bool()> /*gate*/) {}
 };
 

@@ -1303,6 +1303,43 @@ TEST(HaConfigTest, ValidationSaysWhatIsMissing) {
                               "ha.heartbeat_interval (2s)")));
 }
 
+// Titanic in a pair (docs/titanic.md, "Titanic in a fail-over pair"):
+// each daemon runs its own Titanic on its own store, reached over the
+// Majordomo broker's internal endpoint, which the pair never gates; so the
+// combination needs no key and is refused only for what [titanic] always
+// needs, a Majordomo broker.
+TEST(HaConfigTest, TitanicInAPairNeedsNoKeyOfItsOwn) {
+  const std::string ha =
+      "[ha]\nrole = \"primary\"\nstate_endpoint = \"tcp://*:5570\"\n"
+      "peer_state_endpoint = \"tcp://10.0.0.2:5570\"\n";
+  absl::StatusOr<DaemonConfig> c = ParseConfigText(
+      absl::StrCat("[majordomo]\nendpoints = [\"tcp://*:5555\"]\n"
+                   "[titanic]\nstore_path = \"/var/lib/zb/titanic.db\"\n",
+                   ha),
+      "pair.toml");
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_TRUE(ValidateConfig(*c).ok()) << ValidateConfig(*c);
+  // --check-config prints both tables.
+  const std::string text = FormatConfig(*c);
+  EXPECT_THAT(text, HasSubstr("[titanic]\nstore_path = "
+                              "\"/var/lib/zb/titanic.db\"\n"));
+  EXPECT_THAT(text, HasSubstr("[ha]\nrole = \"primary\"\n"));
+
+  // Without a Majordomo broker, the error is [titanic]'s own, with the
+  // line of the key.
+  c = ParseConfigText(
+      absl::StrCat("[consensus]\nendpoints = [\"tcp://*:5556\"]\n"
+                   "[titanic]\nstore_path = \"t.db\"\n",
+                   ha),
+      "pair.toml");
+  ASSERT_TRUE(c.ok()) << c.status();
+  const absl::Status s = ValidateConfig(*c);
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(s.message()),
+              AllOf(HasSubstr("pair.toml:4:"), HasSubstr("titanic.store_path"),
+                    HasSubstr("majordomo.endpoints")));
+}
+
 TEST(HaConfigTest, UsageListsTheFlagsWithTheirDefaults) {
   const std::string usage = UsageText();
   EXPECT_THAT(usage, HasSubstr("--ha-role ROLE"));

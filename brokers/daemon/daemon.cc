@@ -159,7 +159,8 @@ struct BrokerPlan {
       create;
   Listening* listening;  // filled once every broker is bound
   // In-process endpoints bound before the others, for the daemon's own
-  // peers (Titanic); not in the broker's listening lists.
+  // peers (Titanic): BindInternal(), so never gated by the fail-over pair;
+  // not in the broker's listening lists.
   std::vector<std::string> internal_endpoints = {};
 };
 
@@ -167,7 +168,6 @@ struct BrokerPlan {
 struct RunningBroker {
   std::string name;  // BrokerRuntime::name(), known before it exists
   std::size_t plain_endpoints = 0;  // how many of its endpoints are plaintext
-  std::size_t internal_endpoints = 0;  // bound before those, not reported
   Listening* listening = nullptr;
   std::unique_ptr<ReactorThread> thread;
   BrokerMetrics* metrics = nullptr;
@@ -326,7 +326,6 @@ absl::Status Daemon::Impl::StartBroker(const BrokerPlan& plan) {
   auto rb = std::make_unique<RunningBroker>();
   rb->name = std::string(plan.name);
   rb->plain_endpoints = plan.endpoints->size();
-  rb->internal_endpoints = plan.internal_endpoints.size();
   rb->listening = plan.listening;
   rb->metrics = &metrics.AddBroker(rb->name, config.metrics_max_services);
   Reactor::Options reactor_options;
@@ -348,7 +347,7 @@ absl::Status Daemon::Impl::StartBroker(const BrokerPlan& plan) {
     r->runtime = *std::move(runtime);
     if (ha != nullptr) r->runtime->SetRequestGate(ha->Gate());
     for (const std::string& ep : plan.internal_endpoints) {
-      if (absl::Status st = r->runtime->Bind(ep, {}); !st.ok()) {
+      if (absl::Status st = r->runtime->BindInternal(ep); !st.ok()) {
         return absl::Status(st.code(), BindError(r->name, ep, st));
       }
     }
@@ -708,13 +707,11 @@ absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Create(
   impl->phase.store(Impl::Phase::kReady);
   std::unique_ptr<Daemon> daemon(new Daemon(std::move(impl)));
   Impl& d = *daemon->impl_;
-  // Each broker bound its internal endpoints first, then its plaintext
-  // ones, then its CURVE ones.
-  auto split = [](std::vector<std::string> all, std::size_t internal,
-                  std::size_t plain, std::vector<std::string>& plain_out,
+  // Each broker bound its plaintext endpoints first, then its CURVE ones
+  // (its internal ones are not among them).
+  auto split = [](std::vector<std::string> all, std::size_t plain,
+                  std::vector<std::string>& plain_out,
                   std::vector<std::string>& curve_out) {
-    all.erase(all.begin(), all.begin() + static_cast<std::ptrdiff_t>(
-                                             std::min(internal, all.size())));
     plain = std::min(plain, all.size());
     curve_out.assign(all.begin() + static_cast<std::ptrdiff_t>(plain),
                      all.end());
@@ -724,8 +721,7 @@ absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Create(
   for (const std::unique_ptr<RunningBroker>& rb : d.runtimes) {
     split(
         rb->thread->Invoke([&](Reactor&) { return rb->runtime->endpoints(); }),
-        rb->internal_endpoints, rb->plain_endpoints, rb->listening->plain,
-        rb->listening->curve);
+        rb->plain_endpoints, rb->listening->plain, rb->listening->curve);
   }
   for (const std::unique_ptr<RunningBroker>& rb : d.runtimes) {
     for (const std::string& ep : rb->listening->plain) {

@@ -14,7 +14,11 @@
 //   zb_ha_role_conflicts_total  counter  peer messages announcing our role
 //   zb_ha_malformed_total       counter  peer messages that did not parse
 // The requests a passive broker drops are each broker's own counter,
-// zb_events_total{event="requests_refused_passive"}.
+// zb_events_total{event="requests_refused_passive"}.  The gate is asked
+// only about clients from outside the process: the daemon's own Titanic
+// reaches the Majordomo broker on its internal endpoint, never gated, so
+// its traffic can never make a passive daemon take over
+// (zb_events_total{broker="majordomo",event="requests_internal"}).
 //
 //   absl::StatusOr<std::unique_ptr<zb::DaemonHa>> ha =
 //       zb::DaemonHa::Create(context, config.ha, *log, metrics);

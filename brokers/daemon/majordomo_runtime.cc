@@ -53,6 +53,10 @@ class MajordomoAdapter final : public BrokerAdapter<MajordomoBroker> {
                    std::unique_ptr<MajordomoBroker> broker)
       : BrokerAdapter(env, MajordomoRuntime::kName, std::move(broker)) {}
 
+  absl::Status BindInternal(const std::string& endpoint) override {
+    return broker_->BindInternal(endpoint);
+  }
+
   BrokerSnapshot Snapshot() const override {
     const MajordomoBroker::Stats s = broker_->stats();
     BrokerSnapshot out;
@@ -82,6 +86,7 @@ class MajordomoAdapter final : public BrokerAdapter<MajordomoBroker> {
         {"workers_disconnected", s.workers_disconnected},
         {"disconnects_sent", s.disconnects_sent},
         {"requests_refused_passive", s.requests_refused_passive},
+        {"requests_internal", s.requests_internal},
     };
     for (const auto& [name, svc] : s.services) {
       out.services.push_back({name, svc.workers, svc.queued});
