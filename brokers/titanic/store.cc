@@ -3,8 +3,11 @@
 #include "zbrokers/titanic/store.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <sqlite3.h>
+#include <sys/file.h>
 #include <sys/random.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cstring>
@@ -159,6 +162,34 @@ absl::StatusOr<std::unique_ptr<TitanicStore>> TitanicStore::Open(
   if (options.max_requests == 0) {
     return absl::InvalidArgumentError("titanic store: max_requests is 0");
   }
+  // One Titanic per file.  Two on one file would both dispatch its pending
+  // requests and each miss the other's new ones (the dispatcher reads the
+  // file only at start): the two daemons of a fail-over pair on one host
+  // with one store_path copied into both configs, or on a shared mount
+  // taken for replication.  flock() on a file of its own, not on the
+  // database: SQLite's POSIX locks on the database would be released by
+  // closing any other descriptor of it, and the lock goes with the process
+  // however it ends (kill -9 included).
+  const std::string lock_path = path + "-lock";
+  const int lock_fd =
+      open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  if (lock_fd < 0) {
+    return absl::InternalError(absl::StrCat(
+        "titanic store: cannot open ", lock_path, ": ", std::strerror(errno)));
+  }
+  if (flock(lock_fd, LOCK_EX | LOCK_NB) != 0) {
+    const int err = errno;
+    close(lock_fd);
+    if (err == EWOULDBLOCK) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "titanic store: ", path, " is in use by another Titanic (it holds ",
+          lock_path,
+          "): each Titanic needs a store_path of its own, the two daemons "
+          "of a fail-over pair too"));
+    }
+    return absl::InternalError(absl::StrCat(
+        "titanic store: cannot lock ", lock_path, ": ", std::strerror(err)));
+  }
   sqlite3* db = nullptr;
   const int rc = sqlite3_open_v2(
       path.c_str(), &db,
@@ -167,10 +198,11 @@ absl::StatusOr<std::unique_ptr<TitanicStore>> TitanicStore::Open(
   if (rc != SQLITE_OK) {
     std::string msg = db != nullptr ? sqlite3_errmsg(db) : sqlite3_errstr(rc);
     sqlite3_close(db);
+    close(lock_fd);
     return absl::InternalError(
         absl::StrCat("titanic store: cannot open ", path, ": ", msg));
   }
-  std::unique_ptr<TitanicStore> store(new TitanicStore(db, options));
+  std::unique_ptr<TitanicStore> store(new TitanicStore(db, lock_fd, options));
   // Another process holding a write lock (a checkpoint of a process that is
   // being killed) makes us wait a little rather than fail at once.
   sqlite3_busy_timeout(db, 2000);
@@ -210,8 +242,8 @@ absl::StatusOr<std::unique_ptr<TitanicStore>> TitanicStore::Open(
   return store;
 }
 
-TitanicStore::TitanicStore(sqlite3* db, Options options)
-    : db_(db), options_(options) {}
+TitanicStore::TitanicStore(sqlite3* db, int lock_fd, Options options)
+    : db_(db), lock_fd_(lock_fd), options_(options) {}
 
 TitanicStore::~TitanicStore() {
   for (sqlite3_stmt* s :
@@ -219,6 +251,7 @@ TitanicStore::~TitanicStore() {
     sqlite3_finalize(s);  // a no-op on nullptr
   }
   sqlite3_close(db_);
+  close(lock_fd_);  // after the database: another Titanic may open it now
 }
 
 absl::Status TitanicStore::Error(std::string_view what) const {

@@ -265,6 +265,44 @@ TEST_F(TitanicStoreTest, OpenFailsClearly) {
       << store.status();
 }
 
+// One Titanic per file (its flock on path-lock): a second store on the
+// file, in this process or in another (the other daemon of a fail-over
+// pair on the same host, given the same store_path), is refused while the
+// first is open.  Before, both opened it and both dispatched its pending
+// requests.  That the lock goes with a process killed -9 is
+// KillWriterAndReopen's reopen, below.
+TEST_F(TitanicStoreTest, ASecondStoreOnTheSameFileIsRefused) {
+  auto first = OpenOrDie();
+  ASSERT_NE(first, nullptr);
+  absl::StatusOr<std::unique_ptr<TitanicStore>> second =
+      TitanicStore::Open(path_);
+  ASSERT_FALSE(second.ok());
+  EXPECT_EQ(second.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_NE(
+      second.status().message().find(path_ + " is in use by another Titanic"),
+      std::string::npos)
+      << second.status();
+  const pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    auto other = TitanicStore::Open(path_);
+    _exit(!other.ok() &&
+                  other.status().code() == absl::StatusCode::kFailedPrecondition
+              ? 0
+              : 1);
+  }
+  int status = 0;
+  ASSERT_EQ(waitpid(child, &status, 0), child);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0)
+      << "another process opened the store too: " << status;
+  // The first goes on; once it is gone, the file opens again.
+  EXPECT_TRUE(first->Store("svc", MakeFrames({"1"})).ok());
+  first.reset();
+  auto again = OpenOrDie();
+  ASSERT_NE(again, nullptr);
+  EXPECT_EQ(again->counts().stored, 1u);
+}
+
 TEST_F(TitanicStoreTest, UsesWalAndKeepsItAcrossReopen) {
   std::string uuid;
   {

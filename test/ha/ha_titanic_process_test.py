@@ -11,7 +11,8 @@ timeout (lazy pirate), and remembers which daemon gave it each UUID.
 
 Scenario "internal": Titanic's own traffic never drives the pair.
   A backup whose store already holds pending requests runs passive beside
-  its primary; the primary is killed -9.  With only Titanic's own
+  its primary (a third daemon given the same store_path is refused at
+  start); the primary is killed -9.  With only Titanic's own
   dispatches arriving (retries while no worker is there, then the answers
   once one comes) the backup stays PASSIVE long after the peer expired,
   and its stored requests are answered through the passive broker; then a
@@ -296,6 +297,15 @@ def scenario_internal(args, workdir, ctx):
     ledger.accepted = {u: (1, b) for u, (_, b) in ledger.accepted.items()}
 
     start_both(primary, backup)
+    # A second daemon given the backup's store_path (the pair's two
+    # configs on one host, one copied from the other) does not start.
+    twin = zp.ZbBroker(args.broker, [
+        "--majordomo", "tcp://127.0.0.1:*", "--titanic-store-path",
+        backup.store], name="twin")
+    zp.check(twin.wait(20) == 1 and
+             "is in use by another Titanic" in twin.text(),
+             "a second Titanic opened the backup's store:\n" +
+             twin.describe())
     # Its Titanic dispatches the stored requests through the passive
     # broker; with no worker they wait there and are sent again.
     t_kill = time.monotonic()

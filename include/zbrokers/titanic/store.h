@@ -114,7 +114,12 @@ class TitanicStore {
 
   // Opens (creating when missing) the store at `path`, turns WAL on and
   // applies the fsync policy.  A file written by a process that died is
-  // opened as it was at its last committed transaction.
+  // opened as it was at its last committed transaction.  One store per
+  // file at a time: the store holds an exclusive flock() on `path`-lock
+  // (created beside it, never removed) until it is destroyed, and a
+  // second Open() of the same path, in this process or another, fails
+  // with FailedPrecondition ("... is in use by another Titanic ...").
+  // Other readers of the database (sqlite3, a backup) are not affected.
   static absl::StatusOr<std::unique_ptr<TitanicStore>> Open(
       const std::string& path, Options options = {});
   ~TitanicStore();
@@ -152,13 +157,14 @@ class TitanicStore {
   static bool ValidUuid(std::string_view uuid);
 
  private:
-  TitanicStore(sqlite3* db, Options options);
+  TitanicStore(sqlite3* db, int lock_fd, Options options);
   absl::Status Migrate();
   absl::Status Prepare();
   absl::Status LoadCounts();
   absl::Status Error(std::string_view what) const;
 
   sqlite3* db_;
+  const int lock_fd_;  // flock()ed on `path`-lock, closed after db_
   const Options options_;
   Counts counts_;
   // Prepared once; reset after each use.
