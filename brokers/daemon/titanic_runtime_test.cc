@@ -3,8 +3,9 @@
 // The daemon's [titanic] table: the keys and flags, their validation, and
 // zb::Daemon running Titanic in-process in front of its Majordomo broker
 // (hand-built MDP frames from a plain REQ socket as the client, an MdpWorker
-// echo worker), with Titanic's metrics on /metrics.  The kill -9 test of
-// the real zb-broker is titanic_daemon_test.py.
+// echo worker), with Titanic's metrics on /metrics, also in a daemon of a
+// fail-over pair.  The kill -9 tests of the real zb-broker are
+// titanic_process_test.py --in-daemon and test/ha/ha_titanic_process_test.py.
 
 #include <spdlog/sinks/ostream_sink.h>
 #include <stdlib.h>
@@ -203,8 +204,47 @@ class TitanicDaemonTest : public ::testing::Test {
     return Strings(r.begin() + 2, r.end());
   }
 
+  // An MdpWorker for "echo" at `endpoint`, on a reactor thread of its own.
+  void StartEcho(const std::string& endpoint) {
+    ASSERT_TRUE(worker_thread_
+                    .Invoke([&](Reactor& reactor) -> absl::Status {
+                      MdpWorker::Options o;
+                      o.heartbeat_interval = 100ms;
+                      absl::StatusOr<std::unique_ptr<MdpWorker>> w =
+                          MdpWorker::Create(
+                              reactor, ctx_, endpoint, "echo",
+                              [](Frames body, MdpWorker::Replier rep) {
+                                rep.Reply(std::move(body));
+                              },
+                              o);
+                      if (!w.ok()) return w.status();
+                      worker_ = *std::move(w);
+                      return absl::OkStatus();
+                    })
+                    .ok());
+  }
+  void StopEcho() {
+    worker_thread_.Invoke([&](Reactor&) { worker_.reset(); });
+  }
+
+  // /metrics once `series` has `value` (the page is refreshed once a
+  // second), or the last page after 10 s.
+  static std::string ScrapeUntil(int port, const std::string& series,
+                                 double value) {
+    std::string text;
+    const auto deadline = std::chrono::steady_clock::now() + 10s;
+    do {
+      text = test::HttpGet(port, "/metrics");
+      if (Sample(text, series) == value) break;
+      std::this_thread::sleep_for(100ms);
+    } while (std::chrono::steady_clock::now() < deadline);
+    return text;
+  }
+
   zmq::context_t ctx_;
   std::string dir_;
+  ReactorThread worker_thread_;
+  std::unique_ptr<MdpWorker> worker_;
 };
 
 TEST_F(TitanicDaemonTest, RunsTitanicInFrontOfMajordomoWithItsMetrics) {
@@ -225,24 +265,7 @@ TEST_F(TitanicDaemonTest, RunsTitanicInFrontOfMajordomoWithItsMetrics) {
   EXPECT_EQ(Call(ep, {"MDPC01", "titanic.reply", uuid}), (Strings{"300"}));
 
   // An echo worker comes: Titanic's dispatcher gets the request answered.
-  ReactorThread worker_thread;
-  std::unique_ptr<MdpWorker> worker;
-  ASSERT_TRUE(worker_thread
-                  .Invoke([&](Reactor& reactor) -> absl::Status {
-                    MdpWorker::Options o;
-                    o.heartbeat_interval = 100ms;
-                    absl::StatusOr<std::unique_ptr<MdpWorker>> w =
-                        MdpWorker::Create(
-                            reactor, ctx_, ep, "echo",
-                            [](Frames body, MdpWorker::Replier rep) {
-                              rep.Reply(std::move(body));
-                            },
-                            o);
-                    if (!w.ok()) return w.status();
-                    worker = *std::move(w);
-                    return absl::OkStatus();
-                  })
-                  .ok());
+  StartEcho(ep);
   const auto deadline = std::chrono::steady_clock::now() + 20s;
   do {
     r = Call(ep, {"MDPC01", "titanic.reply", uuid});
@@ -252,15 +275,8 @@ TEST_F(TitanicDaemonTest, RunsTitanicInFrontOfMajordomoWithItsMetrics) {
   EXPECT_EQ(r, (Strings{"200", "hello"}));
   EXPECT_EQ(Call(ep, {"MDPC01", "titanic.close", uuid}), (Strings{"200"}));
 
-  std::string text;
-  const auto scrape_deadline = std::chrono::steady_clock::now() + 10s;
-  do {
-    text = test::HttpGet(daemon.metrics_port(), "/metrics");
-    if (Sample(text, "zb_titanic_closed_total{broker=\"titanic\"}") == 1) {
-      break;
-    }
-    std::this_thread::sleep_for(100ms);
-  } while (std::chrono::steady_clock::now() < scrape_deadline);
+  const std::string text = ScrapeUntil(
+      daemon.metrics_port(), "zb_titanic_closed_total{broker=\"titanic\"}", 1);
   EXPECT_EQ(Sample(text, "zb_titanic_accepted_total{broker=\"titanic\"}"), 1);
   EXPECT_EQ(Sample(text, "zb_titanic_answered_total{broker=\"titanic\"}"), 1);
   EXPECT_EQ(Sample(text, "zb_titanic_closed_total{broker=\"titanic\"}"), 1);
@@ -271,7 +287,7 @@ TEST_F(TitanicDaemonTest, RunsTitanicInFrontOfMajordomoWithItsMetrics) {
   EXPECT_EQ(Sample(text, "zb_titanic_pending_requests{broker=\"titanic\"}"), 0);
   EXPECT_GE(Sample(text, "zb_requests_total{broker=\"titanic\"}"), 4);
 
-  worker_thread.Invoke([&](Reactor&) { worker.reset(); });
+  StopEcho();
   daemon.Shutdown();
   EXPECT_TRUE(daemon_test::WaitBounded(daemon, 15s).ok());
   EXPECT_THAT(log.text(), HasSubstr("titanic: totals:"));
@@ -294,15 +310,8 @@ TEST_F(TitanicDaemonTest, RefusedAndExpiredRequestsAreCounted) {
   r = Call(ep, {"MDPC01", "titanic.request", "nobody", "2"});
   ASSERT_EQ(r.size(), 1u);
   EXPECT_EQ(r[0].substr(0, 3), "500");
-  std::string text;
-  const auto deadline = std::chrono::steady_clock::now() + 10s;
-  do {
-    text = test::HttpGet(daemon.metrics_port(), "/metrics");
-    if (Sample(text, "zb_titanic_expired_total{broker=\"titanic\"}") == 1) {
-      break;
-    }
-    std::this_thread::sleep_for(100ms);
-  } while (std::chrono::steady_clock::now() < deadline);
+  const std::string text = ScrapeUntil(
+      daemon.metrics_port(), "zb_titanic_expired_total{broker=\"titanic\"}", 1);
   EXPECT_EQ(Sample(text, "zb_titanic_expired_total{broker=\"titanic\"}"), 1);
   EXPECT_EQ(Sample(text, "zb_titanic_refused_full_total{broker=\"titanic\"}"),
             1);
@@ -311,6 +320,63 @@ TEST_F(TitanicDaemonTest, RefusedAndExpiredRequestsAreCounted) {
       Sample(text,
              "zb_events_total{broker=\"titanic\",event=\"expired_pending\"}"),
       1);
+  daemon.Shutdown();
+  EXPECT_TRUE(daemon_test::WaitBounded(daemon, 15s).ok());
+}
+
+// In a fail-over pair (docs/titanic.md, "Titanic in a fail-over pair"):
+// a backup that has never heard its primary serves no client at all, but
+// its Titanic reaches the Majordomo broker on the internal endpoint, which
+// the pair never gates, so the requests its file holds are answered.
+// Before, Titanic was a client like any other: its dispatches were
+// dropped (answered stayed 0).
+TEST_F(TitanicDaemonTest, ABrokerThatServesNoClientStillServesItsTitanic) {
+  {
+    auto store = TitanicStore::Open(dir_ + "/titanic.db");
+    ASSERT_TRUE(store.ok()) << store.status();
+    for (int i = 0; i < 3; ++i) {
+      ASSERT_TRUE((*store)->Store("echo", MakeFrames({"stored"})).ok());
+    }
+  }
+  CapturedLog log;
+  DaemonConfig c = Config();
+  c.titanic.request_timeout = 500ms;
+  c.titanic.retry_delay = 50ms;
+  c.ha.role = HaRole::kBackup;
+  c.ha.state_endpoint = "tcp://127.0.0.1:*";
+  c.ha.peer_state_endpoint = "tcp://127.0.0.1:1";  // nobody: never heard
+  absl::StatusOr<std::unique_ptr<Daemon>> d = Daemon::Create(c, log.logger);
+  ASSERT_TRUE(d.ok()) << d.status();
+  Daemon& daemon = **d;
+  const std::string ep = daemon.majordomo_endpoints()[0];
+  StartEcho(ep);
+  std::string text =
+      ScrapeUntil(daemon.metrics_port(),
+                  "zb_titanic_answered_total{broker=\"titanic\"}", 3);
+  EXPECT_EQ(Sample(text, "zb_titanic_answered_total{broker=\"titanic\"}"), 3);
+  EXPECT_EQ(Sample(text, "zb_titanic_pending_requests{broker=\"titanic\"}"), 0);
+  EXPECT_GE(Sample(text,
+                   "zb_events_total{broker=\"majordomo\",event="
+                   "\"requests_internal\"}"),
+            3);
+  EXPECT_EQ(Sample(text, "zb_ha_state{state=\"backup\"}"), 1);
+  // A client from outside is dropped, as a backup does.
+  zmq::socket_t client(ctx_, zmq::socket_type::req);
+  client.set(zmq::sockopt::linger, 0);
+  client.set(zmq::sockopt::rcvtimeo, 300);
+  client.connect(ep);
+  test::SendAll(client, {"MDPC01", "mmi.service", "echo"});
+  EXPECT_TRUE(test::RecvAll(client).empty());
+  text = ScrapeUntil(daemon.metrics_port(),
+                     "zb_events_total{broker=\"majordomo\",event="
+                     "\"requests_refused_passive\"}",
+                     1);
+  EXPECT_EQ(Sample(text,
+                   "zb_events_total{broker=\"majordomo\",event="
+                   "\"requests_refused_passive\"}"),
+            1);
+  EXPECT_EQ(Sample(text, "zb_ha_state{state=\"backup\"}"), 1);
+  StopEcho();
   daemon.Shutdown();
   EXPECT_TRUE(daemon_test::WaitBounded(daemon, 15s).ok());
 }
