@@ -710,33 +710,35 @@ TEST_F(ReactorTest, PostedTaskRunsAlongsideAReadySocket) {
 
 // --- Yield before sleep (idle_yield.h has the rule itself) -----------------
 
-TEST_F(ReactorTest, YieldsBeforeASleepOnlyWhenItFollowsWork) {
-  SocketPair p(ctx_, "yield-after-work");
+TEST(ReactorYieldTest, YieldsBeforeASleepOnlyWhenItFollowsWork) {
+  zmq::context_t ctx;
+  Reactor reactor({.yield_before_sleep = true});
+  SocketPair p(ctx, "yield-after-work");
   int got = 0;
   absl::StatusOr<Reactor::SocketWatch> watch =
-      reactor_.Add(p.a, [&](std::span<zmq::message_t>) { ++got; });
+      reactor.Add(p.a, [&](std::span<zmq::message_t>) { ++got; });
   ASSERT_TRUE(watch.ok());
-  ASSERT_TRUE(reactor_.RunOnce(milliseconds(2)).ok());  // nothing, sleeps
-  EXPECT_EQ(reactor_.idle_yield_stats().yields, 0u);
+  ASSERT_TRUE(reactor.RunOnce(milliseconds(2)).ok());  // nothing, sleeps
+  EXPECT_EQ(reactor.idle_yield_stats().yields, 0u);
   Send(p.b, {"one"});
-  ASSERT_TRUE(RunUntil(reactor_, [&] { return got == 1; }));
+  ASSERT_TRUE(RunUntil(reactor, [&] { return got == 1; }));
   // The round after the work has nothing: it yields, looks again, sleeps.
-  const std::uint64_t before = reactor_.idle_yield_stats().yields;
-  ASSERT_TRUE(reactor_.RunOnce(milliseconds(2)).ok());
-  EXPECT_EQ(reactor_.idle_yield_stats().yields, before + 1);
+  const std::uint64_t before = reactor.idle_yield_stats().yields;
+  ASSERT_TRUE(reactor.RunOnce(milliseconds(2)).ok());
+  EXPECT_EQ(reactor.idle_yield_stats().yields, before + 1);
   // And the next one, after no work, sleeps at once.
-  ASSERT_TRUE(reactor_.RunOnce(milliseconds(2)).ok());
-  EXPECT_EQ(reactor_.idle_yield_stats().yields, before + 1);
+  ASSERT_TRUE(reactor.RunOnce(milliseconds(2)).ok());
+  EXPECT_EQ(reactor.idle_yield_stats().yields, before + 1);
   // A round that does not wait (max_wait 0) never yields.
   Send(p.b, {"two"});
-  ASSERT_TRUE(RunUntil(reactor_, [&] { return got == 2; }));
-  ASSERT_TRUE(reactor_.RunOnce(Clock::duration::zero()).ok());
-  EXPECT_EQ(reactor_.idle_yield_stats().yields, before + 1);
+  ASSERT_TRUE(RunUntil(reactor, [&] { return got == 2; }));
+  ASSERT_TRUE(reactor.RunOnce(Clock::duration::zero()).ok());
+  EXPECT_EQ(reactor.idle_yield_stats().yields, before + 1);
 }
 
-TEST(ReactorYieldTest, OffMeansNoYield) {
+TEST(ReactorYieldTest, OffByDefault) {
   zmq::context_t ctx;
-  Reactor reactor({.yield_before_sleep = false});
+  Reactor reactor;
   SocketPair p(ctx, "yield-off");
   int got = 0;
   absl::StatusOr<Reactor::SocketWatch> watch =
@@ -768,7 +770,7 @@ TEST(ReactorYieldTest, APeerOnTheSameCoreMakesTheYieldsProductive) {
   constexpr int kBurst = 16;
   constexpr int kRounds = 500;
   {
-    Reactor reactor;
+    Reactor reactor({.yield_before_sleep = true});
     SocketPair p(ctx, "yield-same-core");
     std::thread peer([&] {
       // The thread inherits the one-CPU affinity.

@@ -1355,7 +1355,8 @@ Daemon:
   --metrics-max-services N   per-service series per broker; the rest are
                              summed under service="_other" [%d]
   --yield-before-sleep BOOL  the brokers' reactors yield the CPU once before
-                             sleeping after work, while that finds batches
+                             sleeping after work, while that finds batches;
+                             for in-process peers on the broker's core
                              (docs/reactor.md); true|false [%s]
 
 Majordomo tuning:

@@ -19,7 +19,7 @@
 //   metrics = "127.0.0.1:5580"     # /metrics, /healthz, /readyz; "" = off
 //   grace = "5s"                   # drain period on SIGTERM/SIGINT
 //   metrics_max_services = 1000    # per-service series per broker
-//   yield_before_sleep = true      # brokers' reactors (docs/reactor.md)
+//   yield_before_sleep = false     # brokers' reactors (docs/reactor.md)
 //   curve_secret_key_file = "/etc/zb/broker.secret"  # CURVE server key
 //   curve_allowlist = "/etc/zb/clients"  # file or directory of *.pub
 //
@@ -248,7 +248,7 @@ struct DaemonConfig {
   std::chrono::milliseconds grace = std::chrono::seconds(5);
   // Reactor::Options::yield_before_sleep of every broker's reactor thread
   // (docs/reactor.md, "Yield before sleep").  Takes effect at start.
-  bool yield_before_sleep = true;
+  bool yield_before_sleep = false;
 
   // CURVE (docs/security.md); both are required when a broker has
   // curve_endpoints.  The file holding the brokers' secret key (one Z85

@@ -179,13 +179,13 @@ TEST(ConfigFileTest, EmptyFileKeepsDefaults) {
   EXPECT_FALSE(ValidateConfig(*c).ok());
 }
 
-TEST(ConfigFileTest, YieldBeforeSleepIsABooleanOnByDefault) {
+TEST(ConfigFileTest, YieldBeforeSleepIsABooleanOffByDefault) {
   absl::StatusOr<DaemonConfig> c = ParseConfigText("", "empty.toml");
   ASSERT_TRUE(c.ok()) << c.status();
-  EXPECT_TRUE(c->yield_before_sleep);
-  c = ParseConfigText("[daemon]\nyield_before_sleep = false\n", "t.toml");
-  ASSERT_TRUE(c.ok()) << c.status();
   EXPECT_FALSE(c->yield_before_sleep);
+  c = ParseConfigText("[daemon]\nyield_before_sleep = true\n", "t.toml");
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_TRUE(c->yield_before_sleep);
   // A string is not a boolean: strict types, as for every key.
   EXPECT_THAT(
       ParseConfigText("[daemon]\nyield_before_sleep = \"no\"\n", "t.toml")

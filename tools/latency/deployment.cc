@@ -327,7 +327,7 @@ int RunRole(const std::vector<std::string>& args) {
   const std::string role = kv["role"];
   const Impl impl = kv["impl"] == "raw" ? Impl::kRaw : Impl::kZbrokers;
   const Reactor::Options reactor =
-      ReactorOptions(kv["yield-before-sleep"] != "off");
+      ReactorOptions(kv["yield-before-sleep"] == "on");
   zmq::context_t context;
   if (int max_sockets = 0;
       absl::SimpleAtoi(kv["max-sockets"], &max_sockets) && max_sockets > 0) {

@@ -49,7 +49,7 @@ struct DeployConfig {
   std::chrono::milliseconds timeout{5000};
   // Reactor::Options::yield_before_sleep of every zbrokers reactor
   // (--yield-before-sleep).
-  bool yield_before_sleep = true;
+  bool yield_before_sleep = false;
   // ZMQ_MAX_SOCKETS of every context the deployment makes (libzmq's default
   // of 1023 is too few for a thousand workers); 0 keeps the default.
   int max_sockets = 0;

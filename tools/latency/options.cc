@@ -445,9 +445,9 @@ Usage: zb-latency [options]
                        docs/latency.md, "Noisy fits and --cpus")
   --yield-before-sleep on|off
                        whether zbrokers' reactors yield the CPU once before
-                       sleeping after work (default on, as in every zbrokers
-                       reactor; docs/reactor.md, "Yield before sleep").
-                       off measures without it
+                       sleeping after work (default off, as in every
+                       zbrokers reactor; docs/reactor.md, "Yield before
+                       sleep"), e.g. for inproc on one core
   --broker ENDPOINT    use a running zb-broker (tcp:// or ipc://) instead of
                        the embedded broker
   --csv FILE           write the steps as CSV

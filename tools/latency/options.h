@@ -89,10 +89,10 @@ struct Options {
   std::vector<int> cpus;
   std::string cpus_text;
   // --yield-before-sleep on|off: Reactor::Options::yield_before_sleep of
-  // every zbrokers reactor of the test (broker, workers, client); on by
-  // default, as in every zbrokers reactor.  off measures without it, e.g.
-  // to compare the two in one session.
-  bool yield_before_sleep = true;
+  // every zbrokers reactor of the test (broker, workers, client); off by
+  // default, as in every zbrokers reactor.  on measures with it, e.g. to
+  // compare the two in one session.
+  bool yield_before_sleep = false;
   bool help = false;
   // Deprecated spellings the arguments used, one sentence each (e.g.
   // "--timeout-ms is deprecated, use --timeout (docs/glossary.md)"), for

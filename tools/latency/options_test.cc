@@ -76,13 +76,13 @@ TEST(OptionsTest, ClientWait) {
 TEST(OptionsTest, YieldBeforeSleep) {
   absl::StatusOr<Options> o = Parse({});
   ASSERT_TRUE(o.ok()) << o.status();
-  EXPECT_TRUE(o->yield_before_sleep);  // every reactor's default
-  o = Parse({"--yield-before-sleep", "off"});
-  ASSERT_TRUE(o.ok()) << o.status();
-  EXPECT_FALSE(o->yield_before_sleep);
-  o = Parse({"--yield-before-sleep=on"});
+  EXPECT_FALSE(o->yield_before_sleep);  // every reactor's default
+  o = Parse({"--yield-before-sleep", "on"});
   ASSERT_TRUE(o.ok()) << o.status();
   EXPECT_TRUE(o->yield_before_sleep);
+  o = Parse({"--yield-before-sleep=off"});
+  ASSERT_TRUE(o.ok()) << o.status();
+  EXPECT_FALSE(o->yield_before_sleep);
   EXPECT_THAT(ErrorOf({"--yield-before-sleep", "no"}),
               testing::HasSubstr("--yield-before-sleep must be 'on' or 'off'"));
 }

@@ -286,10 +286,10 @@ int Run(const Options& o) {
           ? absl::StrFormat("cpus %s (not pinned)",
                             FormatCpuList(AllowedCpus()))
           : absl::StrFormat("cpus %s (pinned)", FormatCpuList(o.cpus));
-  // Said only when off: the default is every zbrokers reactor's default.
+  // Said only when on: the default is every zbrokers reactor's default.
   const std::string broker =
       systems[0].deployment->endpoint() +
-      (o.yield_before_sleep ? "" : ", yield before sleep off");
+      (o.yield_before_sleep ? ", yield before sleep on" : "");
   if (o.grow == Grow::kWorkers) {
     std::printf(
         "# zb-latency: 1 client, workers %d..%d (step %d), %lld round trips "

@@ -126,11 +126,12 @@ class Reactor {
     // Before going to sleep after doing some work, yield the CPU once to
     // other runnable threads and look at the sockets again, as long as
     // such yields keep finding batches of messages (zb::IdleYield,
-    // idle_yield.h, has the rule).  Saves most wake-ups when the threads
-    // that feed this reactor share its core; one system call per sleep
-    // otherwise.  Turn it off for a reactor that shares its core with
-    // unrelated CPU-bound work and must answer within microseconds.
-    bool yield_before_sleep = true;
+    // idle_yield.h, has the rule).  Off by default.  Turn it on for a
+    // reactor whose producers are threads of the same process on the same
+    // core (inproc), where it saves most wake-ups; over tcp/ipc, where
+    // libzmq's I/O thread sits between them, it costs more switches than
+    // it saves (docs/reactor.md, "Yield before sleep", has the numbers).
+    bool yield_before_sleep = false;
   };
 
   Reactor();
