@@ -290,30 +290,25 @@ int Run(const Options& o) {
   const std::string broker =
       systems[0].deployment->endpoint() +
       (o.yield_before_sleep ? ", yield before sleep on" : "");
+  // What both growth modes print after the sizes.
+  const std::string setup = absl::StrFormat(
+      "payload %d B, client wait %s, %s, %s, %s, broker %s", o.payload_bytes,
+      ClientWaitName(o.client_wait), TransportName(o.transport),
+      PlacementName(o.placement), cpus, broker);
   if (o.grow == Grow::kWorkers) {
     std::printf(
         "# zb-latency: 1 client, workers %d..%d (step %d), %lld round trips "
-        "per step (+%lld warm-up), payload %d B, client wait %s, %s, %s, "
-        "%s, broker %s\n",
+        "per step (+%lld warm-up), %s\n",
         sizes.front(), sizes.back(), o.step,
         static_cast<long long>(o.rounds_per_step),
-        static_cast<long long>(warmup), o.payload_bytes,
-        std::string(ClientWaitName(o.client_wait)).c_str(),
-        std::string(TransportName(o.transport)).c_str(),
-        std::string(PlacementName(o.placement)).c_str(), cpus.c_str(),
-        broker.c_str());
+        static_cast<long long>(warmup), setup.c_str());
   } else {
     std::printf(
         "# zb-latency: %d worker(s), clients %d..%d (step %d), %lld round "
-        "trips per step in all (+%lld warm-up per client), payload %d B, "
-        "client wait %s, %s, %s, %s, broker %s\n",
+        "trips per step in all (+%lld warm-up per client), %s\n",
         o.workers, sizes.front(), sizes.back(), o.step,
         static_cast<long long>(o.rounds_per_step),
-        static_cast<long long>(warmup), o.payload_bytes,
-        std::string(ClientWaitName(o.client_wait)).c_str(),
-        std::string(TransportName(o.transport)).c_str(),
-        std::string(PlacementName(o.placement)).c_str(), cpus.c_str(),
-        broker.c_str());
+        static_cast<long long>(warmup), setup.c_str());
   }
   PrintHeader();
   std::fflush(stdout);
