@@ -156,9 +156,12 @@ class MdpClient {
 
   // Requests resent after a timeout, and replies dropped because they named
   // another service (should not happen with a correct broker).
-  std::uint64_t resends() const { return resends_; }
-  std::uint64_t dropped_replies() const { return dropped_; }
-  // Times the client moved to another broker of its endpoint list.
+  // (kSpread: summed over the brokers.)
+  std::uint64_t resends() const;
+  std::uint64_t dropped_replies() const;
+  // kFailover: times the client moved on to the next broker of its
+  // endpoint list.  kSpread: times a broker came to look dead (requests
+  // then go to the others).  0 with one endpoint.
   std::uint64_t failovers() const { return failovers_; }
 
  private:
@@ -179,6 +182,13 @@ class MdpClient {
   std::uint64_t resends_ = 0;
   std::uint64_t dropped_ = 0;
   std::uint64_t failovers_ = 0;
+  // kSpread with more than one endpoint: one single-endpoint client per
+  // broker (this client then has no socket of its own), whether each looks
+  // dead (its last request timed out with nothing heard), and the next in
+  // the round.  Empty otherwise.
+  std::vector<std::unique_ptr<MdpClient>> spread_;
+  std::vector<bool> spread_dead_;
+  std::size_t spread_next_ = 0;
 };
 
 class MdpAsyncClient {
@@ -210,16 +220,20 @@ class MdpAsyncClient {
                        std::optional<std::chrono::milliseconds> timeout = {});
 
   // Requests without an outcome yet (on the wire or waiting in the client).
-  std::size_t outstanding() const { return pending_.size(); }
+  std::size_t outstanding() const;
   // Whether the broker behind the current connection answered "mmi.zb.tag"
-  // with "200" (requests are then tagged).
-  bool tagged() const { return tagged_; }
-  std::uint64_t reconnects() const { return reconnects_; }
-  // Times the client moved to another broker of its endpoint list.
-  std::uint64_t failovers() const { return failovers_; }
+  // with "200" (requests are then tagged).  kSpread: whether every broker's
+  // connection did.
+  bool tagged() const;
+  // New sockets after the first (kSpread: summed over the brokers).
+  std::uint64_t reconnects() const;
+  // kFailover: times the client moved on to the next broker of its
+  // endpoint list.  kSpread: times a broker came to look dead (requests
+  // then go to the others).  0 with one endpoint.
+  std::uint64_t failovers() const;
   // Replies that matched no outstanding request (late, or for a request
-  // already completed) or were malformed; dropped.
-  std::uint64_t stale_replies() const { return stale_; }
+  // already completed) or were malformed; dropped.  (kSpread: summed.)
+  std::uint64_t stale_replies() const;
 
  private:
   enum class State {
@@ -299,6 +313,16 @@ class MdpAsyncClient {
   std::uint64_t reconnects_ = 0;
   std::uint64_t stale_ = 0;
   std::uint64_t failovers_ = 0;
+  // Whether the broker looks dead: a request timed out on the current
+  // connection with nothing at all heard on it since the request was sent;
+  // anything heard clears it.  went_dead_ counts the times it was set.
+  bool looks_dead_ = false;
+  std::uint64_t went_dead_ = 0;
+  // kSpread with more than one endpoint: one single-endpoint client per
+  // broker (this client then has no socket of its own) and the next in the
+  // round.  Empty otherwise.
+  std::vector<std::unique_ptr<MdpAsyncClient>> spread_;
+  std::size_t spread_next_ = 0;
 };
 
 }  // namespace zb
