@@ -123,6 +123,24 @@ absl::Status MdpClient::Open() {
   return absl::OkStatus();
 }
 
+void MdpClient::StartProbe() {
+  socket_.reset();
+  if (!Open().ok()) return;  // opened before: does not fail
+  Send(mdp::kMmiTagService, MakeFrames({"alive?"})).IgnoreError();
+}
+
+bool MdpClient::ProbeAnswered() {
+  if (!socket_) return false;
+  Frames got;
+  bool any = false;
+  while (zmq::recv_multipart(*socket_, std::back_inserter(got),
+                             zmq::recv_flags::dontwait)) {
+    any = true;  // whatever it says: the broker is there
+    got.clear();
+  }
+  return any;
+}
+
 absl::Status MdpClient::Send(std::string_view service, const Frames& body) {
   Frames out;
   out.reserve(3 + body.size());
@@ -141,6 +159,11 @@ absl::StatusOr<Frames> MdpClient::Request(std::string_view service,
     // The next broker of the round that does not look dead (when all do,
     // simply the next); the request and its retries stay with it.
     const std::size_t n = spread_.size();
+    for (std::size_t k = 0; k < n; ++k) {
+      if (spread_dead_[k] && spread_[k]->ProbeAnswered()) {
+        spread_dead_[k] = false;  // back: it answered its probe
+      }
+    }
     std::size_t pick = spread_next_ % n;
     for (std::size_t i = 0; i < n; ++i) {
       const std::size_t k = (spread_next_ + i) % n;
@@ -151,14 +174,17 @@ absl::StatusOr<Frames> MdpClient::Request(std::string_view service,
     }
     spread_next_ = (pick + 1) % n;
     MdpClient& member = *spread_[pick];
+    // A dead broker's probe socket goes: its late answer must not meet this
+    // request.  The request itself tells whether the broker is back.
+    if (spread_dead_[pick]) member.socket_.reset();
     const std::uint64_t dropped_before = member.dropped_;
     absl::StatusOr<Frames> reply = member.Request(service, std::move(body));
     if (reply.ok() || member.dropped_ != dropped_before) {
       spread_dead_[pick] = false;  // it answered, or at least said something
-    } else if (absl::IsDeadlineExceeded(reply.status()) &&
-               !spread_dead_[pick]) {
+    } else if (absl::IsDeadlineExceeded(reply.status())) {
+      if (!spread_dead_[pick]) ++failovers_;
       spread_dead_[pick] = true;
-      ++failovers_;
+      member.StartProbe();
     }
     return reply;
   }

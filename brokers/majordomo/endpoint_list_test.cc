@@ -536,6 +536,31 @@ TEST_F(SpreadTest, SyncRequestsAlternateAndSkipADeadBroker) {
   EXPECT_EQ(Served(kB), 9u);
 }
 
+// A broker that looks dead is asked "mmi.zb.tag" on a new socket; when it
+// is back and answers, requests go to it again.
+TEST_F(SpreadTest, SyncBrokerThatComesBackIsUsedAgain) {
+  std::unique_ptr<MdpClient> client = test::Must(MdpClient::Create(
+      List(), SyncOptions(0, 1000ms, EndpointPolicy::kSpread), &ctx_));
+  const std::string a = endpoints_[kA];
+  StopBroker(kA);
+  EXPECT_EQ(Body(client->Request("echo", MakeFrames({"x"}))),
+            "DEADLINE_EXCEEDED");
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_EQ(Body(client->Request("echo", MakeFrames({"x"}))), "B");
+  }
+  StartBroker(kA, a);
+  ASSERT_TRUE(WaitFor([&] { return Workers(kA, "echo") == 1; }));
+  bool a_again = false;
+  for (int i = 0; i < 100 && !a_again; ++i) {
+    const std::string got = Body(client->Request("echo", MakeFrames({"x"})));
+    EXPECT_TRUE(got == "A" || got == "B") << got;
+    a_again = got == "A";
+    if (!a_again) std::this_thread::sleep_for(20ms);
+  }
+  EXPECT_TRUE(a_again);
+  EXPECT_EQ(client->failovers(), 1u);
+}
+
 // Every broker looks dead: plain round-robin, each request still ends once.
 TEST_F(EndpointListTest, SyncSpreadWithAllBrokersDeadStillRoundRobins) {
   std::unique_ptr<MdpClient> client = test::Must(MdpClient::Create(

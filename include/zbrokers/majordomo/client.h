@@ -172,6 +172,12 @@ class MdpClient {
   // and the next attempt opens another).
   absl::Status Open();
   absl::Status Send(std::string_view service, const Frames& body);
+  // kSpread members: a broker that looks dead gets a new socket and an
+  // "mmi.zb.tag" query (any MDP broker answers an mmi.* request, if only
+  // with "501"); ProbeAnswered() reads (and drops) whatever came back on
+  // that socket, without waiting, and says whether anything did.
+  void StartProbe();
+  bool ProbeAnswered();
 
   std::unique_ptr<zmq::context_t> own_context_;
   zmq::context_t* context_;
