@@ -58,13 +58,53 @@
 //     first copy then finds no request with its tag and is dropped.
 // Resent requests may run twice on workers (RFC 7 assumes idempotent
 // workers).
+//
+// Many brokers.  `endpoint` may name several brokers, comma-separated
+// ("tcp://a:5555,tcp://b:5555", parsed by zb::SplitEndpointList; Create()
+// fails with InvalidArgument for a list it refuses or an endpoint libzmq
+// refuses).  With one endpoint both clients are exactly the single-broker
+// clients above, whatever the policy.  Options::endpoint_policy says what
+// they do with more (docs/majordomo.md "Many brokers", docs/ha.md):
+//   - kFailover (default): one broker at a time, the first one first.
+//     Wherever the client closes its socket and opens a new one -- MdpClient
+//     after an attempt that timed out, MdpAsyncClient when it reopens (a
+//     timed-out plain request, or a tagged one with nothing heard since it
+//     was sent) -- the new socket connects to the NEXT endpoint of the list
+//     (cyclically; back to the first after the last) and failovers() counts
+//     one.  What is outstanding is resent there by the usual rules (the
+//     async client negotiates "mmi.zb.tag" again on the new connection);
+//     a request whose attempts are used up ends with DeadlineExceeded as
+//     before.  The client stays on the new broker until it too times out:
+//     there is no fail-back.  This is the client side of a fail-over pair
+//     (docs/ha.md) as well as of a list of interchangeable brokers.
+//   - kSpread: one connection per broker, each with its own socket (and,
+//     for the async client, its own "mmi.zb.tag" negotiation: one broker
+//     may speak request tags and another not) -- internally one
+//     single-endpoint client per broker.  Each request goes to the next
+//     broker in a round-robin that skips those that look dead; when all
+//     look dead, plain round-robin.  A request stays with the broker it was
+//     sent to: its retries and any reopen for it happen on that broker's
+//     connection, it is never sent to two brokers, and it ends exactly once
+//     with that broker's reply, DeadlineExceeded or Cancelled.
+//     A broker looks dead from the moment a request to it timed out with
+//     nothing heard on its connection since the request was sent, until
+//     anything is heard on it again: for the async client, the answer to
+//     the "mmi.zb.tag" query its reopen sent (so a broker that comes back
+//     is used again by itself; with request_tags = false nothing is asked,
+//     and a dead broker is used again only when all look dead); for
+//     MdpClient, which hears nothing between requests, the answer to an
+//     "mmi.zb.tag" query sent on a new socket when the broker came to look
+//     dead (checked, without waiting, at each Request(); a broker without
+//     MMI never answers it).  MdpClient::Request() goes to the next live
+//     broker each time.  failovers() counts the times a broker came to look
+//     dead; the other counters are summed over the brokers.
 
-// Errors: from Create(), InvalidArgument (an endpoint libzmq refuses, bad
-// CURVE keys) or the reactor's registration error; from a request,
-// InvalidArgument (empty service name), DeadlineExceeded (no reply after
-// all retries), Cancelled (the async client was destroyed with the request
-// outstanding), Internal (a ZeroMQ error).  MMI requests ("mmi.service")
-// are ordinary requests.
+// Errors: from Create(), InvalidArgument (a refused endpoint list, an
+// endpoint libzmq refuses, bad CURVE keys) or the reactor's registration error;
+// from a request, InvalidArgument (empty service name), DeadlineExceeded (no
+// reply after all retries), Cancelled (the async client was destroyed with the
+// request outstanding), Internal (a ZeroMQ error).  MMI requests
+// ("mmi.service") are ordinary requests.
 //
 // Threading.  MdpClient: one thread at a time.  MdpAsyncClient: create,
 // use and destroy on the reactor's thread; callbacks run there.
@@ -139,9 +179,11 @@ class MdpClient {
 
   // Opens the DEALER socket and connects it to `endpoint` (libzmq brings
   // the connection up in the background; a request made before it is up
-  // waits in the socket).  Uses `context` when given (it must outlive the
-  // client), otherwise a private one.  Fails with InvalidArgument for an
-  // endpoint libzmq refuses or CURVE keys it does not take.
+  // waits in the socket).  `endpoint` may be a comma-separated list ("Many
+  // brokers" above): kFailover connects to the first, kSpread to each.
+  // Uses `context` when given (it must outlive the client), otherwise a
+  // private one.  Fails with InvalidArgument for a list SplitEndpointList()
+  // refuses, an endpoint libzmq refuses or CURVE keys it does not take.
   static absl::StatusOr<std::unique_ptr<MdpClient>> Create(
       std::string endpoint, Options options = {},
       zmq::context_t* context = nullptr);
@@ -204,10 +246,12 @@ class MdpAsyncClient {
 
   // Opens the DEALER socket, connects it to `endpoint`, registers it with
   // `reactor` and sends the "mmi.zb.tag" query (unless
-  // Options::request_tags is false).  `reactor` and `context` must outlive
-  // the client.  Fails with InvalidArgument for an endpoint libzmq refuses
-  // or CURVE keys it does not take, or with the reactor's registration
-  // error.
+  // Options::request_tags is false).  `endpoint` may be a comma-separated
+  // list ("Many brokers" above): kFailover connects to the first, kSpread
+  // opens one such connection per broker.  `reactor` and `context` must
+  // outlive the client.  Fails with InvalidArgument for a list
+  // SplitEndpointList() refuses, an endpoint libzmq refuses or CURVE keys
+  // it does not take, or with the reactor's registration error.
   static absl::StatusOr<std::unique_ptr<MdpAsyncClient>> Create(
       Reactor& reactor, zmq::context_t& context, std::string endpoint,
       Options options = {});
