@@ -113,6 +113,16 @@ extern "C" int zb_consensus_client_new_curve(zb_reactor_t* r,
                                              const char* endpoint,
                                              const zb_curve_keys_t* curve,
                                              zb_consensus_client_t** out) {
+  zb_client_options_t options;
+  zb_client_options_init(&options);
+  options.curve = curve;
+  return zb_consensus_client_new_ex(r, endpoint, &options, out);
+}
+
+extern "C" int zb_consensus_client_new_ex(zb_reactor_t* r,
+                                          const char* endpoint,
+                                          const zb_client_options_t* c_options,
+                                          zb_consensus_client_t** out) {
   return Guard("zb_consensus_client_new", [&]() -> int {
     if (r == nullptr || endpoint == nullptr || out == nullptr) {
       return Fail(ZB_ERR_INVALID,
@@ -121,7 +131,8 @@ extern "C" int zb_consensus_client_new_curve(zb_reactor_t* r,
     }
     if (int rc = CheckOwner(r, "zb_consensus_client_new")) return rc;
     zb::ConsensusClient::Options options;
-    if (int rc = CurveFromC("zb_consensus_client_new", curve, options.curve)) {
+    if (int rc = ClientOptionsFromC("zb_consensus_client_new", c_options,
+                                    options.endpoint_policy, options.curve)) {
       return rc;
     }
     absl::StatusOr<std::unique_ptr<zb::ConsensusClient>> client =

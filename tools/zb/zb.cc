@@ -165,6 +165,7 @@ absl::StatusOr<Frames> MdpCall(const Options& o,
   mo.timeout = o.timeout;
   mo.retries = o.retries;
   mo.curve = keys;
+  mo.endpoint_policy = o.endpoint_policy;
   absl::StatusOr<std::unique_ptr<MdpClient>> client =
       MdpClient::Create(o.endpoint, mo, &ctx);
   if (!client.ok()) return client.status();
@@ -270,6 +271,7 @@ absl::StatusOr<std::unique_ptr<BlockingConsensusClient>> MakeCcpClient(
     zmq::context_t& ctx) {
   ConsensusClient::Options co;
   co.curve = keys;
+  co.endpoint_policy = o.endpoint_policy;
   return BlockingConsensusClient::Create(ctx, o.endpoint, co);
 }
 
