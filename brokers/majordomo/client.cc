@@ -11,6 +11,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/string_view.h"
 #include "brokers/common/dealer.h"
+#include "zbrokers/common/endpoint.h"
 #include "zbrokers/majordomo/codec.h"
 
 namespace zb {
@@ -39,15 +40,18 @@ void AppendRequestCopy(std::string_view service, const Frames& body,
 
 absl::StatusOr<std::unique_ptr<MdpClient>> MdpClient::Create(
     std::string endpoint, Options options, zmq::context_t* context) {
+  absl::StatusOr<std::vector<std::string>> endpoints =
+      SplitEndpointList(endpoint);
+  if (!endpoints.ok()) return endpoints.status();
   std::unique_ptr<MdpClient> client(
-      new MdpClient(std::move(endpoint), options, context));
+      new MdpClient(*std::move(endpoints), options, context));
   if (absl::Status s = client->Open(); !s.ok()) return s;
   return client;
 }
 
-MdpClient::MdpClient(std::string endpoint, Options options,
+MdpClient::MdpClient(std::vector<std::string> endpoints, Options options,
                      zmq::context_t* context)
-    : endpoint_(std::move(endpoint)), options_(options) {
+    : endpoints_(std::move(endpoints)), options_(options) {
   if (context == nullptr) {
     own_context_ = std::make_unique<zmq::context_t>(1);
     context = own_context_.get();
@@ -59,7 +63,7 @@ MdpClient::~MdpClient() { socket_.reset(); }
 
 absl::Status MdpClient::Open() {
   absl::StatusOr<zmq::socket_t> s = OpenDealer(
-      *context_, endpoint_,
+      *context_, endpoints_[current_],
       {.max_message_size = options_.max_message_size, .curve = options_.curve},
       "MdpClient");
   if (!s.ok()) return s.status();
@@ -121,8 +125,12 @@ absl::StatusOr<Frames> MdpClient::Request(std::string_view service,
       return result;
     }
     // No reply in time: a new socket, so a late reply cannot be mistaken for
-    // the answer to the next request.
+    // the answer to the next request; with a list, to the next broker.
     socket_.reset();
+    if (endpoints_.size() > 1) {
+      current_ = (current_ + 1) % endpoints_.size();
+      ++failovers_;
+    }
   }
   return absl::DeadlineExceededError(absl::StrFormat(
       "MdpClient: no reply from service \"%s\" after %d attempt(s) of %d ms",
@@ -159,17 +167,21 @@ std::uint64_t TagId(const zmq::message_t& tag) {
 absl::StatusOr<std::unique_ptr<MdpAsyncClient>> MdpAsyncClient::Create(
     Reactor& reactor, zmq::context_t& context, std::string endpoint,
     Options options) {
+  absl::StatusOr<std::vector<std::string>> endpoints =
+      SplitEndpointList(endpoint);
+  if (!endpoints.ok()) return endpoints.status();
   std::unique_ptr<MdpAsyncClient> client(
-      new MdpAsyncClient(reactor, context, std::move(endpoint), options));
+      new MdpAsyncClient(reactor, context, *std::move(endpoints), options));
   if (absl::Status s = client->Open(); !s.ok()) return s;
   return client;
 }
 
 MdpAsyncClient::MdpAsyncClient(Reactor& reactor, zmq::context_t& context,
-                               std::string endpoint, Options options)
+                               std::vector<std::string> endpoints,
+                               Options options)
     : reactor_(reactor),
       context_(context),
-      endpoint_(std::move(endpoint)),
+      endpoints_(std::move(endpoints)),
       options_(options) {}
 
 MdpAsyncClient::~MdpAsyncClient() {
@@ -198,7 +210,7 @@ MdpAsyncClient::~MdpAsyncClient() {
 absl::Status MdpAsyncClient::Open() {
   // Outstanding requests are bounded by the caller, not by the socket.
   absl::StatusOr<WatchedDealer> dealer = OpenWatchedDealer(
-      reactor_, context_, endpoint_,
+      reactor_, context_, endpoints_[current_],
       {.max_message_size = options_.max_message_size,
        .curve = options_.curve,
        .unlimited_hwm = true},
@@ -459,6 +471,10 @@ void MdpAsyncClient::Reset() {
   socket_watch_.Reset();
   socket_.close();
   lines_.clear();
+  if (endpoints_.size() > 1) {  // the next broker of the list
+    current_ = (current_ + 1) % endpoints_.size();
+    ++failovers_;
+  }
   absl::Status opened = Open();
   // Everything outstanding goes out again in the original order (through
   // the plain-RFC 7 path until the new connection says it speaks tags).

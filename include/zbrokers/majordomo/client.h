@@ -79,12 +79,14 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 #include <zmq.hpp>
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/functional/any_invocable.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "zbrokers/common/endpoint.h"
 #include "zbrokers/frames/frames.h"
 #include "zbrokers/reactor/reactor.h"
 #include "zbrokers/security/curve.h"
@@ -111,6 +113,9 @@ struct MdpClientOptions {
   // public key and this client's key pair.  Unset = plaintext.
   std::optional<CurveClientKeys> curve = std::nullopt;
   std::int64_t max_message_size = kMdpDefaultMaxMessageSize;  // see above
+  // What the client does with more than one broker in its endpoint list
+  // (docs/ha.md): kFailover (default) or kSpread.  zb::EndpointPolicy.
+  EndpointPolicy endpoint_policy = EndpointPolicy::kFailover;
 };
 
 struct MdpAsyncClientOptions {
@@ -123,6 +128,9 @@ struct MdpAsyncClientOptions {
   // public key and this client's key pair.  Unset = plaintext.
   std::optional<CurveClientKeys> curve = std::nullopt;
   std::int64_t max_message_size = kMdpDefaultMaxMessageSize;  // see above
+  // What the client does with more than one broker in its endpoint list
+  // (docs/ha.md): kFailover (default) or kSpread.  zb::EndpointPolicy.
+  EndpointPolicy endpoint_policy = EndpointPolicy::kFailover;
 };
 
 class MdpClient {
@@ -150,9 +158,12 @@ class MdpClient {
   // another service (should not happen with a correct broker).
   std::uint64_t resends() const { return resends_; }
   std::uint64_t dropped_replies() const { return dropped_; }
+  // Times the client moved to another broker of its endpoint list.
+  std::uint64_t failovers() const { return failovers_; }
 
  private:
-  MdpClient(std::string endpoint, Options options, zmq::context_t* context);
+  MdpClient(std::vector<std::string> endpoints, Options options,
+            zmq::context_t* context);
 
   // A new socket, connected (after a timeout, Request() drops the old one
   // and the next attempt opens another).
@@ -161,11 +172,13 @@ class MdpClient {
 
   std::unique_ptr<zmq::context_t> own_context_;
   zmq::context_t* context_;
-  const std::string endpoint_;
+  const std::vector<std::string> endpoints_;  // from SplitEndpointList()
+  std::size_t current_ = 0;  // the endpoint the next Open() connects to
   const Options options_;
   std::optional<zmq::socket_t> socket_;
   std::uint64_t resends_ = 0;
   std::uint64_t dropped_ = 0;
+  std::uint64_t failovers_ = 0;
 };
 
 class MdpAsyncClient {
@@ -202,6 +215,8 @@ class MdpAsyncClient {
   // with "200" (requests are then tagged).
   bool tagged() const { return tagged_; }
   std::uint64_t reconnects() const { return reconnects_; }
+  // Times the client moved to another broker of its endpoint list.
+  std::uint64_t failovers() const { return failovers_; }
   // Replies that matched no outstanding request (late, or for a request
   // already completed) or were malformed; dropped.
   std::uint64_t stale_replies() const { return stale_; }
@@ -241,7 +256,7 @@ class MdpAsyncClient {
   static constexpr std::uint64_t kOrphan = ~std::uint64_t{0} - 1;
 
   MdpAsyncClient(Reactor& reactor, zmq::context_t& context,
-                 std::string endpoint, Options options);
+                 std::vector<std::string> endpoints, Options options);
 
   // A new socket, connected and registered, with the tag query sent
   // (Create(), and every reconnect).
@@ -267,7 +282,8 @@ class MdpAsyncClient {
 
   Reactor& reactor_;
   zmq::context_t& context_;
-  const std::string endpoint_;
+  const std::vector<std::string> endpoints_;  // from SplitEndpointList()
+  std::size_t current_ = 0;  // the endpoint the next Open() connects to
   const Options options_;
   zmq::socket_t socket_;
   // The socket's registration; declared after it, so it goes first.
@@ -282,6 +298,7 @@ class MdpAsyncClient {
   std::uint64_t replies_ = 0;  // replies received on socket_
   std::uint64_t reconnects_ = 0;
   std::uint64_t stale_ = 0;
+  std::uint64_t failovers_ = 0;
 };
 
 }  // namespace zb
