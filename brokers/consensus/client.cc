@@ -20,17 +20,24 @@ constexpr std::size_t kMaxSpareResults = 16;
 absl::StatusOr<std::unique_ptr<ConsensusClient>> ConsensusClient::Create(
     Reactor& reactor, zmq::context_t& context, std::string endpoint,
     Options options) {
+  absl::StatusOr<std::vector<std::string>> endpoints =
+      SplitEndpointList(endpoint);
+  if (!endpoints.ok()) {
+    return absl::InvalidArgumentError(
+        "ConsensusClient: " + std::string(endpoints.status().message()));
+  }
   std::unique_ptr<ConsensusClient> client(
-      new ConsensusClient(reactor, context, std::move(endpoint), options));
+      new ConsensusClient(reactor, context, *std::move(endpoints), options));
   if (absl::Status s = client->OpenSocket(); !s.ok()) return s;
   return client;
 }
 
 ConsensusClient::ConsensusClient(Reactor& reactor, zmq::context_t& context,
-                                 std::string endpoint, Options options)
+                                 std::vector<std::string> endpoints,
+                                 Options options)
     : reactor_(reactor),
       context_(context),
-      endpoint_(std::move(endpoint)),
+      endpoints_(std::move(endpoints)),
       options_(options) {
   client_id_ = options_.client_id;
   while (client_id_ == 0) client_id_ = absl::Uniform<std::uint32_t>(random_);
@@ -46,7 +53,7 @@ absl::Status ConsensusClient::OpenSocket() {
   // Linger 0 (OpenDealer): what is still queued when the client closes or
   // reopens belongs to requests that have ended or will be resent.
   absl::StatusOr<WatchedDealer> dealer = OpenWatchedDealer(
-      reactor_, context_, endpoint_,
+      reactor_, context_, endpoints_[current_],
       {.max_message_size = options_.max_message_size, .curve = options_.curve},
       "ConsensusClient", [this](std::span<zmq::message_t> f) { OnMessage(f); });
   if (!dealer.ok()) return dealer.status();
@@ -72,6 +79,11 @@ void ConsensusClient::Reopen() {
   for (Slot& s : slots_) s.sequences.clear();
   RenewClientId();
   timeouts_in_a_row_ = 0;
+  if (endpoints_.size() > 1) {
+    // Fail over: the new socket goes to the next broker of the list.
+    current_ = (current_ + 1) % endpoints_.size();
+    ++stats_.failovers;
+  }
   socket_error_ = OpenSocket();
 }
 

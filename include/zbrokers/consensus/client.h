@@ -114,6 +114,7 @@
 #include "absl/random/random.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "zbrokers/common/endpoint.h"
 #include "zbrokers/consensus/codec.h"
 #include "zbrokers/frames/frames.h"
 #include "zbrokers/reactor/reactor.h"
@@ -147,6 +148,9 @@ struct ConsensusClientOptions {
   // CURVE encryption and authentication (docs/security.md): the broker's
   // public key and this client's key pair.  Unset = plaintext.
   std::optional<CurveClientKeys> curve = std::nullopt;
+  // What the client does with more than one broker in its endpoint list
+  // (docs/ha.md): kFailover (default) or kSpread.  zb::EndpointPolicy.
+  EndpointPolicy endpoint_policy = EndpointPolicy::kFailover;
 };
 
 // Options of one request (ConsensusClient::RequestOptions).
@@ -215,6 +219,7 @@ class ConsensusClient {
     std::uint64_t malformed = 0;           // unparseable broker messages
     std::uint64_t send_failures = 0;       // sends refused (high-water mark)
     std::uint64_t no_workers_resends = 0;  // resends after "zb:no-workers"
+    std::uint64_t failovers = 0;  // moves of the client to another broker
   };
 
   // Connects a DEALER socket to `endpoint` and registers it with
@@ -313,7 +318,7 @@ class ConsensusClient {
 
   // Does no I/O; Create() opens the first socket.
   ConsensusClient(Reactor& reactor, zmq::context_t& context,
-                  std::string endpoint, Options options);
+                  std::vector<std::string> endpoints, Options options);
 
   absl::Status OpenSocket();
   void CloseSocket();
@@ -365,7 +370,10 @@ class ConsensusClient {
 
   Reactor& reactor_;
   zmq::context_t& context_;
-  const std::string endpoint_;
+  // The brokers of the endpoint list, in its order; never empty.
+  const std::vector<std::string> endpoints_;
+  // kFailover: the broker the current socket connects to.
+  std::size_t current_ = 0;
   const Options options_;
   // Why the last OpenSocket() failed (only a reopen's can leave the client
   // without a socket); the reason of a ping refused for it.
