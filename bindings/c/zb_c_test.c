@@ -1580,8 +1580,7 @@ static void test_client_options(void) {
   CHECK(strstr(zb_last_error(), "failover") != NULL);
   CHECK(policy == 7); /* out-parameters are untouched on failure */
   CHECK(zb_endpoint_policy_parse(NULL, &policy) == ZB_ERR_INVALID);
-  CHECK(strcmp(zb_endpoint_policy_name(ZB_ENDPOINT_FAILOVER), "failover") ==
-        0);
+  CHECK(strcmp(zb_endpoint_policy_name(ZB_ENDPOINT_FAILOVER), "failover") == 0);
   CHECK(strcmp(zb_endpoint_policy_name(ZB_ENDPOINT_SPREAD), "spread") == 0);
   CHECK(zb_endpoint_policy_name(2) == NULL);
 
@@ -1616,8 +1615,7 @@ static void test_client_options(void) {
   CHECK_OK(zb_consensus_client_destroy(c));
   bigger.later_field = 1;
   c = NULL;
-  CHECK(zb_consensus_client_new_ex(r, ep, &bigger.known, &c) ==
-        ZB_ERR_INVALID);
+  CHECK(zb_consensus_client_new_ex(r, ep, &bigger.known, &c) == ZB_ERR_INVALID);
   CHECK(c == NULL);
   char dup[128];
   snprintf(dup, sizeof dup, "%s,%s", ep, ep);
@@ -1648,7 +1646,8 @@ static void test_client_failover(void) {
   dead_consensus_endpoint(r, dead, sizeof dead);
   zb_consensus_broker_t* cb;
   CHECK_OK(zb_consensus_broker_new(r, 0, &cb));
-  CHECK_OK(zb_consensus_broker_bind(cb, "tcp://127.0.0.1:*", live, sizeof live));
+  CHECK_OK(
+      zb_consensus_broker_bind(cb, "tcp://127.0.0.1:*", live, sizeof live));
   int served = 0;
   zb_consensus_worker_t* cw;
   CHECK_OK(zb_consensus_worker_new(r, live, "echo", 4, hb, 3, handle_count,

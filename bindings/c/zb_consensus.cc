@@ -119,8 +119,7 @@ extern "C" int zb_consensus_client_new_curve(zb_reactor_t* r,
   return zb_consensus_client_new_ex(r, endpoint, &options, out);
 }
 
-extern "C" int zb_consensus_client_new_ex(zb_reactor_t* r,
-                                          const char* endpoint,
+extern "C" int zb_consensus_client_new_ex(zb_reactor_t* r, const char* endpoint,
                                           const zb_client_options_t* c_options,
                                           zb_consensus_client_t** out) {
   return Guard("zb_consensus_client_new", [&]() -> int {
@@ -241,6 +240,19 @@ extern "C" int zb_consensus_client_open_requests(zb_consensus_client_t* c,
                   "zb_consensus_client_open_requests: count is NULL");
     }
     *count = c->client->open_requests();
+    return ZB_OK;
+  });
+}
+
+extern "C" int zb_consensus_client_failovers(zb_consensus_client_t* c,
+                                             uint64_t* count) {
+  return Guard("zb_consensus_client_failovers", [&]() -> int {
+    if (int rc = CheckClient(c, "zb_consensus_client_failovers")) return rc;
+    if (count == nullptr) {
+      return Fail(ZB_ERR_INVALID,
+                  "zb_consensus_client_failovers: count is NULL");
+    }
+    *count = c->client->stats().failovers;
     return ZB_OK;
   });
 }

@@ -49,7 +49,7 @@ std::string NormalizeEndpoint(std::string_view endpoint) {
   for (absl::string_view item : absl::StrSplit(Absl(endpoint), ',')) {
     const absl::string_view bare = absl::StripAsciiWhitespace(item);
     if (bare.empty() || bare.find("://") != absl::string_view::npos) {
-      items.emplace_back(item);  // an empty item stays, to be refused
+      items.emplace_back(bare);  // an empty item stays, to be refused
     } else {
       items.push_back(absl::StrFormat("tcp://%s", bare));
     }
@@ -117,9 +117,8 @@ absl::StatusOr<Options> Parse(std::span<const char* const> args) {
     } else if (flag == "--force") {
       st = boolean(o.force);
     } else if (flag == "--protocol" || flag == "--endpoint-policy" ||
-               flag == "--timeout" ||
-               flag == "--retries" || flag == "--heartbeat-interval" ||
-               flag == "--curve-server-key" ||
+               flag == "--timeout" || flag == "--retries" ||
+               flag == "--heartbeat-interval" || flag == "--curve-server-key" ||
                flag == "--curve-server-key-file" ||
                flag == "--curve-secret-key-file" || flag == "--out") {
       absl::StatusOr<std::string> v = take();
@@ -212,7 +211,8 @@ absl::StatusOr<Options> Parse(std::span<const char* const> args) {
     if (absl::StatusOr<std::vector<std::string>> list =
             SplitEndpointList(o.endpoint);
         !list.ok()) {
-      return UsageError(absl::StrFormat("ENDPOINT: %s", list.status().message()));
+      return UsageError(
+          absl::StrFormat("ENDPOINT: %s", list.status().message()));
     }
     if (positional.size() > 1) o.service = std::string(positional[1]);
     if (o.command != Command::kPing && o.service.empty()) {
@@ -245,7 +245,7 @@ absl::StatusOr<Options> Parse(std::span<const char* const> args) {
         "--endpoint-policy is for request, mmi and ping (zb worker registers "
         "with every broker of its list)");
   }
-    if (o.command == Command::kKeygen && o.curve()) {
+  if (o.command == Command::kKeygen && o.curve()) {
     return UsageError("zb keygen takes no --curve-* flags");
   }
   if (o.curve()) {
