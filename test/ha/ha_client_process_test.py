@@ -8,7 +8,8 @@ pyzmq.  This one gives the Python package's ConsensusClient and MdpClient
 active broker with kill -9 while they run:
 
   1. kill -9 the active primary: the backup must take over and serve the
-     clients; the time from the kill to the first reply a client got that
+     clients (each client stops at hold points until the test lets it
+     on, so that requests are in flight at each kill or sent after it); the time from the kill to the first reply a client got that
      the backup's worker session served is measured and printed;
   2. restart the primary: it comes back PASSIVE (no fail-back);
   3. kill -9 the backup while requests flow: the primary becomes ACTIVE
@@ -65,6 +66,11 @@ class RecordingWorker(ha.Worker):
             return list(self.served_by.get(body, ()))
 
 
+# Hold points, as fractions of the requests: released after kill 1, after
+# the old primary is back (before kill 2), after kill 2.
+HOLDS = (1 / 2, 2 / 3, 5 / 6)
+
+
 class Stream:
     """One client of the package with `window` requests in flight, `total`
     in all.  Runs on the Clients reactor thread."""
@@ -83,14 +89,23 @@ class Stream:
         self.foreign = 0      # a success that is not the request's own body
         self.reasons = {}
         self.outcomes = []    # (monotonic time, body, ok)
-        self.hold_at = (2 * total) // 3
-        self.release = threading.Event()
-        self.held = threading.Event()
+        # The stream stops sending at each hold point until the test
+        # releases it, so that requests are always sent after each kill
+        # however fast the rest ran: HOLDS[i] is released after step i.
+        self.holds = {int(total * f): threading.Event() for f in HOLDS}
+        self.held_at = None
+
+    def release(self, step):
+        self.holds[int(self.total * HOLDS[step])].set()
+
+    def held(self, step):
+        return self.held_at == int(self.total * HOLDS[step])
 
     def pump(self):
         while self.sent < self.total and len(self.in_flight) < self.window:
-            if self.sent == self.hold_at and not self.release.is_set():
-                self.held.set()
+            hold = self.holds.get(self.sent)
+            if hold is not None and not hold.is_set():
+                self.held_at = self.sent
                 return
             body = f"{self.protocol}-{self.sent}".encode()
             self.sent += 1
@@ -189,6 +204,22 @@ class Clients(threading.Thread):
                 pass
 
 
+def describe(clients, workers):
+    """Where each stream is, for a failure message."""
+    out = []
+    for s in clients.streams:
+        w = workers[s.protocol]
+        with w.lock:
+            by = [sum(1 for v in w.served_by.values() if i in v)
+                  for i in (0, 1)]
+        out.append(f"{s.protocol}: sent {s.sent} done {s.done} ok {s.ok} "
+                   f"failed {s.failed} timeouts {s.timeouts} in flight "
+                   f"{len(s.in_flight)} failovers "
+                   f"{clients.failovers.get(s.protocol)} served by "
+                   f"primary/backup {by} reasons {s.reasons}")
+    return "; ".join(out)
+
+
 def wait_done(clients, fraction, deadline, what):
     zp.wait_for(lambda: clients.error is not None or all(
         s.done >= s.total * fraction for s in clients.streams),
@@ -232,12 +263,19 @@ def scenario(args):
         failovers_before = dict(clients.failovers)
         t_kill = time.monotonic()
         primary.kill9()
+        for s in clients.streams:
+            s.release(0)
         zp.check(backup.state_line("passive", "active", timeout=20)
                  is not None, "the backup did not take over")
-        zp.wait_for(lambda: clients.error is not None or all(
+        served = lambda: all(  # noqa: E731
             s.first_success_from(workers[s.protocol], 1, t_kill) is not None
-            for s in clients.streams), 30,
-            "no reply from the backup after the kill")
+            for s in clients.streams)
+        limit = time.monotonic() + 30
+        while not served() and clients.error is None and \
+                time.monotonic() < limit:
+            time.sleep(0.01)
+        zp.check(served(), "no reply from the backup after the kill: "
+                 + describe(clients, workers))
         took = {}
         for s in clients.streams:
             t = s.first_success_from(workers[s.protocol], 1, t_kill)
@@ -251,9 +289,10 @@ def scenario(args):
                      f"{s.protocol}: the backup served only after "
                      f"{took[s.protocol]:.0f} ms (limit "
                      f"{args.max_failover_ms} ms)")
-            zp.check(clients.failovers.get(s.protocol, 0) >
-                     failovers_before.get(s.protocol, 0),
-                     f"{s.protocol}: the client's failovers did not move")
+            # (clients.failovers is refreshed every 10 ms.)
+            zp.wait_for(lambda: clients.failovers.get(s.protocol, 0) >
+                        failovers_before.get(s.protocol, 0), 2,
+                        f"{s.protocol}: the client's failovers did not move")
 
         # 2. the old primary returns: passive, no fail-back.
         primary.start()
@@ -270,19 +309,21 @@ def scenario(args):
         # 3. kill -9 the backup while requests flow: the primary serves
         # again, the clients' failover cycling back to it.
         for s in clients.streams:
-            zp.wait_for(lambda: s.held.is_set() or clients.error is not None,
+            zp.wait_for(lambda: s.held(1) or clients.error is not None,
                         max(1, deadline - time.monotonic()),
                         f"{s.protocol}: no progress before kill 2")
         zp.check(clients.error is None, f"client thread: {clients.error}")
         marks = [s.done for s in clients.streams]
         for s in clients.streams:
-            s.release.set()
-        zp.wait_for(lambda: all(s.done >= m + 5 for s, m in
+            s.release(1)
+        zp.wait_for(lambda: all(s.done >= m + 5 or s.held(2) for s, m in
                                 zip(clients.streams, marks)), 20,
                     "no requests flowing before kill 2")
         failovers_before = dict(clients.failovers)
         t_kill2 = time.monotonic()
         backup.kill9()
+        for s in clients.streams:
+            s.release(2)
         zp.check(primary.state_line("passive", "active", timeout=20)
                  is not None, "the primary did not take over again")
         zp.wait_for(lambda: clients.finished() or clients.error is not None,
@@ -308,16 +349,17 @@ def scenario(args):
                      f"{s.protocol}: {s.foreign} foreign replies")
             zp.check(s.ok == s.total,
                      f"{s.protocol}: {s.total - s.ok} requests not answered")
-            zp.check(clients.failovers.get(s.protocol, 0) >
-                     failovers_before.get(s.protocol, 0),
-                     f"{s.protocol}: the client's failovers did not move at "
-                     "kill 2")
+            zp.wait_for(lambda: clients.failovers.get(s.protocol, 0) >
+                        failovers_before.get(s.protocol, 0), 2,
+                        f"{s.protocol}: the client's failovers did not move "
+                        "at kill 2")
         samples, _ = zp.parse_metrics(primary.proc.metrics().decode())
         zp.check(zp.sample(samples, "zb_ha_failovers_total") == 1,
                  "the primary's zb_ha_failovers_total is not 1")
     finally:
         for s in clients.streams:
-            s.release.set()
+            for hold in s.holds.values():
+                hold.set()
         clients.stop()
         clients.join(10)
         stop.set()
