@@ -26,10 +26,90 @@ absl::StatusOr<std::unique_ptr<ConsensusClient>> ConsensusClient::Create(
     return absl::InvalidArgumentError(
         "ConsensusClient: " + std::string(endpoints.status().message()));
   }
+  const bool spread = options.endpoint_policy == EndpointPolicy::kSpread &&
+                      endpoints->size() > 1;
   std::unique_ptr<ConsensusClient> client(
-      new ConsensusClient(reactor, context, *std::move(endpoints), options));
-  if (absl::Status s = client->OpenSocket(); !s.ok()) return s;
+      new ConsensusClient(reactor, context, *endpoints, options));
+  if (!spread) {
+    if (absl::Status s = client->OpenSocket(); !s.ok()) return s;
+    return client;
+  }
+  // One single-broker client per broker; this one only dispatches.  On an
+  // error the children made so far go with `client`.
+  client->children_.reserve(endpoints->size());
+  for (std::size_t i = 0; i < endpoints->size(); ++i) {
+    Options child = options;
+    child.endpoint_policy = EndpointPolicy::kFailover;
+    if (i > 0) child.client_id = 0;  // a chosen id names the first one
+    absl::StatusOr<std::unique_ptr<ConsensusClient>> c =
+        Create(reactor, context, (*endpoints)[i], child);
+    if (!c.ok()) return c.status();
+    client->children_.push_back(*std::move(c));
+  }
   return client;
+}
+
+ConsensusClient& ConsensusClient::PickChild(
+    std::chrono::milliseconds probe_timeout) {
+  const std::size_t n = children_.size();
+  for (std::size_t k = 0; k < n; ++k) {
+    ConsensusClient& c = *children_[(next_child_ + k) % n];
+    if (!c.LooksDead()) {
+      next_child_ = (next_child_ + k + 1) % n;
+      return c;
+    }
+    // Passed over: ask whether it is back (an echo clears LooksDead()).
+    if (!c.probe_pending_ && c.socket_) {
+      c.probe_pending_ = true;
+      c.Ping(probe_timeout, [&c](absl::Status) { c.probe_pending_ = false; });
+    }
+  }
+  // Every broker looks dead: plain round-robin.
+  ConsensusClient& c = *children_[next_child_];
+  next_child_ = (next_child_ + 1) % n;
+  return c;
+}
+
+void ConsensusClient::AddStats(Stats& into, const Stats& from) {
+  into.requests += from.requests;
+  into.successes += from.successes;
+  into.failures += from.failures;
+  into.timeouts += from.timeouts;
+  into.attempt_timeouts += from.attempt_timeouts;
+  into.retries += from.retries;
+  into.reopens += from.reopens;
+  into.new_client_ids += from.new_client_ids;
+  into.rejected += from.rejected;
+  into.stale_replies += from.stale_replies;
+  into.malformed += from.malformed;
+  into.send_failures += from.send_failures;
+  into.no_workers_resends += from.no_workers_resends;
+  into.failovers += from.failovers;
+}
+
+const ConsensusClient::Stats& ConsensusClient::stats() const {
+  if (children_.empty()) return stats_;
+  spread_stats_ = stats_;
+  for (const auto& c : children_) AddStats(spread_stats_, c->stats_);
+  return spread_stats_;
+}
+
+std::uint32_t ConsensusClient::client_id() const {
+  return children_.empty() ? client_id_ : children_.front()->client_id_;
+}
+
+std::uint64_t ConsensusClient::next_sequence() const {
+  return children_.empty() ? next_sequence_ : children_.front()->next_sequence_;
+}
+
+std::size_t ConsensusClient::open_requests() const {
+  std::size_t open = open_;
+  for (const auto& c : children_) open += c->open_;
+  return open;
+}
+
+const std::string& ConsensusClient::endpoint() const {
+  return endpoints_[current_];
 }
 
 ConsensusClient::ConsensusClient(Reactor& reactor, zmq::context_t& context,
@@ -88,6 +168,7 @@ void ConsensusClient::Reopen() {
 }
 
 void ConsensusClient::DropSocketForTesting() {
+  for (const auto& c : children_) c->DropSocketForTesting();
   CloseSocket();
   attempts_.clear();
   for (Slot& s : slots_) s.sequences.clear();
@@ -123,6 +204,10 @@ std::string_view ConsensusClient::ImmediateFailure(
 void ConsensusClient::Request(std::string_view service,
                               std::span<zmq::message_t> payload,
                               const RequestOptions& options, Callback done) {
+  if (!children_.empty()) {
+    return PickChild(options.timeout)
+        .Request(service, payload, options, std::move(done));
+  }
   if (std::string_view reason = ImmediateFailure(service); !reason.empty()) {
     return PostFailure(std::move(done), reason);
   }
@@ -175,6 +260,10 @@ std::uint32_t ConsensusClient::StartRequest(std::string_view service,
 void ConsensusClient::Call(std::string_view service,
                            std::span<zmq::message_t> payload,
                            const RequestOptions& options, Callback done) {
+  if (!children_.empty()) {
+    return PickChild(options.timeout)
+        .Call(service, payload, options, std::move(done));
+  }
   if (std::string_view reason = ImmediateFailure(service); !reason.empty()) {
     Result r;
     r.outcome = Outcome::kFailure;
@@ -382,6 +471,7 @@ void ConsensusClient::DeliverImmediate() {
 void ConsensusClient::OnMessage(std::span<zmq::message_t> frames) {
   // Any message shows that the broker is there.
   timeouts_in_a_row_ = 0;
+  silent_timeouts_ = 0;
   absl::StatusOr<std::span<zmq::message_t>> body = ccp::DealerBody(frames);
   if (!body.ok()) {
     ++stats_.malformed;
@@ -480,6 +570,7 @@ void ConsensusClient::ArmTimer(Clock::time_point deadline) {
 
 void ConsensusClient::NoteTimeout(std::uint64_t socket_epoch) {
   ++stats_.attempt_timeouts;
+  ++silent_timeouts_;
   // An attempt lost with an older socket says nothing about this one.
   if (socket_epoch != socket_epoch_ || options_.reopen_after_timeouts <= 0) {
     return;
@@ -550,6 +641,11 @@ void ConsensusClient::OnTimer() {
 
 void ConsensusClient::Ping(std::chrono::milliseconds timeout,
                            PingCallback done) {
+  if (!children_.empty()) {
+    ConsensusClient& c = *children_[next_ping_];
+    next_ping_ = (next_ping_ + 1) % children_.size();
+    return c.Ping(timeout, std::move(done));
+  }
   if (closed_) {
     PostPingFailure(std::move(done),
                     absl::CancelledError("the client is closed"));
@@ -576,6 +672,8 @@ void ConsensusClient::Ping(std::chrono::milliseconds timeout,
 void ConsensusClient::Close() {
   if (closed_) return;
   closed_ = true;
+  // Each broker's connection ends its own requests and pings.
+  children_.clear();
   timer_.Reset();
   CloseSocket();
   for (std::uint32_t i = 0; i < slots_.size(); ++i) {

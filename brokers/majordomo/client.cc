@@ -33,6 +33,24 @@ void AppendRequestCopy(std::string_view service, const Frames& body,
   }
 }
 
+// With kFailover only the first endpoint of a list is connected at
+// Create(); the others are opened (and closed again) once, so that one that
+// libzmq refuses fails Create() rather than a later failover.
+absl::Status CheckOpens(zmq::context_t& context,
+                        const std::vector<std::string>& endpoints,
+                        const DealerOptions& options, std::string_view who) {
+  for (std::size_t i = 1; i < endpoints.size(); ++i) {
+    absl::StatusOr<zmq::socket_t> s =
+        OpenDealer(context, endpoints[i], options, who);
+    if (!s.ok()) return s.status();
+  }
+  return absl::OkStatus();
+}
+
+bool Spreads(const std::vector<std::string>& endpoints, EndpointPolicy p) {
+  return endpoints.size() > 1 && p == EndpointPolicy::kSpread;
+}
+
 }  // namespace
 
 // --- MdpClient
@@ -45,6 +63,25 @@ absl::StatusOr<std::unique_ptr<MdpClient>> MdpClient::Create(
   if (!endpoints.ok()) return endpoints.status();
   std::unique_ptr<MdpClient> client(
       new MdpClient(*std::move(endpoints), options, context));
+  if (Spreads(client->endpoints_, options.endpoint_policy)) {
+    Options one = options;
+    one.endpoint_policy = EndpointPolicy::kFailover;
+    for (const std::string& ep : client->endpoints_) {
+      absl::StatusOr<std::unique_ptr<MdpClient>> member =
+          Create(ep, one, client->context_);
+      if (!member.ok()) return member.status();
+      client->spread_.push_back(*std::move(member));
+    }
+    client->spread_dead_.assign(client->spread_.size(), false);
+    return client;
+  }
+  if (absl::Status s = CheckOpens(*client->context_, client->endpoints_,
+                                  {.max_message_size = options.max_message_size,
+                                   .curve = options.curve},
+                                  "MdpClient");
+      !s.ok()) {
+    return s;
+  }
   if (absl::Status s = client->Open(); !s.ok()) return s;
   return client;
 }
@@ -59,7 +96,22 @@ MdpClient::MdpClient(std::vector<std::string> endpoints, Options options,
   context_ = context;
 }
 
-MdpClient::~MdpClient() { socket_.reset(); }
+MdpClient::~MdpClient() {
+  spread_.clear();  // they may use own_context_
+  socket_.reset();
+}
+
+std::uint64_t MdpClient::resends() const {
+  std::uint64_t n = resends_;
+  for (const auto& m : spread_) n += m->resends();
+  return n;
+}
+
+std::uint64_t MdpClient::dropped_replies() const {
+  std::uint64_t n = dropped_;
+  for (const auto& m : spread_) n += m->dropped_replies();
+  return n;
+}
 
 absl::Status MdpClient::Open() {
   absl::StatusOr<zmq::socket_t> s = OpenDealer(
@@ -69,6 +121,24 @@ absl::Status MdpClient::Open() {
   if (!s.ok()) return s.status();
   socket_.emplace(*std::move(s));
   return absl::OkStatus();
+}
+
+void MdpClient::StartProbe() {
+  socket_.reset();
+  if (!Open().ok()) return;  // opened before: does not fail
+  Send(mdp::kMmiTagService, MakeFrames({"alive?"})).IgnoreError();
+}
+
+bool MdpClient::ProbeAnswered() {
+  if (!socket_) return false;
+  Frames got;
+  bool any = false;
+  while (zmq::recv_multipart(*socket_, std::back_inserter(got),
+                             zmq::recv_flags::dontwait)) {
+    any = true;  // whatever it says: the broker is there
+    got.clear();
+  }
+  return any;
 }
 
 absl::Status MdpClient::Send(std::string_view service, const Frames& body) {
@@ -84,6 +154,39 @@ absl::StatusOr<Frames> MdpClient::Request(std::string_view service,
                                           Frames body) {
   if (service.empty()) {
     return absl::InvalidArgumentError("MdpClient: empty service name");
+  }
+  if (!spread_.empty()) {
+    // The next broker of the round that does not look dead (when all do,
+    // simply the next); the request and its retries stay with it.
+    const std::size_t n = spread_.size();
+    for (std::size_t k = 0; k < n; ++k) {
+      if (spread_dead_[k] && spread_[k]->ProbeAnswered()) {
+        spread_dead_[k] = false;  // back: it answered its probe
+      }
+    }
+    std::size_t pick = spread_next_ % n;
+    for (std::size_t i = 0; i < n; ++i) {
+      const std::size_t k = (spread_next_ + i) % n;
+      if (!spread_dead_[k]) {
+        pick = k;
+        break;
+      }
+    }
+    spread_next_ = (pick + 1) % n;
+    MdpClient& member = *spread_[pick];
+    // A dead broker's probe socket goes: its late answer must not meet this
+    // request.  The request itself tells whether the broker is back.
+    if (spread_dead_[pick]) member.socket_.reset();
+    const std::uint64_t dropped_before = member.dropped_;
+    absl::StatusOr<Frames> reply = member.Request(service, std::move(body));
+    if (reply.ok() || member.dropped_ != dropped_before) {
+      spread_dead_[pick] = false;  // it answered, or at least said something
+    } else if (absl::IsDeadlineExceeded(reply.status())) {
+      if (!spread_dead_[pick]) ++failovers_;
+      spread_dead_[pick] = true;
+      member.StartProbe();
+    }
+    return reply;
   }
   if (body.empty()) body.emplace_back();
   const int attempts = 1 + std::max(0, options_.retries);
@@ -172,6 +275,24 @@ absl::StatusOr<std::unique_ptr<MdpAsyncClient>> MdpAsyncClient::Create(
   if (!endpoints.ok()) return endpoints.status();
   std::unique_ptr<MdpAsyncClient> client(
       new MdpAsyncClient(reactor, context, *std::move(endpoints), options));
+  if (Spreads(client->endpoints_, options.endpoint_policy)) {
+    Options one = options;
+    one.endpoint_policy = EndpointPolicy::kFailover;
+    for (const std::string& ep : client->endpoints_) {
+      absl::StatusOr<std::unique_ptr<MdpAsyncClient>> member =
+          Create(reactor, context, ep, one);
+      if (!member.ok()) return member.status();
+      client->spread_.push_back(*std::move(member));
+    }
+    return client;
+  }
+  if (absl::Status s = CheckOpens(context, client->endpoints_,
+                                  {.max_message_size = options.max_message_size,
+                                   .curve = options.curve},
+                                  "MdpAsyncClient");
+      !s.ok()) {
+    return s;
+  }
   if (absl::Status s = client->Open(); !s.ok()) return s;
   return client;
 }
@@ -185,6 +306,8 @@ MdpAsyncClient::MdpAsyncClient(Reactor& reactor, zmq::context_t& context,
       options_(options) {}
 
 MdpAsyncClient::~MdpAsyncClient() {
+  // kSpread: each broker's client cancels its own requests.
+  spread_.clear();
   if (socket_) {
     socket_watch_.Reset();
     socket_.close();
@@ -205,6 +328,36 @@ MdpAsyncClient::~MdpAsyncClient() {
       p.done(absl::CancelledError("MdpAsyncClient destroyed"));
     }
   }
+}
+
+std::size_t MdpAsyncClient::outstanding() const {
+  std::size_t n = pending_.size();
+  for (const auto& m : spread_) n += m->outstanding();
+  return n;
+}
+
+bool MdpAsyncClient::tagged() const {
+  if (spread_.empty()) return tagged_;
+  return std::all_of(spread_.begin(), spread_.end(),
+                     [](const auto& m) { return m->tagged(); });
+}
+
+std::uint64_t MdpAsyncClient::reconnects() const {
+  std::uint64_t n = reconnects_;
+  for (const auto& m : spread_) n += m->reconnects();
+  return n;
+}
+
+std::uint64_t MdpAsyncClient::failovers() const {
+  std::uint64_t n = failovers_;
+  for (const auto& m : spread_) n += m->went_dead_;
+  return n;
+}
+
+std::uint64_t MdpAsyncClient::stale_replies() const {
+  std::uint64_t n = stale_;
+  for (const auto& m : spread_) n += m->stale_replies();
+  return n;
 }
 
 absl::Status MdpAsyncClient::Open() {
@@ -240,6 +393,23 @@ absl::Status MdpAsyncClient::Request(
     std::optional<std::chrono::milliseconds> timeout) {
   if (service.empty()) {
     return absl::InvalidArgumentError("MdpAsyncClient: empty service name");
+  }
+  if (!spread_.empty()) {
+    // The next broker of the round that does not look dead (when all do,
+    // simply the next); the request, its retries and any reopen for it stay
+    // with that broker's connection.
+    const std::size_t n = spread_.size();
+    std::size_t pick = spread_next_ % n;
+    for (std::size_t i = 0; i < n; ++i) {
+      const std::size_t k = (spread_next_ + i) % n;
+      if (!spread_[k]->looks_dead_) {
+        pick = k;
+        break;
+      }
+    }
+    spread_next_ = (pick + 1) % n;
+    return spread_[pick]->Request(service, std::move(body), std::move(done),
+                                  timeout);
   }
   if (body.empty()) body.emplace_back();
   const std::uint64_t id = next_id_++;
@@ -311,6 +481,7 @@ void MdpAsyncClient::Pump(std::string_view service, ServiceLine& line) {
 
 void MdpAsyncClient::OnMessage(std::span<zmq::message_t> frames) {
   ++replies_;
+  looks_dead_ = false;  // something came back: the broker is there
   absl::StatusOr<mdp::Protocol> protocol = mdp::ClassifyMessage(frames);
   if (!protocol.ok() || *protocol == mdp::Protocol::kWorker) {
     ++stale_;
@@ -391,6 +562,13 @@ void MdpAsyncClient::OnTimeout(std::uint64_t id) {
   if (it == pending_.end()) return;
   Pending& p = it->second;
   p.timer.Release();  // fired: nothing left to cancel
+  // Sent, and nothing at all heard on the connection since: the broker
+  // looks dead (kSpread then sends new requests to the others).
+  if ((p.state == State::kPlain || p.state == State::kTagged) &&
+      replies_ == p.replies_at_send && !looks_dead_) {
+    looks_dead_ = true;
+    ++went_dead_;
+  }
   // A plain request on the wire must not leave a late reply behind on this
   // socket (it would complete the next request of its service), and a
   // tagged one that heard nothing since it was sent suggests the broker is

@@ -16,6 +16,12 @@
 //
 // Semantics are ConsensusClient's (see client.h): each Request()
 // returns exactly one outcome, after at most timeout x (retries + 1).
+// `endpoint` may be a comma-separated list of brokers, used as
+// Options::endpoint_policy says (client.h "Many brokers"):
+//
+//   zb::BlockingConsensusClient::Create(
+//       ctx, "tcp://a:5556,tcp://b:5556",
+//       {.endpoint_policy = zb::EndpointPolicy::kSpread});
 //
 // Threads.  Request() and Ping() may be called from any number of threads
 // at once (each call waits for its own outcome; the requests are in flight
@@ -44,7 +50,8 @@ namespace zb {
 class BlockingConsensusClient {
  public:
   // Starts the client's reactor thread and creates the ConsensusClient on
-  // it; fails with ConsensusClient::Create()'s error.
+  // it (`endpoint` and `options` passed as they are, endpoint lists and
+  // endpoint_policy included); fails with ConsensusClient::Create()'s error.
   static absl::StatusOr<std::unique_ptr<BlockingConsensusClient>> Create(
       zmq::context_t& context, std::string endpoint,
       ConsensusClient::Options options = {});
@@ -58,7 +65,8 @@ class BlockingConsensusClient {
       std::string_view service, Frames payload,
       const ConsensusClient::RequestOptions& options = {});
 
-  // True when the broker echoes a PING within `timeout`.
+  // True when the broker echoes a PING within `timeout` (with kSpread, the
+  // next broker of the list in turn).
   bool Ping(std::chrono::milliseconds timeout = std::chrono::seconds(5));
 
   // A snapshot of the client's counters.

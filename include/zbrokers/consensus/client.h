@@ -72,6 +72,39 @@
 // at once if it has retries left (that uses one), else it ends with that
 // failure.
 //
+// Many brokers.  The endpoint given to Create() may be a comma-separated
+// list ("tcp://a:5556,tcp://b:5556", zb::SplitEndpointList); with one
+// endpoint nothing below applies.  Options::endpoint_policy says what the
+// client does with several (docs/consensus.md "Many brokers"):
+//   - kFailover (the default): one broker at a time, the first one first.
+//     Where the reconnect rule above reopens the socket, the new socket
+//     connects to the NEXT broker of the list (after the last, the first
+//     again), and Stats::failovers counts the move.  Everything else is the
+//     reopen as above: a new client id, sequence numbers from 1, attempts in
+//     flight lost and resent at their deadline by the usual retry rules.
+//     With reopen_after_timeouts = 0 the client never leaves the first
+//     broker.
+//   - kSpread: one connection per broker, each with its own DEALER socket,
+//     client id, sequence numbers and reconnect rule (the broker requires
+//     consecutive numbers per client id, so one socket cannot serve many
+//     brokers).  Each request goes to the next broker in round-robin order
+//     that does not look dead, and stays there: its retries, its
+//     "zb:bad-sequence" and "zb:no-workers" resends and that connection's
+//     reopens all happen on that broker; it is never sent to two.  So a
+//     request is decided by the workers of the broker that took it.  A
+//     broker looks dead from an attempt or ping of its connection that timed
+//     out until anything is heard from it again (reopens do not clear it),
+//     and while its connection has no socket.  When every broker looks dead,
+//     requests go plain round-robin.  Each time a dead-looking broker is
+//     passed over, the client sends it a PING (one at a time, with the
+//     skipped request's timeout), so a broker that comes back is used again
+//     without the caller's help.  Ping() pings the brokers in list order,
+//     one per call, dead-looking ones included.  Call() waits on the socket
+//     of the broker it chose; requests open on other brokers progress when
+//     the reactor runs again.  stats() adds up the connections' counters
+//     (failovers stays 0); client_id() and next_sequence() are those of the
+//     first broker's connection.
+//
 // Performance.  On the request/reply path the client copies no payload
 // bytes (frames are moved into the socket and out of the reply; a request
 // with retries keeps its frames and sends zmq_msg_copy()s, which share
@@ -222,11 +255,13 @@ class ConsensusClient {
     std::uint64_t failovers = 0;  // moves of the client to another broker
   };
 
-  // Connects a DEALER socket to `endpoint` and registers it with
-  // `reactor`.  Never throws: a socket that cannot be set up (a malformed
-  // endpoint, CURVE keys libzmq refuses, a terminated context) is the
-  // returned error (InvalidArgument for the endpoint), and nothing is left
-  // registered.  Call it on the reactor's thread.
+  // Connects a DEALER socket to `endpoint` (with kSpread and a list, one
+  // to each broker of the list) and registers it with `reactor`.  Never
+  // throws: a socket that cannot be set up (a malformed endpoint, CURVE keys
+  // libzmq refuses, a terminated context) is the returned error
+  // (InvalidArgument for the endpoint, and for a list SplitEndpointList()
+  // refuses: an empty item, the same endpoint twice, ...), and nothing is
+  // left registered.  Call it on the reactor's thread.
   static absl::StatusOr<std::unique_ptr<ConsensusClient>> Create(
       Reactor& reactor, zmq::context_t& context, std::string endpoint,
       Options options = {});
@@ -263,23 +298,29 @@ class ConsensusClient {
 
   // Sends PING; `done` gets OK when the broker echoes it within `timeout`.
   // Echoes carry no id, so each echo completes the oldest pending ping.
+  // With kSpread, each call pings the next broker of the list in turn.
   void Ping(std::chrono::milliseconds timeout, PingCallback done);
   void Ping(PingCallback done) {
     Ping(std::chrono::seconds(5), std::move(done));
   }
 
-  const Stats& stats() const { return stats_; }
+  // With kSpread and several brokers, the sum over their connections.
+  const Stats& stats() const;
   // The client id of the current socket.
-  std::uint32_t client_id() const { return client_id_; }
+  std::uint32_t client_id() const;
   // The sequence number the next attempt will use.
-  std::uint64_t next_sequence() const { return next_sequence_; }
+  std::uint64_t next_sequence() const;
   // Requests that have not ended yet.
-  std::size_t open_requests() const { return open_; }
+  std::size_t open_requests() const;
+  // The broker the current socket connects to: with kFailover it moves
+  // along the list at each failover; with kSpread the first of the list.
+  const std::string& endpoint() const;
 
-  // Test-only: closes the socket and leaves the client without one, as a
-  // reopen that cannot set up its new socket does (requests then fail with
-  // kReasonNotConnected, pings with FailedPrecondition).  Reactor thread
-  // only; production code never calls it.
+  // Test-only: closes the socket (with kSpread every broker's) and leaves
+  // the client without one, as a reopen that cannot set up its new socket
+  // does (requests then fail with kReasonNotConnected, pings with
+  // FailedPrecondition).  Reactor thread only; production code never calls
+  // it.
   void DropSocketForTesting();
 
  private:
@@ -315,6 +356,15 @@ class ConsensusClient {
     std::uint64_t socket_epoch;
     PingCallback done;
   };
+
+  // Adds every counter of `from` to `into`.
+  static void AddStats(Stats& into, const Stats& from);
+  // kSpread: the connection (child) the next request goes to, advancing the
+  // round-robin; pings the dead-looking ones it passes over.
+  ConsensusClient& PickChild(std::chrono::milliseconds probe_timeout);
+  // kSpread child: an attempt or ping timed out and nothing was heard
+  // since, or there is no socket.
+  bool LooksDead() const { return silent_timeouts_ > 0 || !socket_; }
 
   // Does no I/O; Create() opens the first socket.
   ConsensusClient(Reactor& reactor, zmq::context_t& context,
@@ -387,6 +437,9 @@ class ConsensusClient {
   std::uint32_t client_id_ = 0;
   std::uint64_t next_sequence_ = 1;
   int timeouts_in_a_row_ = 0;
+  // Timeouts since anything was last heard; unlike timeouts_in_a_row_ it
+  // survives reopens (LooksDead()).
+  int silent_timeouts_ = 0;
   absl::BitGen random_;
 
   std::vector<Slot> slots_;
@@ -420,6 +473,17 @@ class ConsensusClient {
   Frames in_;      // frames received by Call(); reused
   std::vector<Frames> spare_;  // result vectors handed back by callbacks
   Stats stats_;
+
+  // kSpread with several brokers: one single-broker client (kFailover, one
+  // endpoint) per broker, in list order; this client then has no socket of
+  // its own and hands every call to one of them.
+  std::vector<std::unique_ptr<ConsensusClient>> children_;
+  std::size_t next_child_ = 0;  // round-robin position of requests
+  std::size_t next_ping_ = 0;   // round-robin position of Ping()
+  // A child's probe PING is pending (PickChild() sends one at a time).
+  bool probe_pending_ = false;
+  // stats() of a spread client: the children's sum, made when read.
+  mutable Stats spread_stats_;
 };
 
 }  // namespace zb

@@ -58,13 +58,53 @@
 //     first copy then finds no request with its tag and is dropped.
 // Resent requests may run twice on workers (RFC 7 assumes idempotent
 // workers).
+//
+// Many brokers.  `endpoint` may name several brokers, comma-separated
+// ("tcp://a:5555,tcp://b:5555", parsed by zb::SplitEndpointList; Create()
+// fails with InvalidArgument for a list it refuses or an endpoint libzmq
+// refuses).  With one endpoint both clients are exactly the single-broker
+// clients above, whatever the policy.  Options::endpoint_policy says what
+// they do with more (docs/majordomo.md "Many brokers", docs/ha.md):
+//   - kFailover (default): one broker at a time, the first one first.
+//     Wherever the client closes its socket and opens a new one -- MdpClient
+//     after an attempt that timed out, MdpAsyncClient when it reopens (a
+//     timed-out plain request, or a tagged one with nothing heard since it
+//     was sent) -- the new socket connects to the NEXT endpoint of the list
+//     (cyclically; back to the first after the last) and failovers() counts
+//     one.  What is outstanding is resent there by the usual rules (the
+//     async client negotiates "mmi.zb.tag" again on the new connection);
+//     a request whose attempts are used up ends with DeadlineExceeded as
+//     before.  The client stays on the new broker until it too times out:
+//     there is no fail-back.  This is the client side of a fail-over pair
+//     (docs/ha.md) as well as of a list of interchangeable brokers.
+//   - kSpread: one connection per broker, each with its own socket (and,
+//     for the async client, its own "mmi.zb.tag" negotiation: one broker
+//     may speak request tags and another not) -- internally one
+//     single-endpoint client per broker.  Each request goes to the next
+//     broker in a round-robin that skips those that look dead; when all
+//     look dead, plain round-robin.  A request stays with the broker it was
+//     sent to: its retries and any reopen for it happen on that broker's
+//     connection, it is never sent to two brokers, and it ends exactly once
+//     with that broker's reply, DeadlineExceeded or Cancelled.
+//     A broker looks dead from the moment a request to it timed out with
+//     nothing heard on its connection since the request was sent, until
+//     anything is heard on it again: for the async client, the answer to
+//     the "mmi.zb.tag" query its reopen sent (so a broker that comes back
+//     is used again by itself; with request_tags = false nothing is asked,
+//     and a dead broker is used again only when all look dead); for
+//     MdpClient, which hears nothing between requests, the answer to an
+//     "mmi.zb.tag" query sent on a new socket when the broker came to look
+//     dead (checked, without waiting, at each Request(); a broker without
+//     MMI never answers it).  MdpClient::Request() goes to the next live
+//     broker each time.  failovers() counts the times a broker came to look
+//     dead; the other counters are summed over the brokers.
 
-// Errors: from Create(), InvalidArgument (an endpoint libzmq refuses, bad
-// CURVE keys) or the reactor's registration error; from a request,
-// InvalidArgument (empty service name), DeadlineExceeded (no reply after
-// all retries), Cancelled (the async client was destroyed with the request
-// outstanding), Internal (a ZeroMQ error).  MMI requests ("mmi.service")
-// are ordinary requests.
+// Errors: from Create(), InvalidArgument (a refused endpoint list, an
+// endpoint libzmq refuses, bad CURVE keys) or the reactor's registration error;
+// from a request, InvalidArgument (empty service name), DeadlineExceeded (no
+// reply after all retries), Cancelled (the async client was destroyed with the
+// request outstanding), Internal (a ZeroMQ error).  MMI requests
+// ("mmi.service") are ordinary requests.
 //
 // Threading.  MdpClient: one thread at a time.  MdpAsyncClient: create,
 // use and destroy on the reactor's thread; callbacks run there.
@@ -139,9 +179,11 @@ class MdpClient {
 
   // Opens the DEALER socket and connects it to `endpoint` (libzmq brings
   // the connection up in the background; a request made before it is up
-  // waits in the socket).  Uses `context` when given (it must outlive the
-  // client), otherwise a private one.  Fails with InvalidArgument for an
-  // endpoint libzmq refuses or CURVE keys it does not take.
+  // waits in the socket).  `endpoint` may be a comma-separated list ("Many
+  // brokers" above): kFailover connects to the first, kSpread to each.
+  // Uses `context` when given (it must outlive the client), otherwise a
+  // private one.  Fails with InvalidArgument for a list SplitEndpointList()
+  // refuses, an endpoint libzmq refuses or CURVE keys it does not take.
   static absl::StatusOr<std::unique_ptr<MdpClient>> Create(
       std::string endpoint, Options options = {},
       zmq::context_t* context = nullptr);
@@ -156,9 +198,12 @@ class MdpClient {
 
   // Requests resent after a timeout, and replies dropped because they named
   // another service (should not happen with a correct broker).
-  std::uint64_t resends() const { return resends_; }
-  std::uint64_t dropped_replies() const { return dropped_; }
-  // Times the client moved to another broker of its endpoint list.
+  // (kSpread: summed over the brokers.)
+  std::uint64_t resends() const;
+  std::uint64_t dropped_replies() const;
+  // kFailover: times the client moved on to the next broker of its
+  // endpoint list.  kSpread: times a broker came to look dead (requests
+  // then go to the others).  0 with one endpoint.
   std::uint64_t failovers() const { return failovers_; }
 
  private:
@@ -169,6 +214,12 @@ class MdpClient {
   // and the next attempt opens another).
   absl::Status Open();
   absl::Status Send(std::string_view service, const Frames& body);
+  // kSpread members: a broker that looks dead gets a new socket and an
+  // "mmi.zb.tag" query (any MDP broker answers an mmi.* request, if only
+  // with "501"); ProbeAnswered() reads (and drops) whatever came back on
+  // that socket, without waiting, and says whether anything did.
+  void StartProbe();
+  bool ProbeAnswered();
 
   std::unique_ptr<zmq::context_t> own_context_;
   zmq::context_t* context_;
@@ -179,6 +230,13 @@ class MdpClient {
   std::uint64_t resends_ = 0;
   std::uint64_t dropped_ = 0;
   std::uint64_t failovers_ = 0;
+  // kSpread with more than one endpoint: one single-endpoint client per
+  // broker (this client then has no socket of its own), whether each looks
+  // dead (its last request timed out with nothing heard), and the next in
+  // the round.  Empty otherwise.
+  std::vector<std::unique_ptr<MdpClient>> spread_;
+  std::vector<bool> spread_dead_;
+  std::size_t spread_next_ = 0;
 };
 
 class MdpAsyncClient {
@@ -188,10 +246,12 @@ class MdpAsyncClient {
 
   // Opens the DEALER socket, connects it to `endpoint`, registers it with
   // `reactor` and sends the "mmi.zb.tag" query (unless
-  // Options::request_tags is false).  `reactor` and `context` must outlive
-  // the client.  Fails with InvalidArgument for an endpoint libzmq refuses
-  // or CURVE keys it does not take, or with the reactor's registration
-  // error.
+  // Options::request_tags is false).  `endpoint` may be a comma-separated
+  // list ("Many brokers" above): kFailover connects to the first, kSpread
+  // opens one such connection per broker.  `reactor` and `context` must
+  // outlive the client.  Fails with InvalidArgument for a list
+  // SplitEndpointList() refuses, an endpoint libzmq refuses or CURVE keys
+  // it does not take, or with the reactor's registration error.
   static absl::StatusOr<std::unique_ptr<MdpAsyncClient>> Create(
       Reactor& reactor, zmq::context_t& context, std::string endpoint,
       Options options = {});
@@ -210,16 +270,20 @@ class MdpAsyncClient {
                        std::optional<std::chrono::milliseconds> timeout = {});
 
   // Requests without an outcome yet (on the wire or waiting in the client).
-  std::size_t outstanding() const { return pending_.size(); }
+  std::size_t outstanding() const;
   // Whether the broker behind the current connection answered "mmi.zb.tag"
-  // with "200" (requests are then tagged).
-  bool tagged() const { return tagged_; }
-  std::uint64_t reconnects() const { return reconnects_; }
-  // Times the client moved to another broker of its endpoint list.
-  std::uint64_t failovers() const { return failovers_; }
+  // with "200" (requests are then tagged).  kSpread: whether every broker's
+  // connection did.
+  bool tagged() const;
+  // New sockets after the first (kSpread: summed over the brokers).
+  std::uint64_t reconnects() const;
+  // kFailover: times the client moved on to the next broker of its
+  // endpoint list.  kSpread: times a broker came to look dead (requests
+  // then go to the others).  0 with one endpoint.
+  std::uint64_t failovers() const;
   // Replies that matched no outstanding request (late, or for a request
-  // already completed) or were malformed; dropped.
-  std::uint64_t stale_replies() const { return stale_; }
+  // already completed) or were malformed; dropped.  (kSpread: summed.)
+  std::uint64_t stale_replies() const;
 
  private:
   enum class State {
@@ -299,6 +363,16 @@ class MdpAsyncClient {
   std::uint64_t reconnects_ = 0;
   std::uint64_t stale_ = 0;
   std::uint64_t failovers_ = 0;
+  // Whether the broker looks dead: a request timed out on the current
+  // connection with nothing at all heard on it since the request was sent;
+  // anything heard clears it.  went_dead_ counts the times it was set.
+  bool looks_dead_ = false;
+  std::uint64_t went_dead_ = 0;
+  // kSpread with more than one endpoint: one single-endpoint client per
+  // broker (this client then has no socket of its own) and the next in the
+  // round.  Empty otherwise.
+  std::vector<std::unique_ptr<MdpAsyncClient>> spread_;
+  std::size_t spread_next_ = 0;
 };
 
 }  // namespace zb
