@@ -569,8 +569,9 @@ int zb_consensus_client_ping(zb_consensus_client_t* client, int64_t timeout_us,
 int zb_consensus_client_open_requests(zb_consensus_client_t* client,
                                       size_t* count);
 
-/* How many times the client moved to another broker of its endpoint list
- * (0 with one endpoint; ZB_ENDPOINT_FAILOVER only). */
+/* ZB_ENDPOINT_FAILOVER: how many times the client moved to the next broker
+ * of its endpoint list.  0 with one endpoint, and with ZB_ENDPOINT_SPREAD
+ * (nothing moves; docs/consensus.md). */
 int zb_consensus_client_failovers(zb_consensus_client_t* client,
                                   uint64_t* count);
 
@@ -734,8 +735,9 @@ int zb_mdp_client_request(zb_mdp_client_t* client, const void* service,
 /* The number of requests without an outcome yet. */
 int zb_mdp_client_outstanding(zb_mdp_client_t* client, size_t* count);
 
-/* How many times the client moved to another broker of its endpoint list
- * (0 with one endpoint; ZB_ENDPOINT_FAILOVER only). */
+/* ZB_ENDPOINT_FAILOVER: how many times the client moved to the next broker
+ * of its endpoint list; ZB_ENDPOINT_SPREAD: how many times a broker came to
+ * look dead (docs/majordomo.md).  0 with one endpoint. */
 int zb_mdp_client_failovers(zb_mdp_client_t* client, uint64_t* count);
 
 typedef struct zb_mdp_worker_t zb_mdp_worker_t;

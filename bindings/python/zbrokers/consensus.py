@@ -177,8 +177,8 @@ class ConsensusClient(Child):
 
     @property
     def failovers(self) -> int:
-        """How many times the client moved to another broker of its
-        endpoint list (0 with one endpoint)."""
+        """"failover": how many times the client moved to the next broker
+        of its endpoint list (0 with one endpoint, and with "spread")."""
         count = ctypes.c_uint64(0)
         n.check(n.lib.zb_consensus_client_failovers(self._handle(),
                                                     ctypes.byref(count)))

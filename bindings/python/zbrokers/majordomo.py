@@ -146,8 +146,9 @@ class MdpClient(Child):
 
     @property
     def failovers(self) -> int:
-        """How many times the client moved to another broker of its
-        endpoint list (0 with one endpoint)."""
+        """"failover": how many times the client moved to the next broker
+        of its endpoint list; "spread": how many times a broker came to
+        look dead.  0 with one endpoint."""
         count = ctypes.c_uint64(0)
         n.check(n.lib.zb_mdp_client_failovers(self._handle(),
                                               ctypes.byref(count)))
