@@ -32,6 +32,17 @@ absl::StatusOr<std::unique_ptr<ConsensusClient>> ConsensusClient::Create(
       new ConsensusClient(reactor, context, *endpoints, options));
   if (!spread) {
     if (absl::Status s = client->OpenSocket(); !s.ok()) return s;
+    // kFailover opens the other brokers' sockets only when it fails over:
+    // have libzmq check their endpoints now, so that a bad list is refused
+    // here and not found out at the first failover.
+    for (std::size_t i = 1; i < endpoints->size(); ++i) {
+      absl::StatusOr<zmq::socket_t> check =
+          OpenDealer(context, (*endpoints)[i],
+                     {.max_message_size = options.max_message_size,
+                      .curve = options.curve},
+                     "ConsensusClient");
+      if (!check.ok()) return check.status();
+    }
     return client;
   }
   // One single-broker client per broker; this one only dispatches.  On an

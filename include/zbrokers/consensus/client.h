@@ -261,7 +261,9 @@ class ConsensusClient {
   // libzmq refuses, a terminated context) is the returned error
   // (InvalidArgument for the endpoint, and for a list SplitEndpointList()
   // refuses: an empty item, the same endpoint twice, ...), and nothing is
-  // left registered.  Call it on the reactor's thread.
+  // left registered.  libzmq checks every endpoint of a list here: with
+  // kFailover a socket is connected to each broker after the first and
+  // closed again at once.  Call it on the reactor's thread.
   static absl::StatusOr<std::unique_ptr<ConsensusClient>> Create(
       Reactor& reactor, zmq::context_t& context, std::string endpoint,
       Options options = {});
