@@ -1622,6 +1622,13 @@ static void test_client_options(void) {
   CHECK(zb_consensus_client_new_ex(r, dup, NULL, &c) == ZB_ERR_ZMQ);
   CHECK(strstr(zb_last_error(), "twice") != NULL);
   CHECK(zb_mdp_client_new(r, "tcp://127.0.0.1:5999,", 0, 0, &m) == ZB_ERR_ZMQ);
+  /* A later broker of a failover list that libzmq refuses fails here, not
+   * at the client's first failover. */
+  CHECK(zb_consensus_client_new(r, "tcp://127.0.0.1:5999,bogus://x", &c) ==
+        ZB_ERR_ZMQ);
+  CHECK(strstr(zb_last_error(), "bogus://x") != NULL);
+  CHECK(zb_mdp_client_new(r, "tcp://127.0.0.1:5999,bogus://x", 0, 0, &m) ==
+        ZB_ERR_ZMQ);
   CHECK(c == NULL && m == NULL);
   /* NULL options are the defaults. */
   CHECK_OK(zb_mdp_client_new_ex(r, ep, 0, 0, NULL, &m));
