@@ -401,6 +401,55 @@ int zb_curve_keypair(char* public_key, char* secret_key);
 /* Writes the public key of `secret_key` into public_key[41]. */
 int zb_curve_public(const char* secret_key, char* public_key);
 
+/* ---- Client options: broker lists and the endpoint policy ---------------
+ *
+ * The `endpoint` of every client constructor is one broker or a
+ * comma-separated list of brokers ("tcp://a:5555,tcp://b:5555"; at most 64,
+ * in the order given, no duplicate, no empty item, spaces around an item
+ * ignored; a bad list fails with ZB_ERR_ZMQ naming what is wrong, like a bad
+ * endpoint).  What a client does with more than one broker is its endpoint
+ * policy (docs/ha.md):
+ *
+ *   ZB_ENDPOINT_FAILOVER  one broker at a time, the first one first.  When
+ *       the client's own timeout/retry/reopen logic gives up on the current
+ *       broker, it reopens to the next one of the list (cyclically), counts
+ *       a failover (zb_consensus_client_failovers, zb_mdp_client_failovers)
+ *       and re-sends what is outstanding by its usual rules.  The default,
+ *       and what a fail-over pair of zb-brokers ([ha]) needs.
+ *   ZB_ENDPOINT_SPREAD    requests round-robin across every broker of the
+ *       list that is connected, a dead one skipped: for many independent
+ *       brokers that share the load, never for a fail-over pair (the
+ *       passive broker drops what it is sent).
+ *
+ * With a single endpoint both policies behave the same.  The values are
+ * zb::EndpointPolicy's; "failover" and "spread" are their names in
+ * config files, flags and Python. */
+enum { ZB_ENDPOINT_FAILOVER = 0, ZB_ENDPOINT_SPREAD = 1 };
+
+/* The options of zb_consensus_client_new_ex() and zb_mdp_client_new_ex().
+ * Fill it with zb_client_options_init() first, then set what you need:
+ * `size` lets a later library add fields without breaking callers built
+ * against this header (a caller's bytes past the fields this library knows
+ * must be 0, else ZB_ERR_INVALID; a size smaller than this version's is
+ * ZB_ERR_INVALID too). */
+typedef struct zb_client_options_t {
+  size_t size;                  /* sizeof(zb_client_options_t) */
+  int endpoint_policy;          /* ZB_ENDPOINT_* [ZB_ENDPOINT_FAILOVER] */
+  const zb_curve_keys_t* curve; /* CURVE keys; NULL: plaintext [NULL] */
+} zb_client_options_t;
+
+/* Sets `size` and every field to its default.  Any thread. */
+int zb_client_options_init(zb_client_options_t* options);
+
+/* The ZB_ENDPOINT_* value named `name` ("failover" or "spread", exactly)
+ * into *policy; ZB_ERR_INVALID, with a message naming the word and the
+ * two accepted, for anything else.  Any thread. */
+int zb_endpoint_policy_parse(const char* name, int* policy);
+
+/* "failover" or "spread" (static storage); NULL for an unknown value.  Any
+ * thread. */
+const char* zb_endpoint_policy_name(int policy);
+
 /* ---- Consensus (CCp100) clients, workers and brokers ---------------------
  *
  * docs/consensus.md and docs/protocols/ccp.md describe the protocol: a
@@ -448,8 +497,10 @@ typedef void (*zb_consensus_reply_fn)(void* user, int result, int failed_by,
                                       size_t count, const void* const* data,
                                       const size_t* sizes);
 
-/* Creates a client connected to a consensus broker at `endpoint`.  A bad
- * endpoint fails here (ZB_ERR_ZMQ).  The reactor owns the client. */
+/* Creates a client connected to a consensus broker at `endpoint` (one, or
+ * a comma-separated list used with the default ZB_ENDPOINT_FAILOVER; see
+ * "Client options").  A bad endpoint fails here (ZB_ERR_ZMQ).  The reactor
+ * owns the client. */
 int zb_consensus_client_new(zb_reactor_t* reactor, const char* endpoint,
                             zb_consensus_client_t** out);
 /* The same with CURVE keys (NULL: plaintext).  Bad keys fail here
@@ -457,6 +508,12 @@ int zb_consensus_client_new(zb_reactor_t* reactor, const char* endpoint,
 int zb_consensus_client_new_curve(zb_reactor_t* reactor, const char* endpoint,
                                   const zb_curve_keys_t* curve,
                                   zb_consensus_client_t** out);
+/* The same with options (NULL: the defaults): the endpoint policy for a
+ * list of brokers and CURVE keys (see "Client options" above).  An unknown
+ * policy, a bad `size` or bad keys fail here (ZB_ERR_INVALID). */
+int zb_consensus_client_new_ex(zb_reactor_t* reactor, const char* endpoint,
+                               const zb_client_options_t* options,
+                               zb_consensus_client_t** out);
 
 /* Destroys the client.  Requests still open end at once with
  * ZB_RESULT_FAILURE / ZB_FAILED_BY_CLIENT / "zb:client-closed", and failures
@@ -511,6 +568,12 @@ int zb_consensus_client_ping(zb_consensus_client_t* client, int64_t timeout_us,
 /* The number of requests that have not ended yet. */
 int zb_consensus_client_open_requests(zb_consensus_client_t* client,
                                       size_t* count);
+
+/* ZB_ENDPOINT_FAILOVER: how many times the client moved to the next broker
+ * of its endpoint list.  0 with one endpoint, and with ZB_ENDPOINT_SPREAD
+ * (nothing moves; docs/consensus.md). */
+int zb_consensus_client_failovers(zb_consensus_client_t* client,
+                                  uint64_t* count);
 
 typedef struct zb_consensus_worker_t zb_consensus_worker_t;
 
@@ -629,7 +692,8 @@ typedef void (*zb_mdp_reply_fn)(void* user, int code, const char* message,
                                 size_t count, const void* const* data,
                                 const size_t* sizes);
 
-/* Creates an asynchronous MDP client connected to `endpoint`, with the
+/* Creates an asynchronous MDP client connected to `endpoint` (one, or a
+ * comma-separated list used with ZB_ENDPOINT_FAILOVER), with the
  * default per-request timeout `timeout_us` (<= 0: 2.5 s) and number of
  * resends after a timeout `retries` (< 0: 0).  A timeout makes the client
  * reopen its socket and resend what is outstanding (see
@@ -641,6 +705,12 @@ int zb_mdp_client_new_curve(zb_reactor_t* reactor, const char* endpoint,
                             int64_t timeout_us, int retries,
                             const zb_curve_keys_t* curve,
                             zb_mdp_client_t** out);
+/* The same with options (NULL: the defaults): the endpoint policy for a
+ * list of brokers and CURVE keys (see "Client options" above). */
+int zb_mdp_client_new_ex(zb_reactor_t* reactor, const char* endpoint,
+                         int64_t timeout_us, int retries,
+                         const zb_client_options_t* options,
+                         zb_mdp_client_t** out);
 
 /* Destroys the client; outstanding requests end with ZB_ERR_CANCELLED
  * (their callbacks run inside this call).  From inside one of its own
@@ -664,6 +734,11 @@ int zb_mdp_client_request(zb_mdp_client_t* client, const void* service,
 
 /* The number of requests without an outcome yet. */
 int zb_mdp_client_outstanding(zb_mdp_client_t* client, size_t* count);
+
+/* ZB_ENDPOINT_FAILOVER: how many times the client moved to the next broker
+ * of its endpoint list; ZB_ENDPOINT_SPREAD: how many times a broker came to
+ * look dead (docs/majordomo.md).  0 with one endpoint. */
+int zb_mdp_client_failovers(zb_mdp_client_t* client, uint64_t* count);
 
 typedef struct zb_mdp_worker_t zb_mdp_worker_t;
 

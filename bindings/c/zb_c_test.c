@@ -1534,6 +1534,248 @@ static void test_worker_many_brokers(void) {
   CHECK_OK(zb_reactor_destroy(r)); /* and the brokers with it */
 }
 
+/* ---- Client endpoint lists and the endpoint policy -------------------------
+ */
+
+/* Consensus worker that counts what it served (user: int*) and echoes. */
+static void handle_count(void* user, zb_responder_t* responder, size_t count,
+                         const void* const* data, const size_t* sizes) {
+  (*(int*)user)++;
+  CHECK_OK(zb_responder_succeed(responder, count, data, sizes));
+}
+
+/* MDP worker that counts what it served (user: int*) and echoes. */
+static void mdp_count(void* user, zb_mdp_replier_t* replier, size_t count,
+                      const void* const* data, const size_t* sizes) {
+  (*(int*)user)++;
+  CHECK_OK(zb_mdp_reply(replier, count, data, sizes));
+}
+
+/* An endpoint where nobody listens: a port the system handed out to a
+ * broker that is gone again. */
+static void dead_consensus_endpoint(zb_reactor_t* r, char* out, size_t cap) {
+  zb_consensus_broker_t* b;
+  CHECK_OK(zb_consensus_broker_new(r, 0, &b));
+  CHECK_OK(zb_consensus_broker_bind(b, "tcp://127.0.0.1:*", out, cap));
+  CHECK_OK(zb_consensus_broker_destroy(b));
+}
+
+static void test_client_options(void) {
+  zb_client_options_t o;
+  memset(&o, 0x5a, sizeof o);
+  CHECK_OK(zb_client_options_init(&o));
+  CHECK(o.size == sizeof o);
+  CHECK(o.endpoint_policy == ZB_ENDPOINT_FAILOVER);
+  CHECK(o.curve == NULL);
+  CHECK(zb_client_options_init(NULL) == ZB_ERR_INVALID);
+
+  int policy = -1;
+  CHECK_OK(zb_endpoint_policy_parse("spread", &policy));
+  CHECK(policy == ZB_ENDPOINT_SPREAD);
+  CHECK_OK(zb_endpoint_policy_parse("failover", &policy));
+  CHECK(policy == ZB_ENDPOINT_FAILOVER);
+  policy = 7;
+  CHECK(zb_endpoint_policy_parse("Spread", &policy) == ZB_ERR_INVALID);
+  CHECK(strstr(zb_last_error(), "Spread") != NULL);
+  CHECK(strstr(zb_last_error(), "failover") != NULL);
+  CHECK(policy == 7); /* out-parameters are untouched on failure */
+  CHECK(zb_endpoint_policy_parse(NULL, &policy) == ZB_ERR_INVALID);
+  CHECK(strcmp(zb_endpoint_policy_name(ZB_ENDPOINT_FAILOVER), "failover") == 0);
+  CHECK(strcmp(zb_endpoint_policy_name(ZB_ENDPOINT_SPREAD), "spread") == 0);
+  CHECK(zb_endpoint_policy_name(2) == NULL);
+
+  zb_reactor_t* r;
+  CHECK_OK(zb_reactor_new(&r));
+  const char* ep = "tcp://127.0.0.1:5999";
+  zb_consensus_client_t* c = NULL;
+  zb_mdp_client_t* m = NULL;
+  /* An unknown policy, a size from no init, a bad list. */
+  CHECK_OK(zb_client_options_init(&o));
+  o.endpoint_policy = 2;
+  CHECK(zb_consensus_client_new_ex(r, ep, &o, &c) == ZB_ERR_INVALID);
+  CHECK(strstr(zb_last_error(), "endpoint_policy 2") != NULL);
+  CHECK(zb_mdp_client_new_ex(r, ep, 0, 0, &o, &m) == ZB_ERR_INVALID);
+  CHECK_OK(zb_client_options_init(&o));
+  o.size = sizeof(size_t);
+  CHECK(zb_consensus_client_new_ex(r, ep, &o, &c) == ZB_ERR_INVALID);
+  CHECK(strstr(zb_last_error(), "zb_client_options_init") != NULL);
+  CHECK(zb_mdp_client_new_ex(r, ep, 0, 0, &o, &m) == ZB_ERR_INVALID);
+  CHECK(c == NULL && m == NULL);
+  /* A caller from a later zb.h: unknown bytes at 0 are fine, set ones are
+   * refused. */
+  struct {
+    zb_client_options_t known;
+    int later_field;
+  } bigger;
+  memset(&bigger, 0, sizeof bigger);
+  CHECK_OK(zb_client_options_init(&bigger.known));
+  bigger.known.size = sizeof bigger;
+  bigger.known.endpoint_policy = ZB_ENDPOINT_SPREAD;
+  CHECK_OK(zb_consensus_client_new_ex(r, ep, &bigger.known, &c));
+  CHECK_OK(zb_consensus_client_destroy(c));
+  bigger.later_field = 1;
+  c = NULL;
+  CHECK(zb_consensus_client_new_ex(r, ep, &bigger.known, &c) == ZB_ERR_INVALID);
+  CHECK(c == NULL);
+  char dup[128];
+  snprintf(dup, sizeof dup, "%s,%s", ep, ep);
+  CHECK(zb_consensus_client_new_ex(r, dup, NULL, &c) == ZB_ERR_ZMQ);
+  CHECK(strstr(zb_last_error(), "twice") != NULL);
+  CHECK(zb_mdp_client_new(r, "tcp://127.0.0.1:5999,", 0, 0, &m) == ZB_ERR_ZMQ);
+  /* A later broker of a failover list that libzmq refuses fails here, not
+   * at the client's first failover. */
+  CHECK(zb_consensus_client_new(r, "tcp://127.0.0.1:5999,bogus://x", &c) ==
+        ZB_ERR_ZMQ);
+  CHECK(strstr(zb_last_error(), "bogus://x") != NULL);
+  CHECK(zb_mdp_client_new(r, "tcp://127.0.0.1:5999,bogus://x", 0, 0, &m) ==
+        ZB_ERR_ZMQ);
+  CHECK(c == NULL && m == NULL);
+  /* NULL options are the defaults. */
+  CHECK_OK(zb_mdp_client_new_ex(r, ep, 0, 0, NULL, &m));
+  uint64_t failovers = 99;
+  CHECK_OK(zb_mdp_client_failovers(m, &failovers));
+  CHECK(failovers == 0);
+  CHECK(zb_mdp_client_failovers(m, NULL) == ZB_ERR_INVALID);
+  CHECK_OK(zb_mdp_client_destroy(m));
+  CHECK(zb_consensus_client_failovers(NULL, &failovers) == ZB_ERR_INVALID);
+  CHECK_OK(zb_reactor_destroy(r));
+}
+
+/* kFailover: the first broker of the list is dead; requests with retries
+ * reach the second one, and the client counts the move. */
+static void test_client_failover(void) {
+  zb_reactor_t* r;
+  CHECK_OK(zb_reactor_new(&r));
+  const int64_t hb = 200 * 1000;
+  char dead[128], live[128], list[300];
+
+  /* Consensus. */
+  dead_consensus_endpoint(r, dead, sizeof dead);
+  zb_consensus_broker_t* cb;
+  CHECK_OK(zb_consensus_broker_new(r, 0, &cb));
+  CHECK_OK(
+      zb_consensus_broker_bind(cb, "tcp://127.0.0.1:*", live, sizeof live));
+  int served = 0;
+  zb_consensus_worker_t* cw;
+  CHECK_OK(zb_consensus_worker_new(r, live, "echo", 4, hb, 3, handle_count,
+                                   &served, NULL, &cw));
+  wait_for_worker(r, cb, "echo");
+  snprintf(list, sizeof list, "%s,%s", dead, live);
+  zb_consensus_client_t* c;
+  CHECK_OK(zb_consensus_client_new(r, list, &c)); /* failover by default */
+  reply_state st;
+  /* Two attempts time out on the dead broker (the client's reopen rule),
+   * the third goes to the live one. */
+  CHECK(request(r, c, "echo", "over", 300 * 1000, 4, &st));
+  CHECK(st.result == ZB_RESULT_SUCCESS);
+  CHECK(st.count == 1 && strcmp(st.frames[0], "over") == 0);
+  CHECK(st.attempts >= 3);
+  CHECK(served == 1);
+  uint64_t failovers = 0;
+  CHECK_OK(zb_consensus_client_failovers(c, &failovers));
+  CHECK(failovers == 1);
+  /* It stays on the live broker. */
+  CHECK(request(r, c, "echo", "again", 300 * 1000, 0, &st));
+  CHECK(st.result == ZB_RESULT_SUCCESS && st.attempts == 1);
+  CHECK_OK(zb_consensus_client_failovers(c, &failovers));
+  CHECK(failovers == 1);
+  CHECK_OK(zb_consensus_client_destroy(c));
+
+  /* Majordomo: a timed-out request moves the client on at once. */
+  zb_mdp_broker_t* mb;
+  CHECK_OK(zb_mdp_broker_new(r, hb, 3, &mb));
+  CHECK_OK(zb_mdp_broker_bind(mb, "tcp://127.0.0.1:*", live, sizeof live));
+  int mserved = 0;
+  zb_mdp_worker_t* mw;
+  CHECK_OK(zb_mdp_worker_new(r, live, "echo", 4, hb, 3, 50 * 1000, mdp_count,
+                             &mserved, NULL, &mw));
+  size_t workers = 0;
+  int64_t deadline = zb_now_us() + 10 * 1000 * 1000;
+  while (workers == 0 && zb_now_us() < deadline) {
+    CHECK_OK(zb_reactor_run_once(r, 20 * 1000, NULL));
+    CHECK_OK(zb_mdp_broker_worker_count(mb, "echo", 4, &workers));
+  }
+  CHECK(workers == 1);
+  snprintf(list, sizeof list, "%s,%s", dead, live);
+  zb_client_options_t o;
+  CHECK_OK(zb_client_options_init(&o));
+  zb_mdp_client_t* m;
+  CHECK_OK(zb_mdp_client_new_ex(r, list, 300 * 1000, 3, &o, &m));
+  mdp_reply_state ms;
+  CHECK(mdp_request(r, m, "echo", "over", 0, &ms));
+  CHECK(ms.code == ZB_OK && ms.count == 1 && strcmp(ms.frames[0], "over") == 0);
+  CHECK(mserved == 1);
+  CHECK_OK(zb_mdp_client_failovers(m, &failovers));
+  CHECK(failovers >= 1);
+  CHECK_OK(zb_mdp_client_destroy(m));
+  CHECK_OK(zb_reactor_destroy(r));
+}
+
+/* kSpread: requests go round-robin to two live brokers. */
+static void test_client_spread(void) {
+  zb_reactor_t* r;
+  CHECK_OK(zb_reactor_new(&r));
+  const int64_t hb = 200 * 1000;
+  char ea[128], eb[128], list[300];
+  zb_consensus_broker_t *ba, *bb;
+  CHECK_OK(zb_consensus_broker_new(r, 0, &ba));
+  CHECK_OK(zb_consensus_broker_new(r, 0, &bb));
+  CHECK_OK(zb_consensus_broker_bind(ba, "tcp://127.0.0.1:*", ea, sizeof ea));
+  CHECK_OK(zb_consensus_broker_bind(bb, "tcp://127.0.0.1:*", eb, sizeof eb));
+  int served[2] = {0, 0};
+  zb_consensus_worker_t *wa, *wb;
+  CHECK_OK(zb_consensus_worker_new(r, ea, "echo", 4, hb, 3, handle_count,
+                                   &served[0], NULL, &wa));
+  CHECK_OK(zb_consensus_worker_new(r, eb, "echo", 4, hb, 3, handle_count,
+                                   &served[1], NULL, &wb));
+  wait_for_worker(r, ba, "echo");
+  wait_for_worker(r, bb, "echo");
+  snprintf(list, sizeof list, "%s,%s", ea, eb);
+  zb_client_options_t o;
+  CHECK_OK(zb_client_options_init(&o));
+  o.endpoint_policy = ZB_ENDPOINT_SPREAD;
+  zb_consensus_client_t* c;
+  CHECK_OK(zb_consensus_client_new_ex(r, list, &o, &c));
+  reply_state st;
+  for (int i = 0; i < 10; ++i) {
+    CHECK(request(r, c, "echo", "s", 2 * 1000 * 1000, 0, &st));
+    CHECK(st.result == ZB_RESULT_SUCCESS);
+  }
+  CHECK(served[0] + served[1] == 10);
+  CHECK(served[0] >= 3 && served[1] >= 3);
+
+  zb_mdp_broker_t *ma, *mb;
+  CHECK_OK(zb_mdp_broker_new(r, hb, 3, &ma));
+  CHECK_OK(zb_mdp_broker_new(r, hb, 3, &mb));
+  CHECK_OK(zb_mdp_broker_bind(ma, "tcp://127.0.0.1:*", ea, sizeof ea));
+  CHECK_OK(zb_mdp_broker_bind(mb, "tcp://127.0.0.1:*", eb, sizeof eb));
+  int mserved[2] = {0, 0};
+  zb_mdp_worker_t *mwa, *mwb;
+  CHECK_OK(zb_mdp_worker_new(r, ea, "echo", 4, hb, 3, 50 * 1000, mdp_count,
+                             &mserved[0], NULL, &mwa));
+  CHECK_OK(zb_mdp_worker_new(r, eb, "echo", 4, hb, 3, 50 * 1000, mdp_count,
+                             &mserved[1], NULL, &mwb));
+  size_t na = 0, nb = 0;
+  int64_t deadline = zb_now_us() + 10 * 1000 * 1000;
+  while ((na == 0 || nb == 0) && zb_now_us() < deadline) {
+    CHECK_OK(zb_reactor_run_once(r, 20 * 1000, NULL));
+    CHECK_OK(zb_mdp_broker_worker_count(ma, "echo", 4, &na));
+    CHECK_OK(zb_mdp_broker_worker_count(mb, "echo", 4, &nb));
+  }
+  CHECK(na == 1 && nb == 1);
+  snprintf(list, sizeof list, "%s,%s", ea, eb);
+  zb_mdp_client_t* m;
+  CHECK_OK(zb_mdp_client_new_ex(r, list, 2 * 1000 * 1000, 0, &o, &m));
+  mdp_reply_state ms;
+  for (int i = 0; i < 10; ++i) {
+    CHECK(mdp_request(r, m, "echo", "s", 0, &ms));
+    CHECK(ms.code == ZB_OK);
+  }
+  CHECK(mserved[0] + mserved[1] == 10);
+  CHECK(mserved[0] >= 3 && mserved[1] >= 3);
+  CHECK_OK(zb_reactor_destroy(r));
+}
+
 int main(void) {
   test_errors();
   test_timers();
@@ -1544,6 +1786,9 @@ int main(void) {
   test_majordomo();
   test_majordomo_discard_gives_back();
   test_worker_many_brokers();
+  test_client_options();
+  test_client_failover();
+  test_client_spread();
   test_tokens_outlive_the_reactor();
   test_destroy_inside_callbacks();
   test_curve();

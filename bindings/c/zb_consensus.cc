@@ -113,6 +113,15 @@ extern "C" int zb_consensus_client_new_curve(zb_reactor_t* r,
                                              const char* endpoint,
                                              const zb_curve_keys_t* curve,
                                              zb_consensus_client_t** out) {
+  zb_client_options_t options;
+  zb_client_options_init(&options);
+  options.curve = curve;
+  return zb_consensus_client_new_ex(r, endpoint, &options, out);
+}
+
+extern "C" int zb_consensus_client_new_ex(zb_reactor_t* r, const char* endpoint,
+                                          const zb_client_options_t* c_options,
+                                          zb_consensus_client_t** out) {
   return Guard("zb_consensus_client_new", [&]() -> int {
     if (r == nullptr || endpoint == nullptr || out == nullptr) {
       return Fail(ZB_ERR_INVALID,
@@ -121,7 +130,8 @@ extern "C" int zb_consensus_client_new_curve(zb_reactor_t* r,
     }
     if (int rc = CheckOwner(r, "zb_consensus_client_new")) return rc;
     zb::ConsensusClient::Options options;
-    if (int rc = CurveFromC("zb_consensus_client_new", curve, options.curve)) {
+    if (int rc = ClientOptionsFromC("zb_consensus_client_new", c_options,
+                                    options.endpoint_policy, options.curve)) {
       return rc;
     }
     absl::StatusOr<std::unique_ptr<zb::ConsensusClient>> client =
@@ -230,6 +240,19 @@ extern "C" int zb_consensus_client_open_requests(zb_consensus_client_t* c,
                   "zb_consensus_client_open_requests: count is NULL");
     }
     *count = c->client->open_requests();
+    return ZB_OK;
+  });
+}
+
+extern "C" int zb_consensus_client_failovers(zb_consensus_client_t* c,
+                                             uint64_t* count) {
+  return Guard("zb_consensus_client_failovers", [&]() -> int {
+    if (int rc = CheckClient(c, "zb_consensus_client_failovers")) return rc;
+    if (count == nullptr) {
+      return Fail(ZB_ERR_INVALID,
+                  "zb_consensus_client_failovers: count is NULL");
+    }
+    *count = c->client->stats().failovers;
     return ZB_OK;
   });
 }

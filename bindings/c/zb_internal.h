@@ -18,6 +18,8 @@
 //   zb_socket.cc    zb_socket_*
 //   zb_curve.cc     zb_has_curve, zb_curve_*, and the C keys for clients and
 //                   workers (CurveFromC)
+//   zb_client.cc    zb_client_options_init, zb_endpoint_policy_*, and the C
+//                   client options for the constructors (ClientOptionsFromC)
 //   zb_consensus.cc zb_consensus_client_*, _worker_*, _broker_*, and
 //                   zb_responder_*
 //   zb_majordomo.cc zb_mdp_client_*, _worker_*, _broker_*, and zb_mdp_reply /
@@ -70,6 +72,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
 #include "bindings/c/zb.h"
+#include "zbrokers/common/endpoint.h"
 #include "zbrokers/common/log.h"
 #include "zbrokers/frames/frames.h"
 #include "zbrokers/reactor/reactor.h"
@@ -359,6 +362,13 @@ int DestroyCall(Handle* h, absl::string_view noun, absl::string_view where);
 // name the key, never its text.  (zb_curve.cc)
 int CurveFromC(absl::string_view where, const zb_curve_keys_t* keys,
                std::optional<zb::CurveClientKeys>& out);
+
+// Reads C client options (NULL: the defaults, left as they are) into the
+// endpoint policy and CURVE keys of a client's Options.  (zb_client.cc)
+int ClientOptionsFromC(absl::string_view where,
+                       const zb_client_options_t* options,
+                       zb::EndpointPolicy& policy,
+                       std::optional<zb::CurveClientKeys>& curve);
 
 template <typename Client>
 class ClientHandle : public Handle {

@@ -62,6 +62,16 @@ extern "C" int zb_mdp_client_new_curve(zb_reactor_t* r, const char* endpoint,
                                        int64_t timeout_us, int retries,
                                        const zb_curve_keys_t* curve,
                                        zb_mdp_client_t** out) {
+  zb_client_options_t options;
+  zb_client_options_init(&options);
+  options.curve = curve;
+  return zb_mdp_client_new_ex(r, endpoint, timeout_us, retries, &options, out);
+}
+
+extern "C" int zb_mdp_client_new_ex(zb_reactor_t* r, const char* endpoint,
+                                    int64_t timeout_us, int retries,
+                                    const zb_client_options_t* c_options,
+                                    zb_mdp_client_t** out) {
   constexpr absl::string_view kWhere = "zb_mdp_client_new";
   return Guard(kWhere, [&]() -> int {
     if (r == nullptr || endpoint == nullptr || out == nullptr) {
@@ -73,7 +83,10 @@ extern "C" int zb_mdp_client_new_curve(zb_reactor_t* r, const char* endpoint,
     zb::MdpAsyncClient::Options options;
     if (timeout_us > 0) options.timeout = MillisUp(timeout_us);
     if (retries > 0) options.retries = retries;
-    if (int rc = CurveFromC(kWhere, curve, options.curve)) return rc;
+    if (int rc = ClientOptionsFromC(kWhere, c_options, options.endpoint_policy,
+                                    options.curve)) {
+      return rc;
+    }
     absl::StatusOr<std::unique_ptr<zb::MdpAsyncClient>> client =
         zb::MdpAsyncClient::Create(*r->loop, *r->context, endpoint, options);
     if (!client.ok()) {
@@ -142,6 +155,17 @@ extern "C" int zb_mdp_client_outstanding(zb_mdp_client_t* c, size_t* count) {
       return Fail(ZB_ERR_INVALID, "zb_mdp_client_outstanding: count is NULL");
     }
     *count = c->client->outstanding();
+    return ZB_OK;
+  });
+}
+
+extern "C" int zb_mdp_client_failovers(zb_mdp_client_t* c, uint64_t* count) {
+  return Guard("zb_mdp_client_failovers", [&]() -> int {
+    if (int rc = CheckMdpClient(c, "zb_mdp_client_failovers")) return rc;
+    if (count == nullptr) {
+      return Fail(ZB_ERR_INVALID, "zb_mdp_client_failovers: count is NULL");
+    }
+    *count = c->client->failovers();
     return ZB_OK;
   });
 }

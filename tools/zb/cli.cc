@@ -8,6 +8,9 @@
 #include "absl/strings/escaping.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
 #include "absl/time/time.h"
 #include "brokers/common/json.h"
 
@@ -42,10 +45,16 @@ absl::StatusOr<std::chrono::milliseconds> ParseDuration(std::string_view flag,
 }  // namespace
 
 std::string NormalizeEndpoint(std::string_view endpoint) {
-  if (endpoint.find("://") != std::string_view::npos) {
-    return std::string(endpoint);
+  std::vector<std::string> items;
+  for (absl::string_view item : absl::StrSplit(Absl(endpoint), ',')) {
+    const absl::string_view bare = absl::StripAsciiWhitespace(item);
+    if (bare.empty() || bare.find("://") != absl::string_view::npos) {
+      items.emplace_back(bare);  // an empty item stays, to be refused
+    } else {
+      items.push_back(absl::StrFormat("tcp://%s", bare));
+    }
   }
-  return absl::StrFormat("tcp://%s", endpoint);
+  return absl::StrJoin(items, ",");
 }
 
 std::string JsonFrame(std::string_view bytes) {
@@ -107,9 +116,9 @@ absl::StatusOr<Options> Parse(std::span<const char* const> args) {
       st = boolean(o.echo);
     } else if (flag == "--force") {
       st = boolean(o.force);
-    } else if (flag == "--protocol" || flag == "--timeout" ||
-               flag == "--retries" || flag == "--heartbeat-interval" ||
-               flag == "--curve-server-key" ||
+    } else if (flag == "--protocol" || flag == "--endpoint-policy" ||
+               flag == "--timeout" || flag == "--retries" ||
+               flag == "--heartbeat-interval" || flag == "--curve-server-key" ||
                flag == "--curve-server-key-file" ||
                flag == "--curve-secret-key-file" || flag == "--out") {
       absl::StatusOr<std::string> v = take();
@@ -124,6 +133,15 @@ absl::StatusOr<Options> Parse(std::span<const char* const> args) {
           return UsageError(absl::StrFormat(
               "--protocol: expected mdp or ccp, got \"%s\"", *v));
         }
+      } else if (flag == "--endpoint-policy") {
+        absl::StatusOr<EndpointPolicy> p = ParseEndpointPolicy(*v);
+        if (!p.ok()) {
+          return UsageError(absl::StrFormat(
+              "--endpoint-policy: expected failover or spread, got \"%s\"",
+              *v));
+        }
+        o.endpoint_policy = *p;
+        o.endpoint_policy_given = true;
       } else if (flag == "--timeout") {
         absl::StatusOr<std::chrono::milliseconds> d = ParseDuration(flag, *v);
         if (!d.ok()) return d.status();
@@ -190,6 +208,12 @@ absl::StatusOr<Options> Parse(std::span<const char* const> args) {
   if (!st.ok()) return st;
   if (o.command != Command::kKeygen) {
     o.endpoint = NormalizeEndpoint(positional[0]);
+    if (absl::StatusOr<std::vector<std::string>> list =
+            SplitEndpointList(o.endpoint);
+        !list.ok()) {
+      return UsageError(
+          absl::StrFormat("ENDPOINT: %s", list.status().message()));
+    }
     if (positional.size() > 1) o.service = std::string(positional[1]);
     if (o.command != Command::kPing && o.service.empty()) {
       return UsageError("SERVICE must not be empty");
@@ -214,6 +238,12 @@ absl::StatusOr<Options> Parse(std::span<const char* const> args) {
   if (o.command != Command::kWorker &&
       (o.echo || o.heartbeat_interval.has_value())) {
     return UsageError("--echo and --heartbeat-interval are for zb worker");
+  }
+  if ((o.command == Command::kWorker || o.command == Command::kKeygen) &&
+      o.endpoint_policy_given) {
+    return UsageError(
+        "--endpoint-policy is for request, mmi and ping (zb worker registers "
+        "with every broker of its list)");
   }
   if (o.command == Command::kKeygen && o.curve()) {
     return UsageError("zb keygen takes no --curve-* flags");
@@ -255,11 +285,18 @@ Commands:
                   (mode 0600); print the public key
 
 ENDPOINT is a ZeroMQ endpoint (tcp://host:port, ipc:///path); host:port
-means tcp://host:port.
+means tcp://host:port.  A comma-separated list names several brokers
+(tcp://a:5555,tcp://b:5555): request, mmi and ping use them by
+--endpoint-policy; zb worker registers with every one.
 
 Flags:
   --protocol mdp|ccp            Majordomo (MDP/0.1) or consensus (CCp100)
                                 [mdp]
+  --endpoint-policy failover|spread
+                                with an ENDPOINT list: one broker at a time,
+                                the next one when it does not answer
+                                (failover), or round-robin over the live
+                                ones (spread) [failover]
   --timeout DURATION            wait per attempt, e.g. 500ms, 5s [5s]
   --retries N                   attempts after a timed-out one [0]
   --json                        print one JSON object instead of text

@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "zbrokers/common/endpoint.h"
 
 namespace zb::cli {
 
@@ -45,7 +46,12 @@ struct Options {
   bool version = false;
   Command command = Command::kRequest;
 
-  std::string endpoint;  // "tcp://..." ("host:port" gets "tcp://")
+  // One endpoint or a comma-separated list of brokers, each "tcp://..."
+  // ("host:port" gets "tcp://"), checked by zb::SplitEndpointList.
+  std::string endpoint;
+  // What request, mmi and ping do with several brokers (docs/ha.md).
+  EndpointPolicy endpoint_policy = EndpointPolicy::kFailover;
+  bool endpoint_policy_given = false;
   std::string service;
   // Request frames as given; "-" stands for stdin (at most one).
   std::vector<std::string> frames;
@@ -86,7 +92,9 @@ std::string Usage();
 // A JSON value for the bytes of a frame: a string when they are valid
 // UTF-8, else {"base64": "..."}.
 std::string JsonFrame(std::string_view bytes);
-// "tcp://" prepended when the endpoint has no transport.
+// "tcp://" prepended when the endpoint has no transport; in a
+// comma-separated list, to each item that has none (the list is otherwise
+// left as given: zb::SplitEndpointList checks it).
 std::string NormalizeEndpoint(std::string_view endpoint);
 
 }  // namespace zb::cli

@@ -44,6 +44,35 @@ TEST(CliParseTest, RequestWithFlagsAnywhere) {
   EXPECT_TRUE(o->json);
 }
 
+TEST(CliParseTest, EndpointListsAndPolicy) {
+  absl::StatusOr<Options> o =
+      P({"request", "127.0.0.1:5555, tcp://127.0.0.1:5556", "echo",
+         "--endpoint-policy", "spread"});
+  ASSERT_TRUE(o.ok()) << o.status();
+  EXPECT_EQ(o->endpoint, "tcp://127.0.0.1:5555,tcp://127.0.0.1:5556");
+  EXPECT_EQ(o->endpoint_policy, EndpointPolicy::kSpread);
+  o = P({"ping", "--endpoint-policy=failover", "a:1,ipc:///tmp/b"});
+  ASSERT_TRUE(o.ok()) << o.status();
+  EXPECT_EQ(o->endpoint, "tcp://a:1,ipc:///tmp/b");
+  EXPECT_EQ(o->endpoint_policy, EndpointPolicy::kFailover);
+  o = P({"worker", "a:1,b:2", "echo", "--echo"});
+  ASSERT_TRUE(o.ok()) << o.status();
+  EXPECT_EQ(o->endpoint, "tcp://a:1,tcp://b:2");
+
+  EXPECT_THAT(Error({"ping", "a:1", "--endpoint-policy", "Spread"}),
+              HasSubstr("--endpoint-policy: expected failover or spread, got "
+                        "\"Spread\""));
+  EXPECT_THAT(Error({"ping", "a:1", "--endpoint-policy"}),
+              HasSubstr("needs a value"));
+  EXPECT_THAT(
+      Error({"worker", "a:1", "echo", "--echo", "--endpoint-policy", "spread"}),
+      HasSubstr("--endpoint-policy is for request, mmi and ping"));
+  EXPECT_THAT(Error({"request", "a:1,a:1", "echo"}), HasSubstr("twice"));
+  EXPECT_THAT(Error({"request", "a:1,,b:2", "echo"}),
+              HasSubstr("empty endpoint"));
+  EXPECT_THAT(Error({"ping", "a:99999"}), HasSubstr("out of range"));
+}
+
 TEST(CliParseTest, Defaults) {
   absl::StatusOr<Options> o = P({"ping", "ipc:///tmp/x"});
   ASSERT_TRUE(o.ok()) << o.status();
@@ -51,6 +80,7 @@ TEST(CliParseTest, Defaults) {
   EXPECT_EQ(o->timeout, milliseconds(5000));
   EXPECT_EQ(o->retries, 0);
   EXPECT_EQ(o->endpoint, "ipc:///tmp/x");
+  EXPECT_EQ(o->endpoint_policy, EndpointPolicy::kFailover);
   EXPECT_FALSE(o->curve());
   absl::StatusOr<Options> k = P({"keygen"});
   ASSERT_TRUE(k.ok());

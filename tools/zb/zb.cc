@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdint>
 #include <cstdio>
 #include <iostream>
 #include <iterator>
@@ -157,27 +158,33 @@ std::string TimeoutText(const Options& o) {
 
 // --- request / mmi / ping over MDP ------------------------------------------
 
+// `failovers` receives how often the client moved to another broker of
+// an ENDPOINT list.
 absl::StatusOr<Frames> MdpCall(const Options& o,
                                const std::optional<CurveClientKeys>& keys,
                                zmq::context_t& ctx, std::string_view service,
-                               Frames body) {
+                               Frames body, std::uint64_t& failovers) {
   MdpClient::Options mo;
   mo.timeout = o.timeout;
   mo.retries = o.retries;
   mo.curve = keys;
+  mo.endpoint_policy = o.endpoint_policy;
   absl::StatusOr<std::unique_ptr<MdpClient>> client =
       MdpClient::Create(o.endpoint, mo, &ctx);
   if (!client.ok()) return client.status();
-  return (*client)->Request(service, std::move(body));
+  absl::StatusOr<Frames> reply = (*client)->Request(service, std::move(body));
+  failovers = (*client)->failovers();
+  return reply;
 }
 
 int MdpRequest(const Options& o, const std::optional<CurveClientKeys>& keys,
                zmq::context_t& ctx) {
   absl::StatusOr<Frames> body = RequestFrames(o);
   if (!body.ok()) return Fail(kExitUsage, Msg(body.status()));
+  std::uint64_t failovers = 0;
   const Clock::time_point start = Clock::now();
   absl::StatusOr<Frames> reply =
-      MdpCall(o, keys, ctx, o.service, *std::move(body));
+      MdpCall(o, keys, ctx, o.service, *std::move(body), failovers);
   const double ms = MillisSince(start);
   if (!reply.ok()) {
     const bool timeout = absl::IsDeadlineExceeded(reply.status());
@@ -187,6 +194,7 @@ int MdpRequest(const Options& o, const std::optional<CurveClientKeys>& keys,
                  {"protocol", "\"mdp\""},
                  {"service", JsonFrame(o.service)},
                  {"reason", JsonQuote(Msg(reply.status()))},
+                 {"failovers", absl::StrFormat("%d", failovers)},
                  {"elapsed_ms", Number(ms)}});
     }
     return Fail(ExitFor(reply.status()),
@@ -198,6 +206,7 @@ int MdpRequest(const Options& o, const std::optional<CurveClientKeys>& keys,
                {"protocol", "\"mdp\""},
                {"service", JsonFrame(o.service)},
                {"frames", FramesJson(*reply)},
+               {"failovers", absl::StrFormat("%d", failovers)},
                {"elapsed_ms", Number(ms)}});
   } else {
     PrintFramesText(*reply);
@@ -208,9 +217,10 @@ int MdpRequest(const Options& o, const std::optional<CurveClientKeys>& keys,
 int MdpMmi(const Options& o, const std::optional<CurveClientKeys>& keys,
            zmq::context_t& ctx, bool ping) {
   const std::string asked = ping ? "mmi.service" : o.service;
+  std::uint64_t failovers = 0;
   const Clock::time_point start = Clock::now();
   absl::StatusOr<Frames> reply =
-      MdpCall(o, keys, ctx, mdp::kMmiService, MakeFrames({asked}));
+      MdpCall(o, keys, ctx, mdp::kMmiService, MakeFrames({asked}), failovers);
   const double ms = MillisSince(start);
   if (!reply.ok()) {
     if (o.json) {
@@ -270,6 +280,7 @@ absl::StatusOr<std::unique_ptr<BlockingConsensusClient>> MakeCcpClient(
     zmq::context_t& ctx) {
   ConsensusClient::Options co;
   co.curve = keys;
+  co.endpoint_policy = o.endpoint_policy;
   return BlockingConsensusClient::Create(ctx, o.endpoint, co);
 }
 
@@ -302,6 +313,8 @@ int CcpRequest(const Options& o, const std::optional<CurveClientKeys>& keys,
     }
     kv.emplace_back("frames", FramesJson(r.payload));
     kv.emplace_back("attempts", absl::StrFormat("%d", r.attempts));
+    kv.emplace_back("failovers",
+                    absl::StrFormat("%d", client.stats().failovers));
     kv.emplace_back("elapsed_ms", Number(ms));
     PrintJson(kv);
   }

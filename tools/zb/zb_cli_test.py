@@ -17,6 +17,8 @@ Scenarios (one meson test each):
   curve  zb keygen (modes, no overwrite, --force), CURVE requests and
          workers, a key the broker does not list (exit 3), an unreadable key
          (exit 2); no secret key in any output
+  lists  ENDPOINT lists: failover past a dead broker (both protocols,
+         "failovers" in the JSON), spread, bad lists and policies (exit 2)
 
 Every process dies with this script (PR_SET_PDEATHSIG), every wait is
 bounded, only loopback is used.
@@ -354,12 +356,95 @@ def scenario_curve(zb, broker_exe):
     print("curve: ok")
 
 
+def scenario_lists(zb, broker_exe):
+    """ENDPOINT lists (docs/ha.md): the first broker of the list is dead,
+    the default failover policy reaches the second one; spread; usage
+    errors for bad lists and policies."""
+    # Nothing listens on port 1: connections to it are refused at once.
+    dead_mdp, dead_ccp = "tcp://127.0.0.1:1", "tcp://127.0.0.1:2"
+    b = start_broker(broker_exe, ["--majordomo", "tcp://127.0.0.1:*",
+                                  "--consensus", "tcp://127.0.0.1:*"])
+    mep = b.endpoint("majordomo", curve=False, timeout=2)
+    cep = b.endpoint("consensus", curve=False, timeout=2)
+    try:
+        mw = zb.worker(mep, "echo")
+        cw = zb.worker("--protocol", "ccp", cep, "echo")
+        zp.wait_for(lambda: b.text().count('joined service "echo"') >= 2,
+                    10, "the workers did not join")
+        # Majordomo: a timed-out attempt moves the client to the next one.
+        t0 = time.monotonic()
+        code, obj, err = zb.json("request", f"{dead_mdp},{mep}", "echo", "x",
+                                 "--timeout", "300ms", "--retries", "2")
+        check(code == 0 and obj["frames"] == ["x"], f"mdp list: {obj} {err}")
+        check(obj["failovers"] >= 1, f"mdp failovers: {obj}")
+        check(time.monotonic() - t0 < 10, "mdp list took too long")
+        # host:port items get tcp:// each.
+        code, out, err = zb.run("request", f"127.0.0.1:1, {mep[6:]}", "echo",
+                                "y", "--timeout", "300ms", "--retries", "2")
+        check(code == 0 and out == b"y\n", f"host:port list: {code} {err}")
+        code, out, err = zb.run("mmi", f"{dead_mdp},{mep}", "echo",
+                                "--timeout", "300ms", "--retries", "2")
+        check(code == 0 and out == b"200\n", f"mmi list: {code} {out} {err}")
+        # One broker only answering: with the list the other way round the
+        # live one is first, no failover.
+        code, obj, err = zb.json("request", f"{mep},{dead_mdp}", "echo", "z")
+        check(code == 0 and obj["failovers"] == 0, f"mdp first: {obj}")
+        # Consensus: the client reopens after two silent timeouts, to the
+        # next broker of the list.
+        deadline = time.monotonic() + 10
+        while True:  # the zb worker registers on its own schedule
+            code, obj, err = zb.json("request", "--protocol", "ccp",
+                                     f"{dead_ccp},{cep}", "echo", "c",
+                                     "--timeout", "300ms", "--retries", "3")
+            if code == 0 or time.monotonic() > deadline:
+                break
+            time.sleep(0.1)
+        check(code == 0 and obj["frames"] == ["c"], f"ccp list: {obj} {err}")
+        check(obj["failovers"] == 1 and obj["attempts"] >= 3,
+              f"ccp failovers/attempts: {obj}")
+        code, obj, err = zb.json("ping", "--protocol", "ccp",
+                                 f"{dead_ccp},{cep}", "--timeout", "300ms",
+                                 "--retries", "3")
+        check(code == 0 and obj["attempts"] >= 3, f"ccp ping list: {obj}")
+        # Every broker dead: a timeout (exit 3) naming the list.
+        code, obj, err = zb.json("request", "--protocol", "ccp",
+                                 f"{dead_ccp},tcp://127.0.0.1:3", "echo",
+                                 "--timeout", "200ms", "--retries", "2")
+        check(code == 3 and obj["outcome"] == "timeout", f"all dead: {obj}")
+        check(f"{dead_ccp},tcp://127.0.0.1:3" in err, err)
+        # spread: round-robin over the live brokers of the list.
+        for proto, ep in (("mdp", mep), ("ccp", cep)):
+            code, obj, err = zb.json("request", "--protocol", proto,
+                                     "--endpoint-policy", "spread", ep,
+                                     "echo", "s")
+            check(code == 0 and obj["frames"] == ["s"],
+                  f"{proto} spread: {obj} {err}")
+        # Usage errors: exit 2, nothing sent.
+        for args, needle in [
+            (("request", f"{mep},{mep}", "echo"), "twice"),
+            (("request", f"{mep},", "echo"), "empty endpoint"),
+            (("ping", mep, "--endpoint-policy", "random"),
+             "expected failover or spread"),
+            (("worker", mep, "echo", "--echo", "--endpoint-policy", "spread"),
+             "--endpoint-policy is for"),
+        ]:
+            code, out, err = zb.run(*args)
+            check(code == 2, f"zb {args}: exit {code}, want 2 ({err})")
+            check(needle in err, f"zb {args}: {needle!r} not in {err!r}")
+        for w in (mw, cw):
+            check(w.stop() == 0, "worker stop:\n" + w.describe())
+    finally:
+        b.stop()
+    print("lists: ok")
+
+
 SCENARIOS = {
     "usage": scenario_usage,
     "mdp": scenario_mdp,
     "ccp": scenario_ccp,
     "raw": scenario_raw,
     "curve": scenario_curve,
+    "lists": scenario_lists,
 }
 
 

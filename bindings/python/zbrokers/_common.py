@@ -18,6 +18,9 @@ from one another's privates:
   endpoint_list()  a client's or worker's endpoint= (a str, or a sequence
                    of str naming several brokers) as the C functions take
                    it: one comma-separated list.
+  client_options() a client's endpoint_policy= ("failover" or "spread")
+                   and CURVE keys as the zb_client_options_t of its C
+                   constructor.
   blocking_call()  runs a reactor until an asynchronous request called back
                    (the blocking call()s).
   success_frames() what a handler returned, as reply frames.
@@ -43,7 +46,8 @@ if TYPE_CHECKING:  # reactor.py imports this module
     from .reactor import Reactor
 
 __all__ = ["Answer", "Broker", "Child", "Entry", "Outcome", "blocking_call",
-           "default_error_handler", "endpoint_list", "hand_over",
+           "client_options", "default_error_handler", "endpoint_list",
+           "ENDPOINT_POLICIES", "hand_over",
            "renamed_keywords",
            "seconds_to_us", "success_frames"]
 
@@ -79,6 +83,39 @@ def endpoint_list(endpoint: Union[str, Sequence[str]]) -> bytes:
             raise TypeError("endpoint must be a str or a sequence of str; "
                             f"it holds a {type(item).__name__}")
     return ",".join(items).encode("utf-8")
+
+
+# What a client does with several brokers in its endpoint list (zb.h
+# ZB_ENDPOINT_*, docs/ha.md): the default first.
+ENDPOINT_POLICIES = ("failover", "spread")
+
+
+def client_options(endpoint_policy: str,
+                   curve_struct: Optional[ctypes.Structure]
+                   ) -> "n.ClientOptions":
+    """The zb_client_options_t of a client: `endpoint_policy` checked
+    ("failover" or "spread", exactly, as everywhere else: TypeError for a
+    non-str, InvalidArgumentError (a ValueError) for another word), and
+    `curve_struct` (a zb_curve_keys_t, or None for plaintext), which the
+    returned options keep alive."""
+    if not isinstance(endpoint_policy, str):
+        raise TypeError("endpoint_policy must be a str (\"failover\" or "
+                        f"\"spread\"), not {type(endpoint_policy).__name__}")
+    policy = ctypes.c_int(0)
+    if n.lib.zb_endpoint_policy_parse(endpoint_policy.encode("utf-8"),
+                                      ctypes.byref(policy)) != n.ZB_OK:
+        raise n.InvalidArgumentError(
+            n.ZB_ERR_INVALID,
+            f"endpoint_policy must be \"failover\" (one broker at a time, "
+            f"the next one when it fails) or \"spread\" (round-robin over "
+            f"every live broker), not {endpoint_policy!r}")
+    options = n.ClientOptions()
+    n.check(n.lib.zb_client_options_init(ctypes.byref(options)))
+    options.endpoint_policy = policy.value
+    if curve_struct is not None:
+        options.curve = ctypes.addressof(curve_struct)
+        options._keep = curve_struct  # alive as long as the options
+    return options
 
 
 def renamed_keywords(**old_to_new: str) -> Callable[[Any], Any]:

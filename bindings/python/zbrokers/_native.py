@@ -245,6 +245,15 @@ MDP_HANDLER_FN = CFUNCTYPE(None, c_void_p, c_void_p, c_size_t,
 
 _p = c_void_p
 _pp = POINTER(c_void_p)
+
+
+class ClientOptions(ctypes.Structure):
+    """zb_client_options_t (zb.h): `curve` is a zb_curve_keys_t* (the
+    caller keeps the struct it points at alive)."""
+    _fields_ = [("size", c_size_t), ("endpoint_policy", c_int),
+                ("curve", c_void_p)]
+
+
 _frames = (c_size_t, POINTER(c_char_p), POINTER(c_size_t))
 
 _PROTOTYPES = {
@@ -283,8 +292,14 @@ _PROTOTYPES = {
     "zb_socket_last_endpoint": (c_int, (_p, c_char_p, c_size_t)),
     "zb_socket_send": (c_int, (_p,) + _frames),
     "zb_socket_on_readable": (c_int, (_p, FRAMES_FN, _p, FREE_FN)),
+    # Client options (endpoint lists)
+    "zb_client_options_init": (c_int, (POINTER(ClientOptions),)),
+    "zb_endpoint_policy_parse": (c_int, (c_char_p, POINTER(c_int))),
     # Consensus
     "zb_consensus_client_new": (c_int, (_p, c_char_p, _pp)),
+    "zb_consensus_client_new_ex": (c_int, (_p, c_char_p,
+                                           POINTER(ClientOptions), _pp)),
+    "zb_consensus_client_failovers": (c_int, (_p, POINTER(c_uint64))),
     "zb_consensus_client_destroy": (c_int, (_p,)),
     "zb_consensus_client_request": (c_int, (_p, c_char_p, c_size_t) + _frames
                                     + (c_int64, c_int, CONSENSUS_REPLY_FN,
@@ -310,6 +325,9 @@ _PROTOTYPES = {
                                                  POINTER(c_size_t))),
     # Majordomo
     "zb_mdp_client_new": (c_int, (_p, c_char_p, c_int64, c_int, _pp)),
+    "zb_mdp_client_new_ex": (c_int, (_p, c_char_p, c_int64, c_int,
+                                     POINTER(ClientOptions), _pp)),
+    "zb_mdp_client_failovers": (c_int, (_p, POINTER(c_uint64))),
     "zb_mdp_client_destroy": (c_int, (_p,)),
     "zb_mdp_client_request": (c_int, (_p, c_char_p, c_size_t) + _frames
                               + (c_int64, MDP_REPLY_FN, _p, FREE_FN)),

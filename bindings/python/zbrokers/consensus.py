@@ -33,9 +33,9 @@ from typing import Any, Callable, List, Optional, Sequence, Union
 
 from . import _native as n
 from ._common import (Answer, Broker, Child, Entry, Outcome, blocking_call,
-                      endpoint_list, hand_over, renamed_keywords,
-                      seconds_to_us, success_frames)
-from .curve import CurveKeys, c_keys
+                      client_options, endpoint_list, hand_over,
+                      renamed_keywords, seconds_to_us, success_frames)
+from .curve import CurveKeys, c_keys, c_keys_struct
 from .reactor import Reactor
 
 __all__ = ["Result", "ConsensusClient", "ConsensusWorker", "ConsensusBroker",
@@ -82,20 +82,35 @@ class ConsensusClient(Child):
 
     Every request ends exactly once: on_reply(result) runs on the reactor
     thread with a Result (never inside request() itself).
+
+    endpoint: one broker ("tcp://host:5556"), or several as a
+    comma-separated str or a sequence of str ("tcp://a:5556,tcp://b:5556",
+    at most 64, no duplicate).  endpoint_policy says what the client does
+    with several (docs/ha.md):
+      "failover"  one broker at a time, the first one first; when the
+                  client gives up on it (attempts timing out in a row with
+                  nothing heard, as for a reopen) it moves to the next one
+                  and re-sends what is outstanding by its usual rules
+                  (retries).  The default; what a fail-over pair needs.
+      "spread"    requests round-robin over every connected broker, a dead
+                  one skipped: many independent brokers, never a pair.
+    curve: CURVE keys for a broker's CURVE endpoint (docs/security.md).
     """
 
     _kind = "consensus client"
     _destroy = "zb_consensus_client_destroy"
 
-    def __init__(self, reactor: Reactor, endpoint: str, *,
-                 curve: Optional[CurveKeys] = None) -> None:
-        # curve: CURVE keys for a broker's CURVE endpoint (docs/security.md).
+    def __init__(self, reactor: Reactor, endpoint: Union[str, Sequence[str]],
+                 *, curve: Optional[CurveKeys] = None,
+                 endpoint_policy: str = "failover") -> None:
+        eps = endpoint_list(endpoint)
+        options = client_options(endpoint_policy, c_keys_struct(curve))
         ptr = ctypes.c_void_p()
-        n.check(n.lib.zb_consensus_client_new_curve(
-            reactor._handle(), n.encode(endpoint, "endpoint"), c_keys(curve),
-            ctypes.byref(ptr)))
+        n.check(n.lib.zb_consensus_client_new_ex(
+            reactor._handle(), eps, ctypes.byref(options), ctypes.byref(ptr)))
         self._init_child(reactor, ptr)
-        self.endpoint = endpoint
+        self.endpoint = eps.decode("utf-8")
+        self.endpoint_policy = endpoint_policy
 
     def request(self, service: Union[bytes, str], frames: Sequence[bytes],
                 on_reply: Callable[[Result], None], timeout: float = 5.0,
@@ -158,6 +173,15 @@ class ConsensusClient(Child):
         count = ctypes.c_size_t(0)
         n.check(n.lib.zb_consensus_client_open_requests(
             self._handle(), ctypes.byref(count)))
+        return count.value
+
+    @property
+    def failovers(self) -> int:
+        """"failover": how many times the client moved to the next broker
+        of its endpoint list (0 with one endpoint, and with "spread")."""
+        count = ctypes.c_uint64(0)
+        n.check(n.lib.zb_consensus_client_failovers(self._handle(),
+                                                    ctypes.byref(count)))
         return count.value
 
 

@@ -147,6 +147,16 @@ class CurveKeys:
                 f"public_key={self.public_key!r}, secret_key=<hidden>)")
 
 
+def c_keys_struct(curve: Optional[CurveKeys]) -> Optional[_CKeys]:
+    """The zb_curve_keys_t a client's options point at (None: plaintext)."""
+    if curve is None:
+        return None
+    if not isinstance(curve, CurveKeys):
+        raise TypeError(f"curve must be a CurveKeys, not "
+                        f"{type(curve).__name__}")
+    return curve._struct()
+
+
 def c_keys(curve: Optional[CurveKeys]):
     """The pointer a *_new_curve function takes (None: plaintext)."""
     if curve is None:

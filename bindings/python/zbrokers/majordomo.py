@@ -29,9 +29,9 @@ from typing import Any, Callable, List, Optional, Sequence, Union
 
 from . import _native as n
 from ._common import (Answer, Broker, Child, Entry, Outcome, blocking_call,
-                      endpoint_list, hand_over, renamed_keywords,
-                      seconds_to_us, success_frames)
-from .curve import CurveKeys, c_keys
+                      client_options, endpoint_list, hand_over,
+                      renamed_keywords, seconds_to_us, success_frames)
+from .curve import CurveKeys, c_keys, c_keys_struct
 from .reactor import Reactor
 
 __all__ = ["MdpClient", "MdpWorker", "MdpBroker", "MdpReply", "MdpResult",
@@ -79,22 +79,32 @@ class MdpClient(Child):
     `retries` times for that request.  Each reply completes the request it
     answers: with zb-broker through request tags, with any other MDP broker
     by keeping one request per service on the wire (docs/majordomo.md).
+
+    endpoint: one broker, or several as a comma-separated str or a
+    sequence of str (at most 64, no duplicate).  endpoint_policy says what
+    the client does with several (docs/ha.md): "failover" (the default)
+    talks to one broker at a time and moves to the next one of the list
+    when a request times out there, re-sending what is outstanding;
+    "spread" sends requests round-robin over every connected broker.
+    curve: CURVE keys for a broker's CURVE endpoint (docs/security.md).
     """
 
     _kind = "majordomo client"
     _destroy = "zb_mdp_client_destroy"
 
-    def __init__(self, reactor: Reactor, endpoint: str, *,
-                 timeout: float = 2.5, retries: int = 0,
-                 curve: Optional[CurveKeys] = None) -> None:
-        # curve: CURVE keys for a broker's CURVE endpoint (docs/security.md).
+    def __init__(self, reactor: Reactor, endpoint: Union[str, Sequence[str]],
+                 *, timeout: float = 2.5, retries: int = 0,
+                 curve: Optional[CurveKeys] = None,
+                 endpoint_policy: str = "failover") -> None:
+        eps = endpoint_list(endpoint)
+        options = client_options(endpoint_policy, c_keys_struct(curve))
         ptr = ctypes.c_void_p()
-        n.check(n.lib.zb_mdp_client_new_curve(
-            reactor._handle(), n.encode(endpoint, "endpoint"),
-            seconds_to_us(timeout, "timeout"), int(retries), c_keys(curve),
-            ctypes.byref(ptr)))
+        n.check(n.lib.zb_mdp_client_new_ex(
+            reactor._handle(), eps, seconds_to_us(timeout, "timeout"),
+            int(retries), ctypes.byref(options), ctypes.byref(ptr)))
         self._init_child(reactor, ptr)
-        self.endpoint = endpoint
+        self.endpoint = eps.decode("utf-8")
+        self.endpoint_policy = endpoint_policy
 
     def request(self, service: Union[bytes, str], frames: Sequence[bytes],
                 on_reply: Callable[[MdpResult], None],
@@ -132,6 +142,16 @@ class MdpClient(Child):
         count = ctypes.c_size_t(0)
         n.check(n.lib.zb_mdp_client_outstanding(self._handle(),
                                                 ctypes.byref(count)))
+        return count.value
+
+    @property
+    def failovers(self) -> int:
+        """"failover": how many times the client moved to the next broker
+        of its endpoint list; "spread": how many times a broker came to
+        look dead.  0 with one endpoint."""
+        count = ctypes.c_uint64(0)
+        n.check(n.lib.zb_mdp_client_failovers(self._handle(),
+                                              ctypes.byref(count)))
         return count.value
 
 
