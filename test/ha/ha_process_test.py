@@ -265,11 +265,15 @@ class Client(threading.Thread):
         self.client_id = 0
         self.seq = 0
         self.error = None
-        # Before request number hold_at the client waits for `release`, so
-        # that the run cannot end before the second kill.
-        self.hold_at = (2 * total) // 3
-        self.release = threading.Event()
-        self.held = threading.Event()
+        # Before request number hold_at[k] the client sets held[k] and waits
+        # for release[k]: the test kills a broker while every client waits
+        # there, so that requests are always sent after each kill however
+        # fast the run went (a client once reached the second point before
+        # the first kill on a loaded machine, and no request went to the
+        # backup).
+        self.hold_at = [total // 3, (2 * total) // 3]
+        self.held = [threading.Event(), threading.Event()]
+        self.release = [threading.Event(), threading.Event()]
 
     def open(self):
         if self.sock is not None:
@@ -306,9 +310,10 @@ class Client(threading.Thread):
         try:
             self.open()
             for i in range(self.total):
-                if i == self.hold_at:
-                    self.held.set()
-                    self.release.wait(600)
+                if i in self.hold_at:
+                    k = self.hold_at.index(i)
+                    self.held[k].set()
+                    self.release[k].wait(600)
                 body = f"{self.protocol}-{i}".encode()
                 answered = False
                 for _ in range(self.attempts):
@@ -344,8 +349,9 @@ class Client(threading.Thread):
         return None
 
 
-def wait_progress(clients, fraction, deadline, what):
-    zp.wait_for(lambda: all(c.done >= c.total * fraction or not c.is_alive()
+def wait_held(clients, k, deadline, what):
+    """Every client is waiting at its hold point k (or has stopped)."""
+    zp.wait_for(lambda: all(c.held[k].is_set() or not c.is_alive()
                             for c in clients),
                 max(1, deadline - time.monotonic()), what)
 
@@ -389,10 +395,14 @@ def scenario(args):
     for c in clients:
         c.start()
     try:
-        # 1. kill -9 the active primary in the middle of the run.
-        wait_progress(clients, 1 / 3, deadline, "no progress before the kill")
+        # 1. kill -9 the active primary in the middle of the run, while
+        # every client waits at its first hold point; released at once, so
+        # that their requests make the backup take over.
+        wait_held(clients, 0, deadline, "no progress before the kill")
         t_kill = time.monotonic()
         primary.kill9()
+        for c in clients:
+            c.release[0].set()
         zp.check(backup.state_line("passive", "active", timeout=20)
                  is not None, "the backup did not take over")
         zp.wait_for(lambda: all(c.first_answer_from(1, t_kill) is not None
@@ -420,12 +430,10 @@ def scenario(args):
 
         # 3. kill -9 the backup while requests flow: the primary serves
         # again.
-        for c in clients:
-            zp.wait_for(c.held.is_set, max(1, deadline - time.monotonic()),
-                        f"{c.protocol}: no progress before kill 2")
+        wait_held(clients, 1, deadline, "no progress before kill 2")
         marks = [c.done for c in clients]
         for c in clients:
-            c.release.set()
+            c.release[1].set()
         zp.wait_for(lambda: all(c.done >= m + 5 for c, m in
                                 zip(clients, marks)), 20,
                     "no requests flowing before kill 2")
@@ -454,7 +462,8 @@ def scenario(args):
                  "the primary's zb_ha_failovers_total is not 1")
     finally:
         for c in clients:
-            c.release.set()
+            for r in c.release:
+                r.set()
         stop.set()
         for w in workers:
             if isinstance(w, LibraryWorkers):
