@@ -13,10 +13,12 @@
 #include <cstdlib>
 #include <cstring>
 #include <limits>
+#include <optional>
 #include <utility>
 
 #include "absl/strings/str_format.h"
 #include "zbrokers/frames/frames.h"
+#include "zbrokers/reactor/batch_scheduling.h"
 
 namespace zb {
 
@@ -689,6 +691,11 @@ absl::Status Reactor::Run() {
     return Reentered("Run");
   }
   RunningScope scope(running_);
+  std::optional<BatchScheduling> batch;
+  if (options_.batch_scheduling) {
+    batch.emplace();
+    batch_scheduling_status_ = batch->status();
+  }
   for (;;) {
     // A plain load first: the locked exchange is only needed once a stop
     // has actually been requested, not on every iteration.

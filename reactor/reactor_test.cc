@@ -708,6 +708,51 @@ TEST_F(ReactorTest, PostedTaskRunsAlongsideAReadySocket) {
   EXPECT_EQ(*handled, 0);
 }
 
+// --- Batch scheduling (batch_scheduling.h has the policy switch itself) ----
+
+// Runs a reactor with `options` on a thread of its own until one posted task
+// has looked at that thread's policy; returns what it saw, the reactor's
+// status and the thread's policy once Run() has returned.
+struct BatchRun {
+  int policy_in_run = -1;
+  absl::Status status_in_run;
+  int policy_after_run = -1;
+};
+BatchRun RunWithOptions(Reactor::Options options) {
+  BatchRun r;
+  std::thread t([&] {
+    Reactor reactor(options);
+    reactor.Post([&] {
+      r.policy_in_run = ::sched_getscheduler(0);
+      r.status_in_run = reactor.batch_scheduling_status();
+      reactor.Stop();
+    });
+    EXPECT_TRUE(reactor.Run().ok());
+    r.policy_after_run = ::sched_getscheduler(0);
+  });
+  t.join();
+  return r;
+}
+
+TEST(ReactorBatchSchedulingTest, RunMakesItsThreadABatchThreadForItsDuration) {
+  BatchRun r = RunWithOptions({.batch_scheduling = true});
+  EXPECT_EQ(r.policy_in_run, SCHED_BATCH);
+  EXPECT_TRUE(r.status_in_run.ok()) << r.status_in_run;
+  EXPECT_EQ(r.policy_after_run, SCHED_OTHER);
+}
+
+TEST(ReactorBatchSchedulingTest, OffByDefault) {
+  BatchRun r = RunWithOptions({});
+  EXPECT_EQ(r.policy_in_run, SCHED_OTHER);
+  EXPECT_TRUE(r.status_in_run.ok());
+}
+
+TEST(ReactorBatchSchedulingTest, ReactorThreadPassesTheOptionOn) {
+  ReactorThread thread({.batch_scheduling = true});
+  EXPECT_EQ(thread.Invoke([](Reactor&) { return ::sched_getscheduler(0); }),
+            SCHED_BATCH);
+}
+
 // --- Yield before sleep (idle_yield.h has the rule itself) -----------------
 
 TEST(ReactorYieldTest, YieldsBeforeASleepOnlyWhenItFollowsWork) {
