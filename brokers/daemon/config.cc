@@ -136,7 +136,7 @@ std::string TomlInt(Int n) {
 
 // The schema: every key the file may hold.  Adding a key here makes it
 // accepted in the file and, with a flag name, on the command line.
-const std::array<KeySpec, 46> kKeys = {{
+const std::array<KeySpec, 47> kKeys = {{
     {"daemon", "log_level", Kind::kLogLevel, "--log-level",
      [](DaemonConfig& c, Value&& v) { c.log_level = v.level; },
      [](const DaemonConfig& c) { return Toml(LogLevelName(c.log_level)); }},
@@ -164,6 +164,11 @@ const std::array<KeySpec, 46> kKeys = {{
      [](DaemonConfig& c, Value&& v) { c.yield_before_sleep = v.flag; },
      [](const DaemonConfig& c) {
        return std::string(c.yield_before_sleep ? "true" : "false");
+     }},
+    {"daemon", "batch_scheduling", Kind::kBool, "--batch-scheduling",
+     [](DaemonConfig& c, Value&& v) { c.batch_scheduling = v.flag; },
+     [](const DaemonConfig& c) {
+       return std::string(c.batch_scheduling ? "true" : "false");
      }},
     {"daemon", "curve_secret_key_file", Kind::kPath, "--curve-secret-key-file",
      [](DaemonConfig& c, Value&& v) {
@@ -1358,6 +1363,10 @@ Daemon:
                              sleeping after work, while that finds batches;
                              for in-process peers on the broker's core
                              (docs/reactor.md); true|false [%s]
+  --batch-scheduling BOOL    the brokers' threads run as SCHED_BATCH: woken
+                             by a message, a broker does not preempt the
+                             peers on its core but takes their messages
+                             together (docs/reactor.md); true|false [%s]
 
 Majordomo tuning:
   --heartbeat-interval DURATION   heartbeat period towards workers [%s]
@@ -1466,7 +1475,8 @@ a usage or config error.
 )",
       LogLevelName(d.log_level), LogFormatName(d.log_format),
       dur(d.stats_interval), dur(d.grace), d.metrics_max_services,
-      d.yield_before_sleep ? "true" : "false", dur(m.heartbeat_interval),
+      d.yield_before_sleep ? "true" : "false",
+      d.batch_scheduling ? "true" : "false", dur(m.heartbeat_interval),
       m.heartbeat_liveness, m.max_queue_per_service, dur(m.queue_expiry),
       m.max_redispatch, dur(m.reply_timeout), m.max_services, m.max_workers,
       m.max_requests_per_client, m.max_message_size, m.worker_prefetch,

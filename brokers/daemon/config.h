@@ -20,6 +20,7 @@
 //   grace = "5s"                   # drain period on SIGTERM/SIGINT
 //   metrics_max_services = 1000    # per-service series per broker
 //   yield_before_sleep = false     # brokers' reactors (docs/reactor.md)
+//   batch_scheduling = true        # brokers' threads as SCHED_BATCH
 //   curve_secret_key_file = "/etc/zb/broker.secret"  # CURVE server key
 //   curve_allowlist = "/etc/zb/clients"  # file or directory of *.pub
 //
@@ -249,6 +250,11 @@ struct DaemonConfig {
   // Reactor::Options::yield_before_sleep of every broker's reactor thread
   // (docs/reactor.md, "Yield before sleep").  Takes effect at start.
   bool yield_before_sleep = false;
+  // Reactor::Options::batch_scheduling of every broker's reactor thread:
+  // SCHED_BATCH, so that a broker woken by a reply does not preempt the
+  // workers on its core but takes their replies together (docs/reactor.md,
+  // "Batch scheduling").  Takes effect at start.
+  bool batch_scheduling = true;
 
   // CURVE (docs/security.md); both are required when a broker has
   // curve_endpoints.  The file holding the brokers' secret key (one Z85

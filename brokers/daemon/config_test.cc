@@ -179,6 +179,24 @@ TEST(ConfigFileTest, EmptyFileKeepsDefaults) {
   EXPECT_FALSE(ValidateConfig(*c).ok());
 }
 
+TEST(ConfigFileTest, BatchSchedulingIsABooleanOnByDefault) {
+  absl::StatusOr<DaemonConfig> c = ParseConfigText("", "empty.toml");
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_TRUE(c->batch_scheduling);
+  c = ParseConfigText("[daemon]\nbatch_scheduling = false\n", "t.toml");
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_FALSE(c->batch_scheduling);
+  for (auto [text, want] : std::vector<std::pair<const char*, bool>>{
+           {"false", false}, {"off", false}, {"true", true}, {"on", true}}) {
+    absl::StatusOr<CommandLine> cli =
+        Parse({"--majordomo", "tcp://*:1", "--batch-scheduling", text});
+    ASSERT_TRUE(cli.ok()) << cli.status();
+    absl::StatusOr<DaemonConfig> built = BuildConfig(*cli);
+    ASSERT_TRUE(built.ok()) << built.status();
+    EXPECT_EQ(built->batch_scheduling, want) << text;
+  }
+}
+
 TEST(ConfigFileTest, YieldBeforeSleepIsABooleanOffByDefault) {
   absl::StatusOr<DaemonConfig> c = ParseConfigText("", "empty.toml");
   ASSERT_TRUE(c.ok()) << c.status();

@@ -25,6 +25,7 @@
 #include "brokers/daemon/logging.h"
 #include "brokers/daemon/metrics.h"
 #include "zbrokers/majordomo/broker.h"
+#include "zbrokers/reactor/batch_scheduling.h"
 #include "zbrokers/reactor/reactor_thread.h"
 
 #ifndef ZB_VERSION
@@ -330,6 +331,7 @@ absl::Status Daemon::Impl::StartBroker(const BrokerPlan& plan) {
   rb->metrics = &metrics.AddBroker(rb->name, config.metrics_max_services);
   Reactor::Options reactor_options;
   reactor_options.yield_before_sleep = config.yield_before_sleep;
+  reactor_options.batch_scheduling = config.batch_scheduling;
   rb->thread = std::make_unique<ReactorThread>(reactor_options);
   RunningBroker* r = rb.get();
   runtimes.push_back(std::move(rb));
@@ -361,6 +363,12 @@ absl::Status Daemon::Impl::StartBroker(const BrokerPlan& plan) {
       return st;
     }
     InstallTimers(*r, reactor);
+    // Not a reason to stop: the broker works as well, it only wakes more.
+    if (const absl::Status& batch = reactor.batch_scheduling_status();
+        !batch.ok()) {
+      log->warn("{}: batch scheduling is off: {}", r->name,
+                std::string(batch.message()));
+    }
     return absl::OkStatus();
   });
 }
@@ -624,6 +632,7 @@ void Daemon::Impl::Reload() {
   applied.stats_interval = previous.stats_interval;
   applied.grace = previous.grace;
   applied.yield_before_sleep = previous.yield_before_sleep;
+  applied.batch_scheduling = previous.batch_scheduling;
   applied.ha = previous.ha;
 }
 
@@ -684,6 +693,9 @@ absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Create(
     ConfigSource reload) {
   if (absl::Status s = ValidateConfig(config); !s.ok()) return s;
   auto impl = std::make_unique<Impl>(config, log, std::move(reload));
+  // Before any broker thread (a batch thread) opens a socket: libzmq's
+  // threads keep the process's scheduling policy (batch_scheduling.h).
+  StartContextThreads(impl->context);
   log->info("zb-broker {} starting", ZB_VERSION);
   if (config.ha.role.has_value()) {
     absl::StatusOr<std::unique_ptr<DaemonHa>> ha =

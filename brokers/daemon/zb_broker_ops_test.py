@@ -435,6 +435,55 @@ def scenario_help(zb):
         check(got == "7s", f"{alias} 7s: consensus.{key} = {got!r}")
 
 
+def thread_policies(pid):
+    """{thread name: [scheduling policy of each thread of that name]}, from
+    /proc (field 41 of a task's stat: 0 SCHED_OTHER, 3 SCHED_BATCH, 5
+    SCHED_IDLE)."""
+    policies = {}
+    for tid in os.listdir(f"/proc/{pid}/task"):
+        with open(f"/proc/{pid}/task/{tid}/stat") as f:
+            stat = f.read()
+        name = stat[stat.index("(") + 1:stat.rindex(")")]
+        fields = stat[stat.rindex(")") + 2:].split()  # from field 3 on
+        policies.setdefault(name, []).append(int(fields[41 - 3]))
+    return policies
+
+
+def scenario_scheduling(zb):
+    """[daemon] batch_scheduling: every broker's thread is a SCHED_BATCH
+    thread, and no other thread is; off, none is; where the daemon's
+    threads run under another policy it leaves them so and says why."""
+    both = ["--majordomo", "tcp://127.0.0.1:*", "--consensus",
+            "tcp://127.0.0.1:*", "--stats-interval", "0s"]
+    b = Broker([zb] + both)
+    b.ready()
+    batch = [(name, p) for name, ps in thread_policies(b.pid).items()
+             for p in ps if p == os.SCHED_BATCH]
+    check(len(batch) == 2, f"want the two brokers' threads as SCHED_BATCH, "
+          f"got {thread_policies(b.pid)}")
+    check("batch scheduling is off" not in b.text(), b.describe())
+    check(b.stop() == 0, "did not stop cleanly")
+
+    b = Broker([zb, "--batch-scheduling", "false"] + both)
+    b.ready()
+    policies = thread_policies(b.pid)
+    check(all(p == os.SCHED_OTHER for ps in policies.values() for p in ps),
+          f"--batch-scheduling false: {policies}")
+    check(b.stop() == 0, "did not stop cleanly")
+
+    # Started as a SCHED_IDLE process: left idle, with a warning per broker.
+    b = Broker(["chrt", "--idle", "0", zb] + both)
+    b.ready()
+    policies = thread_policies(b.pid)
+    check(all(p == os.SCHED_IDLE for ps in policies.values() for p in ps),
+          f"SCHED_IDLE process: {policies}")
+    for kind in ("majordomo", "consensus"):
+        check(b.wait_line(kind + r": batch scheduling is off: .*SCHED_IDLE",
+                          5) is not None,
+              f"no warning for {kind}:\n" + b.describe())
+    check(b.stop() == 0, "did not stop cleanly")
+
+
 SCENARIOS = {
     "ports": scenario_ports,
     "ipv6": scenario_ipv6,
@@ -445,6 +494,7 @@ SCENARIOS = {
     "logs": scenario_logs,
     "help": scenario_help,
     "identities": scenario_identities,
+    "scheduling": scenario_scheduling,
 }
 
 
