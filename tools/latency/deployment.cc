@@ -17,6 +17,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
 #include "tools/latency/subprocess.h"
+#include "zbrokers/reactor/batch_scheduling.h"
 
 namespace zb::latency {
 namespace {
@@ -33,9 +34,11 @@ void RemoveIpcFile(const std::string& endpoint) {
   if (endpoint.starts_with(kIpc)) ::unlink(endpoint.c_str() + kIpc.size());
 }
 
-Reactor::Options ReactorOptions(bool yield_before_sleep) {
+Reactor::Options ReactorOptions(bool yield_before_sleep,
+                                bool batch_scheduling = false) {
   Reactor::Options options;
   options.yield_before_sleep = yield_before_sleep;
+  options.batch_scheduling = batch_scheduling;
   return options;
 }
 
@@ -53,9 +56,10 @@ class ThreadDeployment : public Deployment {
       const DeployConfig& cfg) {
     std::unique_ptr<ThreadDeployment> d(new ThreadDeployment(cfg));
     if (cfg.external_broker.empty()) {
-      auto b = StartBroker(cfg.impl, d->context_,
-                           BindEndpoint(cfg.transport, cfg.impl), cfg.timeout,
-                           ReactorOptions(cfg.yield_before_sleep));
+      auto b = StartBroker(
+          cfg.impl, d->context_, BindEndpoint(cfg.transport, cfg.impl),
+          cfg.timeout,
+          ReactorOptions(cfg.yield_before_sleep, cfg.batch_scheduling));
       if (!b.ok()) return b.status();
       d->broker_ = std::move(*b);
       d->endpoint_ = d->broker_->endpoint();
@@ -99,6 +103,9 @@ class ThreadDeployment : public Deployment {
     if (cfg.max_sockets > 0) {
       context_.set(zmq::ctxopt::max_sockets, cfg.max_sockets);
     }
+    // As zb-broker does: libzmq's threads are not the broker's batch thread's
+    // children (batch_scheduling.h).
+    StartContextThreads(context_);
   }
 
   const DeployConfig cfg_;
@@ -142,6 +149,8 @@ class ProcessDeployment : public Deployment {
       auto b = Subprocess::Start(
           {exe, "--role=broker", impl, sockets,
            YieldArg(cfg.yield_before_sleep),
+           cfg.batch_scheduling ? "--batch-scheduling=on"
+                                : "--batch-scheduling=off",
            "--bind=" + BindEndpoint(cfg.transport, cfg.impl),
            absl::StrFormat("--timeout-ms=%d", cfg.timeout.count())});
       if (!b.ok()) return b.status();
@@ -326,13 +335,16 @@ int RunRole(const std::vector<std::string>& args) {
   }
   const std::string role = kv["role"];
   const Impl impl = kv["impl"] == "raw" ? Impl::kRaw : Impl::kZbrokers;
+  // Only a broker process takes --batch-scheduling (DeployConfig).
   const Reactor::Options reactor =
-      ReactorOptions(kv["yield-before-sleep"] == "on");
+      ReactorOptions(kv["yield-before-sleep"] == "on",
+                     role == "broker" && kv["batch-scheduling"] == "on");
   zmq::context_t context;
   if (int max_sockets = 0;
       absl::SimpleAtoi(kv["max-sockets"], &max_sockets) && max_sockets > 0) {
     context.set(zmq::ctxopt::max_sockets, max_sockets);
   }
+  StartContextThreads(context);
   std::string line;
 
   if (role == "broker") {

@@ -50,6 +50,10 @@ struct DeployConfig {
   // Reactor::Options::yield_before_sleep of every zbrokers reactor
   // (--yield-before-sleep).
   bool yield_before_sleep = false;
+  // Reactor::Options::batch_scheduling of the embedded broker's reactor
+  // (--batch-scheduling); the workers' and clients' reactors keep the
+  // library's default.
+  bool batch_scheduling = true;
   // ZMQ_MAX_SOCKETS of every context the deployment makes (libzmq's default
   // of 1023 is too few for a thousand workers); 0 keeps the default.
   int max_sockets = 0;

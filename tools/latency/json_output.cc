@@ -62,7 +62,7 @@ std::string ToJson(const Report& r) {
       "\"transport\": %s, \"placement\": %s, \"payload_bytes\": %d, "
       "\"client_wait\": %s, \"timeout_ms\": %d, \"broker\": %s, "
       "\"baseline\": %s, \"raw_only\": %s, \"cpus\": %s, "
-      "\"yield_before_sleep\": %s},\n",
+      "\"yield_before_sleep\": %s, \"batch_scheduling\": %s},\n",
       o.rounds_per_step, o.EffectiveWarmup(), o.max_workers, o.step,
       JsonQuote(GrowName(grow)), o.workers, o.max_clients,
       JsonQuote(TransportName(o.transport)),
@@ -71,7 +71,8 @@ std::string ToJson(const Report& r) {
       JsonQuote(r.broker), o.baseline ? "true" : "false",
       o.raw_only ? "true" : "false",
       o.cpus.empty() ? std::string("null") : JsonQuote(FormatCpuList(o.cpus)),
-      o.yield_before_sleep ? "true" : "false");
+      o.yield_before_sleep ? "true" : "false",
+      o.batch_scheduling ? "true" : "false");
   absl::StrAppendFormat(&out, "  \"steps\": %s,\n", StepsJson(r.zbrokers));
   absl::StrAppendFormat(&out, "  \"fit\": %s,\n  \"fit_p50\": %s",
                         FitJson(r.zbrokers.fit, grow),

@@ -49,7 +49,8 @@ TEST(JsonOutputTest, KeysToolsRead) {
   }
   EXPECT_THAT(j, Not(HasSubstr("\"baseline\": {")));
   EXPECT_THAT(j, Not(HasSubstr("\"ratio\"")));
-  EXPECT_THAT(j, HasSubstr("\"cpus\": null, \"yield_before_sleep\": false}"));
+  EXPECT_THAT(j, HasSubstr("\"cpus\": null, \"yield_before_sleep\": false, "
+                           "\"batch_scheduling\": true}"));
   EXPECT_THAT(j, HasSubstr("\"warnings\": []\n}"));
 }
 
@@ -70,12 +71,14 @@ TEST(JsonOutputTest, CpusAndWarnings) {
   Report r = SampleReport(true);
   r.options.cpus = {0, 1};
   r.options.yield_before_sleep = true;
+  r.options.batch_scheduling = false;
   r.zbrokers.steps[1].latency.avg_us = 500;  // a poor fit
   r.zbrokers.Refit(Grow::kWorkers);
   const std::string j = ToJson(r);
   EXPECT_TRUE(Balanced(j)) << j;
   EXPECT_THAT(j, HasSubstr("\"cpus\": \"0-1\", "));
-  EXPECT_THAT(j, HasSubstr("\"yield_before_sleep\": true}"));
+  EXPECT_THAT(j, HasSubstr("\"yield_before_sleep\": true, "
+                           "\"batch_scheduling\": false}"));
   EXPECT_THAT(j, HasSubstr("\"warnings\": [\"zbrokers average fit has r^2 = "));
 }
 

@@ -316,6 +316,11 @@ absl::StatusOr<Options> ParseOptions(const std::vector<std::string>& args) {
       if (!v.ok()) return v.status();
       st = ParseEitherTo(name, *v, "on", true, "off", false,
                          &o.yield_before_sleep);
+    } else if (name == "--batch-scheduling") {
+      auto v = value();
+      if (!v.ok()) return v.status();
+      st = ParseEitherTo(name, *v, "on", true, "off", false,
+                         &o.batch_scheduling);
     } else if (name == "--broker") {
       auto v = value();
       if (!v.ok()) return v.status();
@@ -448,6 +453,13 @@ Usage: zb-latency [options]
                        sleeping after work (default off, as in every
                        zbrokers reactor; docs/reactor.md, "Yield before
                        sleep"), e.g. for inproc on one core
+  --batch-scheduling on|off
+                       whether the embedded broker's reactor thread runs as
+                       a SCHED_BATCH thread, whose wake-ups do not preempt
+                       the workers on its core (default on, as in
+                       zb-broker; docs/reactor.md, "Batch scheduling").
+                       The workers and the client keep the library's
+                       default (off)
   --broker ENDPOINT    use a running zb-broker (tcp:// or ipc://) instead of
                        the embedded broker
   --csv FILE           write the steps as CSV

@@ -93,6 +93,12 @@ struct Options {
   // default, as in every zbrokers reactor.  on measures with it, e.g. to
   // compare the two in one session.
   bool yield_before_sleep = false;
+  // --batch-scheduling on|off: Reactor::Options::batch_scheduling of the
+  // embedded broker's reactor; on by default, as in zb-broker, for which
+  // the embedded broker stands.  The workers and the client are the
+  // library's users and keep its default (off); the raw program never
+  // changes its threads' policy.
+  bool batch_scheduling = true;
   bool help = false;
   // Deprecated spellings the arguments used, one sentence each (e.g.
   // "--timeout-ms is deprecated, use --timeout (docs/glossary.md)"), for

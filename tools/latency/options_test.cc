@@ -87,6 +87,20 @@ TEST(OptionsTest, YieldBeforeSleep) {
               testing::HasSubstr("--yield-before-sleep must be 'on' or 'off'"));
 }
 
+TEST(OptionsTest, BatchScheduling) {
+  absl::StatusOr<Options> o = Parse({});
+  ASSERT_TRUE(o.ok()) << o.status();
+  EXPECT_TRUE(o->batch_scheduling);  // zb-broker's default
+  o = Parse({"--batch-scheduling", "off"});
+  ASSERT_TRUE(o.ok()) << o.status();
+  EXPECT_FALSE(o->batch_scheduling);
+  o = Parse({"--batch-scheduling=on"});
+  ASSERT_TRUE(o.ok()) << o.status();
+  EXPECT_TRUE(o->batch_scheduling);
+  EXPECT_THAT(ErrorOf({"--batch-scheduling", "yes"}),
+              testing::HasSubstr("--batch-scheduling must be 'on' or 'off'"));
+}
+
 TEST(OptionsTest, RawOnly) {
   absl::StatusOr<Options> o = Parse({"--raw-only"});
   ASSERT_TRUE(o.ok()) << o.status();

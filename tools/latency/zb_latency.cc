@@ -265,6 +265,7 @@ int Run(const Options& o) {
     cfg.payload_bytes = o.payload_bytes;
     cfg.client_uses_reactor = o.client_wait == ClientWait::kReactor;
     cfg.yield_before_sleep = o.yield_before_sleep;
+    cfg.batch_scheduling = o.batch_scheduling;
     cfg.timeout = o.timeout;
     // Every worker and client socket, the broker, and a margin for clients
     // being replaced between chunks.
@@ -286,10 +287,12 @@ int Run(const Options& o) {
           ? absl::StrFormat("cpus %s (not pinned)",
                             FormatCpuList(AllowedCpus()))
           : absl::StrFormat("cpus %s (pinned)", FormatCpuList(o.cpus));
-  // Said only when on: the default is every zbrokers reactor's default.
+  // Said only when not the default (zb-broker's defaults).
+  const bool embedded = o.broker.empty();
   const std::string broker =
       systems[0].deployment->endpoint() +
-      (o.yield_before_sleep ? ", yield before sleep on" : "");
+      (o.yield_before_sleep ? ", yield before sleep on" : "") +
+      (embedded && !o.batch_scheduling ? ", batch scheduling off" : "");
   // What both growth modes print after the sizes.
   const std::string setup = absl::StrFormat(
       "payload %d B, client wait %s, %s, %s, %s, broker %s", o.payload_bytes,
