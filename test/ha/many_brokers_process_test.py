@@ -3,7 +3,7 @@
 
 docs/ha.md, "Many brokers": several zb-broker processes (no [ha], each
 active), raw echo workers with a session on every broker
-(ha_client_process_test.RecordingWorker, which records which broker served
+(client_streams.RecordingWorker, which records which broker served
 each request), and the Python package's MdpClient and ConsensusClient (the
 C++ clients underneath, through the C ABI) given the list of all brokers
 with endpoint_policy="spread".  While they run:
@@ -19,7 +19,7 @@ with endpoint_policy="spread".  While they run:
   4. every request ended exactly once, none with a foreign body, none
      failed, and the only timeouts are those of step 2.
 
-Each client stops at hold points (ha_client_process_test.HOLDS) until the
+Each client stops at hold points (client_streams.HOLDS) until the
 test lets it on, so that requests are always sent after each step however
 fast the run went.  Processes are signalled only by the PID the test
 started; only 127.0.0.1.
@@ -38,7 +38,7 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(HERE, "..", "testing"))
-import ha_client_process_test as hc  # noqa: E402  (streams, workers)
+import client_streams as cs  # noqa: E402  (streams, clients, workers)
 import ha_process_test as ha  # noqa: E402  (free ports, heartbeats)
 import zb_process as zp  # noqa: E402
 import zmq  # noqa: E402
@@ -69,8 +69,8 @@ class Broker:
                          service="echo") or 0
 
 
-class SpreadClients(hc.Clients):
-    """ha_client_process_test's two package clients, on "spread"."""
+class SpreadClients(cs.Clients):
+    """client_streams.Clients' two package clients, on "spread"."""
 
     def run(self):
         import zbrokers
@@ -84,10 +84,10 @@ class SpreadClients(hc.Clients):
                 ccp = zbrokers.ConsensusClient(r, self.ccp_endpoints,
                                                endpoint_policy="spread")
                 self.streams = [
-                    hc.Stream("mdp", mdp, a.requests, a.window,
+                    cs.Stream("mdp", mdp, a.requests, a.window,
                               lambda body, done: mdp.request(
                                   b"echo", [body], done)),
-                    hc.Stream("ccp", ccp, a.requests, a.window,
+                    cs.Stream("ccp", ccp, a.requests, a.window,
                               lambda body, done: ccp.request(
                                   b"echo", [body], done, timeout=a.timeout,
                                   retries=a.retries))]
@@ -145,9 +145,9 @@ def scenario(args):
                for i in range(n)]
     ctx = zmq.Context()
     stop = threading.Event()
-    workers = {"mdp": hc.RecordingWorker(ctx, "mdp", [b.mdp for b in brokers],
+    workers = {"mdp": cs.RecordingWorker(ctx, "mdp", [b.mdp for b in brokers],
                                          stop),
-               "ccp": hc.RecordingWorker(ctx, "ccp", [b.ccp for b in brokers],
+               "ccp": cs.RecordingWorker(ctx, "ccp", [b.ccp for b in brokers],
                                          stop)}
     for w in workers.values():
         w.start()
