@@ -19,12 +19,27 @@ Contract:
   * Clients runs both package clients (MdpClient, ConsensusClient) on one
     Reactor in its own thread; an exception there is kept in `error` for
     the main thread to report, never raised on that thread.
+  * check_ended_once(stream) is the end-of-run check both tests make of
+    every stream; each test adds its own (how many must have succeeded,
+    which timeouts are allowed).
+  * shut_down(...) belongs in the scenario's `finally`: it releases every
+    hold point (a held stream would never finish), stops the clients'
+    reactor and then the workers, and terminates the zmq context; every
+    join is bounded.
+  * add_arguments(ap, ...) defines the flags both scripts take, and
+    use_library(args) applies --lib and --pythonpath; call it before the
+    Clients thread imports zbrokers.
 """
 
+import os
+import sys
 import threading
 import time
 
-import ha_process_test as ha  # the raw workers
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                "..", "testing"))
+import ha_process_test as ha  # noqa: E402  (the raw workers)
+import zb_process as zp  # noqa: E402
 
 
 class RecordingWorker(ha.Worker):
@@ -186,3 +201,59 @@ class Clients(threading.Thread):
                 self.reactor.stop()
             except Exception:
                 pass
+
+
+def check_ended_once(s, note=""):
+    """Prints stream `s`'s totals and checks that every request ended
+    exactly once and that no success carried another request's body.
+    `note` is printed before the reasons (e.g. "failovers 2; ")."""
+    print(f"{s.protocol}: {s.total} requests: {s.ok} answered with "
+          f"their own body, {s.failed} failed, {s.timeouts} timed "
+          f"out, {s.foreign} foreign replies, {s.duplicates} "
+          f"duplicate outcomes; {note}reasons {s.reasons}", flush=True)
+    zp.check(s.done == s.total, f"{s.protocol}: {s.done} ended")
+    zp.check(s.duplicates == 0,
+             f"{s.protocol}: {s.duplicates} duplicate outcomes")
+    zp.check(s.foreign == 0, f"{s.protocol}: {s.foreign} foreign replies")
+
+
+def shut_down(clients, workers, stop, ctx):
+    """Ends a scenario's clients and workers, after a failure too: the
+    hold points are released first, as a stream held at one would keep
+    its client open."""
+    for s in clients.streams:
+        for hold in s.holds.values():
+            hold.set()
+    clients.stop()
+    clients.join(10)
+    stop.set()
+    for w in workers.values():
+        w.join(5)
+    ctx.term()
+
+
+def add_arguments(ap, retries, retries_help):
+    """The flags of both scripts; --retries differs in its default (and
+    what it means with the script's endpoint_policy)."""
+    ap.add_argument("--broker", required=True)
+    ap.add_argument("--lib", help="libzbrokers.so (else the package's own "
+                    "search)")
+    ap.add_argument("--pythonpath", help="bindings/python")
+    ap.add_argument("--requests", type=int, default=1000,
+                    help="requests per protocol")
+    ap.add_argument("--window", type=int, default=4,
+                    help="requests in flight per client")
+    ap.add_argument("--timeout", type=float, default=0.5,
+                    help="client timeout per attempt, seconds")
+    ap.add_argument("--retries", type=int, default=retries,
+                    help=retries_help)
+    ap.add_argument("--budget", type=float, default=150)
+
+
+def use_library(args):
+    """Makes the package (and the libzbrokers.so) named on the command line
+    the ones the Clients thread imports."""
+    if args.lib:
+        os.environ["ZBROKERS_LIB"] = args.lib
+    if args.pythonpath:
+        sys.path.insert(0, args.pythonpath)

@@ -177,17 +177,8 @@ def scenario(args):
                      f"{s.protocol}: no reply from the primary after kill 2")
             print(f"{s.protocol}: kill -9 of the backup -> first reply served "
                   f"by the primary: {(t - t_kill2) * 1000:.0f} ms", flush=True)
-            print(f"{s.protocol}: {s.total} requests: {s.ok} answered with "
-                  f"their own body, {s.failed} failed, {s.timeouts} timed "
-                  f"out, {s.foreign} foreign replies, {s.duplicates} "
-                  f"duplicate outcomes; failovers "
-                  f"{clients.failovers.get(s.protocol)}; reasons "
-                  f"{s.reasons}", flush=True)
-            zp.check(s.done == s.total, f"{s.protocol}: {s.done} ended")
-            zp.check(s.duplicates == 0,
-                     f"{s.protocol}: {s.duplicates} duplicate outcomes")
-            zp.check(s.foreign == 0,
-                     f"{s.protocol}: {s.foreign} foreign replies")
+            cs.check_ended_once(
+                s, f"failovers {clients.failovers.get(s.protocol)}; ")
             zp.check(s.ok == s.total,
                      f"{s.protocol}: {s.total - s.ok} requests not answered")
             zp.wait_for(lambda: clients.failovers.get(s.protocol, 0) >
@@ -198,39 +189,17 @@ def scenario(args):
         zp.check(zp.sample(samples, "zb_ha_failovers_total") == 1,
                  "the primary's zb_ha_failovers_total is not 1")
     finally:
-        for s in clients.streams:
-            for hold in s.holds.values():
-                hold.set()
-        clients.stop()
-        clients.join(10)
-        stop.set()
-        for w in workers.values():
-            w.join(5)
-        ctx.term()
+        cs.shut_down(clients, workers, stop, ctx)
 
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--broker", required=True)
-    ap.add_argument("--lib", help="libzbrokers.so (else the package's own "
-                    "search)")
-    ap.add_argument("--pythonpath", help="bindings/python")
-    ap.add_argument("--requests", type=int, default=1000,
-                    help="requests per protocol")
-    ap.add_argument("--window", type=int, default=4,
-                    help="requests in flight per client")
-    ap.add_argument("--timeout", type=float, default=0.5,
-                    help="client timeout per attempt, seconds")
-    ap.add_argument("--retries", type=int, default=10,
-                    help="resends per request after a timed-out attempt")
+    cs.add_arguments(ap, retries=10, retries_help="resends per request "
+                     "after a timed-out attempt")
     ap.add_argument("--max-failover-ms", type=float, default=5000,
                     help="the backup must serve within this after the kill")
-    ap.add_argument("--budget", type=float, default=150)
     args = ap.parse_args()
-    if args.lib:
-        os.environ["ZBROKERS_LIB"] = args.lib
-    if args.pythonpath:
-        sys.path.insert(0, args.pythonpath)
+    cs.use_library(args)
     return zp.run_scenario("ha_client_process_test", scenario, args)
 
 

@@ -251,55 +251,24 @@ def scenario(args):
             zp.check(shares[victim.index] * 2 * n >= sum(shares),
                      f"{s.protocol}: the restarted broker took less than "
                      f"half its share after the restart: {shares}")
-            print(f"{s.protocol}: {s.total} requests: {s.ok} answered with "
-                  f"their own body, {s.failed} failed, {s.timeouts} timed "
-                  f"out, {s.foreign} foreign replies, {s.duplicates} "
-                  f"duplicate outcomes; reasons {s.reasons}", flush=True)
-            zp.check(s.done == s.total, f"{s.protocol}: {s.done} ended")
-            zp.check(s.duplicates == 0,
-                     f"{s.protocol}: {s.duplicates} duplicate outcomes")
-            zp.check(s.foreign == 0,
-                     f"{s.protocol}: {s.foreign} foreign replies")
+            cs.check_ended_once(s)
             zp.check(s.failed == 0, f"{s.protocol}: {s.failed} failed")
             zp.check(s.ok + s.timeouts == s.total and
                      lost == s.timeouts,
                      f"{s.protocol}: timeouts outside the kill")
     finally:
-        for s in clients.streams:
-            for hold in s.holds.values():
-                hold.set()
-        clients.stop()
-        clients.join(10)
-        stop.set()
-        for w in workers.values():
-            w.join(5)
-        ctx.term()
+        cs.shut_down(clients, workers, stop, ctx)
 
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--broker", required=True)
-    ap.add_argument("--lib", help="libzbrokers.so (else the package's own "
-                    "search)")
-    ap.add_argument("--pythonpath", help="bindings/python")
+    cs.add_arguments(ap, retries=1, retries_help="resends per request after "
+                     "a timed-out attempt (on the same broker, with spread)")
     ap.add_argument("--brokers", type=int, default=3)
-    ap.add_argument("--requests", type=int, default=1000,
-                    help="requests per protocol")
-    ap.add_argument("--window", type=int, default=4,
-                    help="requests in flight per client")
-    ap.add_argument("--timeout", type=float, default=0.5,
-                    help="client timeout per attempt, seconds")
-    ap.add_argument("--retries", type=int, default=1,
-                    help="resends per request after a timed-out attempt "
-                    "(on the same broker, with spread)")
-    ap.add_argument("--budget", type=float, default=150)
     args = ap.parse_args()
     if args.brokers < 2:
         ap.error("--brokers must be at least 2")
-    if args.lib:
-        os.environ["ZBROKERS_LIB"] = args.lib
-    if args.pythonpath:
-        sys.path.insert(0, args.pythonpath)
+    cs.use_library(args)
     return zp.run_scenario("many_brokers_process_test", scenario, args)
 
 
