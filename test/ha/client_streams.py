@@ -17,8 +17,9 @@ Contract:
     body), timeouts, failed; a second outcome for one request counts as a
     duplicate and nothing else.
   * Clients runs both package clients (MdpClient, ConsensusClient) on one
-    Reactor in its own thread; an exception there is kept in `error` for
-    the main thread to report, never raised on that thread.
+    Reactor in its own thread, on the endpoint_policy it is given (by
+    default the clients' own, "failover"); an exception there is kept in
+    `error` for the main thread to report, never raised on that thread.
   * check_ended_once(stream) is the end-of-run check both tests make of
     every stream; each test adds its own (how many must have succeeded,
     which timeouts are allowed).
@@ -141,13 +142,16 @@ class Stream:
 
 class Clients(threading.Thread):
     """The package's ConsensusClient and MdpClient, each given the list of
-    brokers (default endpoint_policy, "failover"), on one reactor in this
-    thread."""
+    brokers, on one reactor in this thread.  endpoint_policy None leaves
+    the clients' default, which must be "failover" (the pair's test checks
+    that default); "spread" is passed to both."""
 
-    def __init__(self, args, mdp_endpoints, ccp_endpoints):
+    def __init__(self, args, mdp_endpoints, ccp_endpoints,
+                 endpoint_policy=None):
         super().__init__(daemon=True)
         self.args = args
         self.mdp_endpoints, self.ccp_endpoints = mdp_endpoints, ccp_endpoints
+        self.endpoint_policy = endpoint_policy
         self.streams = []
         self.reactor = None
         self.ready = threading.Event()
@@ -160,12 +164,16 @@ class Clients(threading.Thread):
         try:
             with zbrokers.Reactor() as r:
                 self.reactor = r
+                policy = ({} if self.endpoint_policy is None else
+                          {"endpoint_policy": self.endpoint_policy})
                 mdp = zbrokers.MdpClient(r, self.mdp_endpoints,
                                          timeout=a.timeout,
-                                         retries=a.retries)
-                ccp = zbrokers.ConsensusClient(r, self.ccp_endpoints)
-                assert mdp.endpoint_policy == "failover"
-                assert ccp.endpoint_policy == "failover"
+                                         retries=a.retries, **policy)
+                ccp = zbrokers.ConsensusClient(r, self.ccp_endpoints,
+                                               **policy)
+                expected = self.endpoint_policy or "failover"
+                assert mdp.endpoint_policy == expected
+                assert ccp.endpoint_policy == expected
                 self.streams = [
                     Stream("mdp", mdp, a.requests, a.window,
                            lambda body, done: mdp.request(

@@ -69,44 +69,6 @@ class Broker:
                          service="echo") or 0
 
 
-class SpreadClients(cs.Clients):
-    """client_streams.Clients' two package clients, on "spread"."""
-
-    def run(self):
-        import zbrokers
-        a = self.args
-        try:
-            with zbrokers.Reactor() as r:
-                self.reactor = r
-                mdp = zbrokers.MdpClient(r, self.mdp_endpoints,
-                                         timeout=a.timeout, retries=a.retries,
-                                         endpoint_policy="spread")
-                ccp = zbrokers.ConsensusClient(r, self.ccp_endpoints,
-                                               endpoint_policy="spread")
-                self.streams = [
-                    cs.Stream("mdp", mdp, a.requests, a.window,
-                              lambda body, done: mdp.request(
-                                  b"echo", [body], done)),
-                    cs.Stream("ccp", ccp, a.requests, a.window,
-                              lambda body, done: ccp.request(
-                                  b"echo", [body], done, timeout=a.timeout,
-                                  retries=a.retries))]
-
-                def tick():
-                    for s in self.streams:
-                        s.pump()
-                tick()
-                r.every(0.01, tick)
-                self.ready.set()
-                r.run()
-                mdp.close()
-                ccp.close()
-        except Exception as e:  # reported by the main thread
-            self.error = repr(e)
-        finally:
-            self.ready.set()
-
-
 def served_by(worker, index, after=None, streams=None, protocol=None):
     """How many successful requests broker `index` served (after a time,
     when given)."""
@@ -159,8 +121,8 @@ def scenario(args):
     for b in brokers:
         all_registered(b)
 
-    clients = SpreadClients(args, [b.mdp for b in brokers],
-                            [b.ccp for b in brokers])
+    clients = cs.Clients(args, [b.mdp for b in brokers],
+                         [b.ccp for b in brokers], endpoint_policy="spread")
     clients.start()
     zp.check(clients.ready.wait(10) and clients.error is None,
              f"the clients did not start: {clients.error}")
