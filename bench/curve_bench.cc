@@ -32,13 +32,13 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
-#include <cstring>
 #include <memory>
 #include <string>
 #include <thread>
 #include <vector>
 #include <zmq.hpp>
 
+#include "bench/flags.h"
 #include "zbrokers/consensus/broker.h"
 #include "zbrokers/consensus/client.h"
 #include "zbrokers/consensus/worker.h"
@@ -55,36 +55,10 @@ namespace zb {
 namespace {
 
 using Clock = std::chrono::steady_clock;
+using bench::IntFlag;
+using bench::ListFlag;
+using bench::Median;
 using std::chrono::milliseconds;
-
-int IntFlag(int argc, char** argv, const char* name, int fallback) {
-  for (int i = 1; i + 1 < argc; ++i) {
-    if (std::strcmp(argv[i], name) == 0) return std::atoi(argv[i + 1]);
-  }
-  return fallback;
-}
-
-std::vector<int> ListFlag(int argc, char** argv, const char* name,
-                          std::vector<int> fallback) {
-  for (int i = 1; i + 1 < argc; ++i) {
-    if (std::strcmp(argv[i], name) != 0) continue;
-    std::vector<int> out;
-    for (const char* p = argv[i + 1]; *p != '\0';) {
-      out.push_back(std::atoi(p));
-      while (*p != '\0' && *p != ',') ++p;
-      if (*p == ',') ++p;
-    }
-    return out;
-  }
-  return fallback;
-}
-
-double Median(std::vector<double> v) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  const std::size_t n = v.size();
-  return n % 2 == 1 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
 
 double Micros(Clock::duration d) {
   return std::chrono::duration<double, std::micro>(d).count();

@@ -35,7 +35,6 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
-#include <cstring>
 #include <functional>
 #include <memory>
 #include <string>
@@ -44,6 +43,7 @@
 #include <zmq.hpp>
 
 #include "absl/strings/str_join.h"
+#include "bench/flags.h"
 #include "zbrokers/common/endpoint.h"
 #include "zbrokers/consensus/broker.h"
 #include "zbrokers/consensus/client.h"
@@ -59,44 +59,13 @@ namespace zb {
 namespace {
 
 using Clock = std::chrono::steady_clock;
+using bench::IntFlag;
+using bench::ListFlag;
+using bench::Median;
+using bench::StringFlag;
 using std::chrono::milliseconds;
 
 constexpr int kWorkersPerThread = 16;
-
-int IntFlag(int argc, char** argv, const char* name, int fallback) {
-  for (int i = 1; i + 1 < argc; ++i) {
-    if (std::strcmp(argv[i], name) == 0) return std::atoi(argv[i + 1]);
-  }
-  return fallback;
-}
-
-std::string StringFlag(int argc, char** argv, const char* name,
-                       std::string fallback) {
-  for (int i = 1; i + 1 < argc; ++i) {
-    if (std::strcmp(argv[i], name) == 0) return argv[i + 1];
-  }
-  return fallback;
-}
-
-std::vector<int> ListFlag(int argc, char** argv, const char* name,
-                          std::vector<int> fallback) {
-  const std::string text = StringFlag(argc, argv, name, "");
-  if (text.empty()) return fallback;
-  std::vector<int> out;
-  for (const char* p = text.c_str(); *p != '\0';) {
-    out.push_back(std::atoi(p));
-    while (*p != '\0' && *p != ',') ++p;
-    if (*p == ',') ++p;
-  }
-  return out;
-}
-
-double Median(std::vector<double> v) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  const std::size_t n = v.size();
-  return n % 2 == 1 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
 
 // The q-quantile (0..1) of `v`, nearest rank.
 double Quantile(std::vector<double> v, double q) {

@@ -16,8 +16,10 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <cerrno>
 #include <chrono>
 #include <cstdlib>
+#include <cstring>
 #include <functional>
 #include <memory>
 #include <new>
@@ -737,27 +739,64 @@ int FreePort() {
   return std::stoi(ep.substr(ep.rfind(':') + 1));
 }
 
+// Workers on a ReactorThread of their own.  The destructor destroys them on
+// that thread: a worker cancels its timers on destruction, which only the
+// reactor's own thread may do, so an ASSERT that returns early from a test
+// must not leave them to be destroyed on the test thread (that aborts the
+// whole binary instead of failing the one test).
+class WorkerThread {
+ public:
+  ~WorkerThread() { Clear(); }
+
+  void Add(zmq::context_t& ctx, const std::string& endpoint,
+           const std::string& service, ConsensusWorker::Handler handler,
+           const ConsensusWorker::Options& options) {
+    thread_.Invoke([&](Reactor& r) {
+      workers_.push_back(test::Must(ConsensusWorker::Create(
+          r, ctx, endpoint, service, std::move(handler), options)));
+    });
+  }
+  std::uint64_t Reconnects() {
+    return thread_.Invoke([&](Reactor&) {
+      std::uint64_t n = 0;
+      for (auto& w : workers_) n += w->stats().reconnects;
+      return n;
+    });
+  }
+  void Clear() {
+    thread_.Invoke([&](Reactor&) { workers_.clear(); });
+  }
+
+ private:
+  ReactorThread thread_;
+  std::vector<std::unique_ptr<ConsensusWorker>> workers_;
+};
+
 TEST(ZbBrokerProcessTest, ServesClientsAndWorkersAndSurvivesARestart) {
   const char* exe = std::getenv("ZB_BROKER");
   if (exe == nullptr || *exe == '\0') {
     GTEST_SKIP() << "ZB_BROKER is not set (run through meson test)";
   }
+  // meson sets ZB_BROKER to where zb-broker is built, but `ninja <this
+  // test>` does not build it.  Without this check the test would spend the
+  // Ping timeout on a child that failed to exec and report only that.
+  ASSERT_EQ(access(exe, X_OK), 0)
+      << "ZB_BROKER=" << exe << " is not an executable file ("
+      << std::strerror(errno)
+      << "); build zb-broker first (ninja -C <builddir> "
+         "brokers/daemon/zb-broker)";
   const std::string endpoint = "tcp://127.0.0.1:" + std::to_string(FreePort());
   auto broker = std::make_unique<Child>(
       std::vector<std::string>{exe, "--consensus", endpoint});
   ASSERT_GT(broker->pid(), 0);
 
   zmq::context_t ctx;
-  ReactorThread worker_thread;
-  std::vector<std::unique_ptr<ConsensusWorker>> workers;
+  WorkerThread workers;
   const ConsensusWorker::Options fast{.heartbeat_interval = milliseconds(50),
                                       .heartbeat_liveness = 3};
-  worker_thread.Invoke([&](Reactor& r) {
-    for (const char* name : {"one", "two", "three"}) {
-      workers.push_back(test::Must(
-          ConsensusWorker::Create(r, ctx, endpoint, "svc", Named(name), fast)));
-    }
-  });
+  for (const char* name : {"one", "two", "three"}) {
+    workers.Add(ctx, endpoint, "svc", Named(name), fast);
+  }
   {
     std::unique_ptr<BlockingConsensusClient> client =
         MakeBlocking(ctx, endpoint);
@@ -783,14 +822,9 @@ TEST(ZbBrokerProcessTest, ServesClientsAndWorkersAndSurvivesARestart) {
       return r.ok() && r.payload.size() == 3;
     })) << r.reason;
     EXPECT_EQ(client->stats().rejected, 0u);
-    EXPECT_GE(worker_thread.Invoke([&](Reactor&) {
-      std::uint64_t n = 0;
-      for (auto& w : workers) n += w->stats().reconnects;
-      return n;
-    }),
-              3u);
+    EXPECT_GE(workers.Reconnects(), 3u);
   }
-  worker_thread.Invoke([&](Reactor&) { workers.clear(); });
+  workers.Clear();
   // A clean stop: SIGTERM ends it with exit code 0.
   const int status = broker->Stop(SIGTERM);
   ASSERT_NE(status, -1) << "zb-broker did not exit after SIGTERM";

@@ -39,169 +39,10 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(HERE, "..", "testing"))
-import ha_process_test as ha  # noqa: E402  (the pair, the raw workers)
+import client_streams as cs  # noqa: E402  (streams, clients, workers)
+import ha_process_test as ha  # noqa: E402  (the pair)
 import zb_process as zp  # noqa: E402
 import zmq  # noqa: E402
-
-
-class RecordingWorker(ha.Worker):
-    """ha_process_test's raw echo worker (a session per broker) that
-    records which broker (0 primary, 1 backup) served each body."""
-
-    def __init__(self, *args):
-        super().__init__(*args)
-        self.served_by = {}  # body -> list of session indexes
-        self.lock = threading.Lock()
-
-    def answer(self, s, frames):
-        cmd = b"\x02" if self.protocol == "mdp" else b"\x03"
-        if len(frames) >= 4 and frames[2] == cmd:
-            with self.lock:
-                self.served_by.setdefault(frames[-1], []).append(
-                    self.sessions.index(s))
-        super().answer(s, frames)
-
-    def brokers_of(self, body):
-        with self.lock:
-            return list(self.served_by.get(body, ()))
-
-
-# Hold points, as fractions of the requests: released after kill 1, after
-# the old primary is back (before kill 2), after kill 2.
-HOLDS = (1 / 2, 2 / 3, 5 / 6)
-
-
-class Stream:
-    """One client of the package with `window` requests in flight, `total`
-    in all.  Runs on the Clients reactor thread."""
-
-    def __init__(self, protocol, client, total, window, request):
-        self.protocol, self.client = protocol, client
-        self.total, self.window = total, window
-        self.request = request  # request(body, on_done)
-        self.sent = 0
-        self.in_flight = set()
-        self.done = 0
-        self.ok = 0
-        self.failed = 0
-        self.timeouts = 0
-        self.duplicates = 0   # a second outcome for one request
-        self.foreign = 0      # a success that is not the request's own body
-        self.reasons = {}
-        self.outcomes = []    # (monotonic time, body, ok)
-        # The stream stops sending at each hold point until the test
-        # releases it, so that requests are always sent after each kill
-        # however fast the rest ran: HOLDS[i] is released after step i.
-        self.holds = {int(total * f): threading.Event() for f in HOLDS}
-        self.held_at = None
-
-    def release(self, step):
-        self.holds[int(self.total * HOLDS[step])].set()
-
-    def held(self, step):
-        return self.held_at == int(self.total * HOLDS[step])
-
-    def pump(self):
-        while self.sent < self.total and len(self.in_flight) < self.window:
-            hold = self.holds.get(self.sent)
-            if hold is not None and not hold.is_set():
-                self.held_at = self.sent
-                return
-            body = f"{self.protocol}-{self.sent}".encode()
-            self.sent += 1
-            self.in_flight.add(body)
-            self.request(body, lambda r, body=body: self.ended(body, r))
-
-    def ended(self, body, result):
-        if body not in self.in_flight:
-            self.duplicates += 1
-            return
-        self.in_flight.discard(body)
-        self.done += 1
-        good = result.ok and result.frames == [body]
-        if result.ok and not good:
-            self.foreign += 1
-        elif good:
-            self.ok += 1
-        elif result.timed_out:
-            self.timeouts += 1
-        else:
-            self.failed += 1
-        if not result.ok:
-            self.reasons[result.reason] = self.reasons.get(result.reason,
-                                                           0) + 1
-        self.outcomes.append((time.monotonic(), body, good))
-        self.pump()
-
-    def first_success_from(self, worker, index, after):
-        for t, body, good in list(self.outcomes):
-            if t >= after and good and index in worker.brokers_of(body):
-                return t
-        return None
-
-
-class Clients(threading.Thread):
-    """The package's ConsensusClient and MdpClient, each given both
-    brokers of the pair (default endpoint_policy, "failover"), on one
-    reactor in this thread."""
-
-    def __init__(self, args, mdp_endpoints, ccp_endpoints):
-        super().__init__(daemon=True)
-        self.args = args
-        self.mdp_endpoints, self.ccp_endpoints = mdp_endpoints, ccp_endpoints
-        self.streams = []
-        self.reactor = None
-        self.ready = threading.Event()
-        self.error = None
-        self.failovers = {}  # protocol -> the client's count, kept fresh
-
-    def run(self):
-        import zbrokers
-        a = self.args
-        try:
-            with zbrokers.Reactor() as r:
-                self.reactor = r
-                mdp = zbrokers.MdpClient(r, self.mdp_endpoints,
-                                         timeout=a.timeout,
-                                         retries=a.retries)
-                ccp = zbrokers.ConsensusClient(r, self.ccp_endpoints)
-                assert mdp.endpoint_policy == "failover"
-                assert ccp.endpoint_policy == "failover"
-                self.streams = [
-                    Stream("mdp", mdp, a.requests, a.window,
-                           lambda body, done: mdp.request(
-                               b"echo", [body], done)),
-                    Stream("ccp", ccp, a.requests, a.window,
-                           lambda body, done: ccp.request(
-                               b"echo", [body], done, timeout=a.timeout,
-                               retries=a.retries))]
-
-                def tick():
-                    for s in self.streams:
-                        self.failovers[s.protocol] = s.client.failovers
-                        s.pump()
-                tick()
-                r.every(0.01, tick)
-                self.ready.set()
-                r.run()
-                # Closing a client ends what is still open (cancelled /
-                # client-closed): counted like any other outcome.
-                mdp.close()
-                ccp.close()
-        except Exception as e:  # reported by the main thread
-            self.error = repr(e)
-        finally:
-            self.ready.set()
-
-    def finished(self):
-        return all(s.done == s.total for s in self.streams)
-
-    def stop(self):
-        if self.reactor is not None:
-            try:
-                self.reactor.stop()
-            except Exception:
-                pass
 
 
 def describe(clients, workers):
@@ -241,10 +82,10 @@ def scenario(args):
 
     ctx = zmq.Context()
     stop = threading.Event()
-    workers = {"mdp": RecordingWorker(ctx, "mdp", [primary.mdp, backup.mdp],
-                                      stop),
-               "ccp": RecordingWorker(ctx, "ccp", [primary.ccp, backup.ccp],
-                                      stop)}
+    workers = {"mdp": cs.RecordingWorker(ctx, "mdp",
+                                         [primary.mdp, backup.mdp], stop),
+               "ccp": cs.RecordingWorker(ctx, "ccp",
+                                         [primary.ccp, backup.ccp], stop)}
     for w in workers.values():
         w.start()
     for b in (primary, backup):
@@ -252,8 +93,8 @@ def scenario(args):
             zp.wait_for(lambda: b.workers(kind) == 1, 10,
                         f"{b.role} has no {kind} worker")
 
-    clients = Clients(args, [primary.mdp, backup.mdp],
-                      [primary.ccp, backup.ccp])
+    clients = cs.Clients(args, [primary.mdp, backup.mdp],
+                         [primary.ccp, backup.ccp])
     clients.start()
     zp.check(clients.ready.wait(10) and clients.error is None,
              f"the clients did not start: {clients.error}")
@@ -336,17 +177,8 @@ def scenario(args):
                      f"{s.protocol}: no reply from the primary after kill 2")
             print(f"{s.protocol}: kill -9 of the backup -> first reply served "
                   f"by the primary: {(t - t_kill2) * 1000:.0f} ms", flush=True)
-            print(f"{s.protocol}: {s.total} requests: {s.ok} answered with "
-                  f"their own body, {s.failed} failed, {s.timeouts} timed "
-                  f"out, {s.foreign} foreign replies, {s.duplicates} "
-                  f"duplicate outcomes; failovers "
-                  f"{clients.failovers.get(s.protocol)}; reasons "
-                  f"{s.reasons}", flush=True)
-            zp.check(s.done == s.total, f"{s.protocol}: {s.done} ended")
-            zp.check(s.duplicates == 0,
-                     f"{s.protocol}: {s.duplicates} duplicate outcomes")
-            zp.check(s.foreign == 0,
-                     f"{s.protocol}: {s.foreign} foreign replies")
+            cs.check_ended_once(
+                s, f"failovers {clients.failovers.get(s.protocol)}; ")
             zp.check(s.ok == s.total,
                      f"{s.protocol}: {s.total - s.ok} requests not answered")
             zp.wait_for(lambda: clients.failovers.get(s.protocol, 0) >
@@ -357,39 +189,17 @@ def scenario(args):
         zp.check(zp.sample(samples, "zb_ha_failovers_total") == 1,
                  "the primary's zb_ha_failovers_total is not 1")
     finally:
-        for s in clients.streams:
-            for hold in s.holds.values():
-                hold.set()
-        clients.stop()
-        clients.join(10)
-        stop.set()
-        for w in workers.values():
-            w.join(5)
-        ctx.term()
+        cs.shut_down(clients, workers, stop, ctx)
 
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--broker", required=True)
-    ap.add_argument("--lib", help="libzbrokers.so (else the package's own "
-                    "search)")
-    ap.add_argument("--pythonpath", help="bindings/python")
-    ap.add_argument("--requests", type=int, default=1000,
-                    help="requests per protocol")
-    ap.add_argument("--window", type=int, default=4,
-                    help="requests in flight per client")
-    ap.add_argument("--timeout", type=float, default=0.5,
-                    help="client timeout per attempt, seconds")
-    ap.add_argument("--retries", type=int, default=10,
-                    help="resends per request after a timed-out attempt")
+    cs.add_arguments(ap, retries=10, retries_help="resends per request "
+                     "after a timed-out attempt")
     ap.add_argument("--max-failover-ms", type=float, default=5000,
                     help="the backup must serve within this after the kill")
-    ap.add_argument("--budget", type=float, default=150)
     args = ap.parse_args()
-    if args.lib:
-        os.environ["ZBROKERS_LIB"] = args.lib
-    if args.pythonpath:
-        sys.path.insert(0, args.pythonpath)
+    cs.use_library(args)
     return zp.run_scenario("ha_client_process_test", scenario, args)
 
 

@@ -3,7 +3,7 @@
 
 docs/ha.md, "Many brokers": several zb-broker processes (no [ha], each
 active), raw echo workers with a session on every broker
-(ha_client_process_test.RecordingWorker, which records which broker served
+(client_streams.RecordingWorker, which records which broker served
 each request), and the Python package's MdpClient and ConsensusClient (the
 C++ clients underneath, through the C ABI) given the list of all brokers
 with endpoint_policy="spread".  While they run:
@@ -19,7 +19,7 @@ with endpoint_policy="spread".  While they run:
   4. every request ended exactly once, none with a foreign body, none
      failed, and the only timeouts are those of step 2.
 
-Each client stops at hold points (ha_client_process_test.HOLDS) until the
+Each client stops at hold points (client_streams.HOLDS) until the
 test lets it on, so that requests are always sent after each step however
 fast the run went.  Processes are signalled only by the PID the test
 started; only 127.0.0.1.
@@ -38,7 +38,7 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(HERE, "..", "testing"))
-import ha_client_process_test as hc  # noqa: E402  (streams, workers)
+import client_streams as cs  # noqa: E402  (streams, clients, workers)
 import ha_process_test as ha  # noqa: E402  (free ports, heartbeats)
 import zb_process as zp  # noqa: E402
 import zmq  # noqa: E402
@@ -67,44 +67,6 @@ class Broker:
         samples, _ = zp.parse_metrics(self.proc.metrics().decode())
         return zp.sample(samples, "zb_workers", broker=kind,
                          service="echo") or 0
-
-
-class SpreadClients(hc.Clients):
-    """ha_client_process_test's two package clients, on "spread"."""
-
-    def run(self):
-        import zbrokers
-        a = self.args
-        try:
-            with zbrokers.Reactor() as r:
-                self.reactor = r
-                mdp = zbrokers.MdpClient(r, self.mdp_endpoints,
-                                         timeout=a.timeout, retries=a.retries,
-                                         endpoint_policy="spread")
-                ccp = zbrokers.ConsensusClient(r, self.ccp_endpoints,
-                                               endpoint_policy="spread")
-                self.streams = [
-                    hc.Stream("mdp", mdp, a.requests, a.window,
-                              lambda body, done: mdp.request(
-                                  b"echo", [body], done)),
-                    hc.Stream("ccp", ccp, a.requests, a.window,
-                              lambda body, done: ccp.request(
-                                  b"echo", [body], done, timeout=a.timeout,
-                                  retries=a.retries))]
-
-                def tick():
-                    for s in self.streams:
-                        s.pump()
-                tick()
-                r.every(0.01, tick)
-                self.ready.set()
-                r.run()
-                mdp.close()
-                ccp.close()
-        except Exception as e:  # reported by the main thread
-            self.error = repr(e)
-        finally:
-            self.ready.set()
 
 
 def served_by(worker, index, after=None, streams=None, protocol=None):
@@ -145,9 +107,9 @@ def scenario(args):
                for i in range(n)]
     ctx = zmq.Context()
     stop = threading.Event()
-    workers = {"mdp": hc.RecordingWorker(ctx, "mdp", [b.mdp for b in brokers],
+    workers = {"mdp": cs.RecordingWorker(ctx, "mdp", [b.mdp for b in brokers],
                                          stop),
-               "ccp": hc.RecordingWorker(ctx, "ccp", [b.ccp for b in brokers],
+               "ccp": cs.RecordingWorker(ctx, "ccp", [b.ccp for b in brokers],
                                          stop)}
     for w in workers.values():
         w.start()
@@ -159,8 +121,8 @@ def scenario(args):
     for b in brokers:
         all_registered(b)
 
-    clients = SpreadClients(args, [b.mdp for b in brokers],
-                            [b.ccp for b in brokers])
+    clients = cs.Clients(args, [b.mdp for b in brokers],
+                         [b.ccp for b in brokers], endpoint_policy="spread")
     clients.start()
     zp.check(clients.ready.wait(10) and clients.error is None,
              f"the clients did not start: {clients.error}")
@@ -251,55 +213,24 @@ def scenario(args):
             zp.check(shares[victim.index] * 2 * n >= sum(shares),
                      f"{s.protocol}: the restarted broker took less than "
                      f"half its share after the restart: {shares}")
-            print(f"{s.protocol}: {s.total} requests: {s.ok} answered with "
-                  f"their own body, {s.failed} failed, {s.timeouts} timed "
-                  f"out, {s.foreign} foreign replies, {s.duplicates} "
-                  f"duplicate outcomes; reasons {s.reasons}", flush=True)
-            zp.check(s.done == s.total, f"{s.protocol}: {s.done} ended")
-            zp.check(s.duplicates == 0,
-                     f"{s.protocol}: {s.duplicates} duplicate outcomes")
-            zp.check(s.foreign == 0,
-                     f"{s.protocol}: {s.foreign} foreign replies")
+            cs.check_ended_once(s)
             zp.check(s.failed == 0, f"{s.protocol}: {s.failed} failed")
             zp.check(s.ok + s.timeouts == s.total and
                      lost == s.timeouts,
                      f"{s.protocol}: timeouts outside the kill")
     finally:
-        for s in clients.streams:
-            for hold in s.holds.values():
-                hold.set()
-        clients.stop()
-        clients.join(10)
-        stop.set()
-        for w in workers.values():
-            w.join(5)
-        ctx.term()
+        cs.shut_down(clients, workers, stop, ctx)
 
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--broker", required=True)
-    ap.add_argument("--lib", help="libzbrokers.so (else the package's own "
-                    "search)")
-    ap.add_argument("--pythonpath", help="bindings/python")
+    cs.add_arguments(ap, retries=1, retries_help="resends per request after "
+                     "a timed-out attempt (on the same broker, with spread)")
     ap.add_argument("--brokers", type=int, default=3)
-    ap.add_argument("--requests", type=int, default=1000,
-                    help="requests per protocol")
-    ap.add_argument("--window", type=int, default=4,
-                    help="requests in flight per client")
-    ap.add_argument("--timeout", type=float, default=0.5,
-                    help="client timeout per attempt, seconds")
-    ap.add_argument("--retries", type=int, default=1,
-                    help="resends per request after a timed-out attempt "
-                    "(on the same broker, with spread)")
-    ap.add_argument("--budget", type=float, default=150)
     args = ap.parse_args()
     if args.brokers < 2:
         ap.error("--brokers must be at least 2")
-    if args.lib:
-        os.environ["ZBROKERS_LIB"] = args.lib
-    if args.pythonpath:
-        sys.path.insert(0, args.pythonpath)
+    cs.use_library(args)
     return zp.run_scenario("many_brokers_process_test", scenario, args)
 
 
