@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 #include <sched.h>
 
+#include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <future>
@@ -88,16 +89,23 @@ TEST(BatchSchedulingTest, AnIdleThreadIsLeftAlone) {
 }
 
 // The policy of this process's libzmq I/O thread ("ZMQbg/IO/0"); the test
-// keeps one context alive at a time, so there is one such thread.
+// keeps one context alive at a time, so there is one such thread.  libzmq's
+// new thread names itself, so the name can lag its start: look for up to
+// 5 s.  -1 when there is none.
 int IoThreadPolicy() {
-  for (const auto& task :
-       std::filesystem::directory_iterator("/proc/self/task")) {
-    std::ifstream comm(task.path() / "comm");
-    std::string name;
-    std::getline(comm, name);
-    if (name != "ZMQbg/IO/0") continue;
-    return ::sched_getscheduler(std::stoi(task.path().filename().string()));
-  }
+  const auto deadline =
+      std::chrono::steady_clock::now() + std::chrono::seconds(5);
+  do {
+    for (const auto& task :
+         std::filesystem::directory_iterator("/proc/self/task")) {
+      std::ifstream comm(task.path() / "comm");
+      std::string name;
+      std::getline(comm, name);
+      if (name != "ZMQbg/IO/0") continue;
+      return ::sched_getscheduler(std::stoi(task.path().filename().string()));
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  } while (std::chrono::steady_clock::now() < deadline);
   return -1;
 }
 
