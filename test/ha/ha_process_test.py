@@ -270,10 +270,13 @@ class Client(threading.Thread):
         # there, so that requests are always sent after each kill however
         # fast the run went (a client once reached the second point before
         # the first kill on a loaded machine, and no request went to the
-        # backup).
-        self.hold_at = [total // 3, (2 * total) // 3]
-        self.held = [threading.Event(), threading.Event()]
-        self.release = [threading.Event(), threading.Event()]
+        # backup).  The third point holds what is left of the run until the
+        # second kill has happened: the clients, released from the second
+        # point, once sent every remaining request before the main thread
+        # got to that kill (under load), and none went to the primary.
+        self.hold_at = [total // 3, (2 * total) // 3, (5 * total) // 6]
+        self.held = [threading.Event() for _ in self.hold_at]
+        self.release = [threading.Event() for _ in self.hold_at]
 
     def open(self):
         if self.sock is not None:
@@ -439,6 +442,8 @@ def scenario(args):
                     "no requests flowing before kill 2")
         t_kill2 = time.monotonic()
         backup.kill9()
+        for c in clients:
+            c.release[2].set()
         zp.check(primary.state_line("passive", "active", timeout=20)
                  is not None, "the primary did not take over again")
         for c in clients:
