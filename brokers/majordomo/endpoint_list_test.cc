@@ -436,6 +436,13 @@ TEST_F(SpreadTest, AsyncRequestsSplitAcrossBrokersAndAvoidADeadOne) {
 // left queued: it no longer looks dead and gets its share again.
 TEST_F(SpreadTest, AsyncBrokerThatComesBackIsUsedAgain) {
   CreateAsync(List(), AsyncOptions(0, 300ms, EndpointPolicy::kSpread));
+  // Both connections' tag queries answered first: an answer from A that
+  // arrived after request 0 was sent (A stopped under load just after it
+  // answered) would rightly count as A being there, and A would not look
+  // dead after request 0's timeout (CI once saw 2 of requests 2-5 go to A).
+  ASSERT_TRUE(WaitFor([&] {
+    return OnClient<bool>([](MdpAsyncClient& c) { return c.tagged(); });
+  }));
   const std::string a = endpoints_[kA];
   StopBroker(kA);
   SendAsync(0, 1);          // to A: times out, A looks dead
