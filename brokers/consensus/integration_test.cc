@@ -634,6 +634,20 @@ TEST(ConsensusRestartTest, WorkersReRegisterAndClientsRecover) {
       << "workers did not re-register: " << cluster.WorkerCount("svc")
       << " registrations";
 
+  // The workers' new sockets reach the new broker; the client's socket may
+  // not yet: the old broker's connection to it can outlive its listening
+  // socket (libzmq closes a closed socket's connections asynchronously, on
+  // its reaper and I/O threads), and a message the client sends into that
+  // connection is lost with it.  A clean-clone CI run lost the request
+  // below that way (no answer in 2 s, "r.ok()" false, empty reason).  A
+  // broker restart may cost a client one attempt; that is what timeouts and
+  // retries are for, and not what this test is about.  So first an echo from
+  // the new broker: PING carries no client id, so the new broker learns
+  // nothing from it, and one lost ping is one silent timeout, below
+  // reopen_after_timeouts (2).
+  ASSERT_TRUE(WaitFor([&] { return client->Ping(milliseconds(1000)); }))
+      << "the client never reached the new broker";
+
   // The new broker does not know the client id: it adopts it at the number
   // the client presents, so the client simply goes on (no rejection, no new
   // socket, no retry spent).
