@@ -10,6 +10,8 @@ CASE is one of:
   ipc        the same over ipc (and no socket file is left behind)
   clients    --grow clients, 2 steps
   baseline   --baseline (zbrokers and raw, ratios)
+  control    --raw-only --baseline, the control run (raw-a and raw-b, the
+             raw program against itself, ratios)
   processes  --placement processes (broker, workers, client as processes)
   options    bad options exit 2 with a message; --help exits 0
   broker     --broker ENDPOINT against a zb-broker process (path ZB_BROKER)
@@ -76,7 +78,7 @@ def parse_step_lines(stdout):
     steps = {}
     for line in stdout.splitlines():
         f = line.split()
-        if not f or f[0] not in ("zbrokers", "raw"):
+        if not f or f[0] not in ("zbrokers", "raw", "raw-a", "raw-b"):
             continue
         check(len(f) == 12, f"step line has {len(f)} fields: {line!r}")
         key = (f[0], int(f[1]), int(f[2]))
@@ -85,8 +87,10 @@ def parse_step_lines(stdout):
     return steps
 
 
-def check_measured(exe, args, expected, x_name, baseline, tmp):
-    """`expected` lists the (workers, clients) of every step."""
+def check_measured(exe, args, expected, x_name, baseline, tmp,
+                   names=("zbrokers", "raw")):
+    """`expected` lists the (workers, clients) of every step; `names` are
+    the measured system's and the baseline's."""
     paths = {ext: os.path.join(tmp, "out." + ext)
              for ext in ("csv", "json", "svg")}
     full = ["--rounds-per-step", str(ROUNDS)] + args + [
@@ -96,7 +100,7 @@ def check_measured(exe, args, expected, x_name, baseline, tmp):
     sys.stderr.write(r.stderr)
     check(r.returncode == 0, f"exit code {r.returncode}, expected 0")
 
-    systems = ["zbrokers"] + (["raw"] if baseline else [])
+    systems = [names[0]] + ([names[1]] if baseline else [])
     # Console lines.
     steps = parse_step_lines(r.stdout)
     check(len(steps) == len(expected) * len(systems),
@@ -112,7 +116,8 @@ def check_measured(exe, args, expected, x_name, baseline, tmp):
             check(0 < avg <= mx, f"average out of range: {f}")
             check(float(f[8]) > 0, f"elapsed not positive: {f}")
             check(int(f[9]) == 0, f"failures {f[9]} (must be 0)")
-    check(f"fit zbrokers: latency = " in r.stdout, "no fit line")
+    check(re.search(rf"^fit {re.escape(names[0])}: +latency = ", r.stdout,
+                    re.M), "no fit line")
     check(f"cost per added {x_name[:-1]}:" in r.stdout, "no cost per added")
     if baseline:
         ratio_lines = [l.split() for l in r.stdout.splitlines()
@@ -121,8 +126,8 @@ def check_measured(exe, args, expected, x_name, baseline, tmp):
               f"{len(ratio_lines)} ratio lines, expected {len(expected)}")
         for f in ratio_lines:
             check(float(f[3]) > 0, f"ratio line without an average: {f}")
-        check("fit raw:" in r.stdout, "no raw fit line")
-        check("ratio zbrokers/raw: cost per added" in r.stdout,
+        check(f"fit {names[1]}:" in r.stdout, "no baseline fit line")
+        check(f"ratio {names[0]}/{names[1]}: cost per added" in r.stdout,
               "no fit ratio line")
 
     # CSV.
@@ -144,6 +149,8 @@ def check_measured(exe, args, expected, x_name, baseline, tmp):
     for key in ("config", "steps", "fit"):
         check(key in doc, f"JSON has no {key!r}")
     check(doc["config"]["rounds_per_step"] == ROUNDS, "JSON config")
+    check(doc["config"]["raw_only"] == (names[0] != "zbrokers"),
+          f"JSON config raw_only {doc['config']['raw_only']!r}")
     wait = "reactor" if "reactor" in args else "call"
     check(doc["config"].get("client_wait") == wait,
           f"JSON config client_wait {doc['config'].get('client_wait')!r}, "
@@ -492,6 +499,12 @@ def main():
                 check_measured(exe, ["--max-workers", "3", "--step", "2",
                                      "--baseline"], [(1, 1), (3, 1)],
                                "workers", True, tmp)
+            elif case == "control":
+                # Both series are the raw program; nothing of zbrokers runs.
+                check_measured(exe, ["--max-workers", "3", "--step", "2",
+                                     "--raw-only", "--baseline"],
+                               [(1, 1), (3, 1)], "workers", True, tmp,
+                               names=("raw-a", "raw-b"))
             elif case == "processes":
                 check_measured(exe, ["--max-workers", "2", "--placement",
                                      "processes", "--baseline"],

@@ -379,10 +379,10 @@ absl::StatusOr<Options> ParseOptions(const std::vector<std::string>& args) {
         "--transport inproc cannot cross processes; use tcp or ipc with "
         "--placement processes");
   }
-  if (o.raw_only && (o.baseline || !o.broker.empty())) {
+  if (o.raw_only && !o.broker.empty()) {
     return Bad(
-        "--raw-only runs the raw program alone: it excludes --baseline "
-        "and --broker");
+        "--raw-only runs the raw program and its own broker: it excludes "
+        "--broker");
   }
   if (o.grow == Grow::kWorkers && (workers_given || max_clients_given)) {
     return Bad(
@@ -469,7 +469,11 @@ Usage: zb-latency [options]
                        the same fan-out (tools/latency/raw_consensus.cc),
                        interleaved step by step, and print zbrokers/raw
                        ratios per step and for the fit
-  --raw-only           run only the raw libzmq program (to profile it alone)
+  --raw-only           run only the raw libzmq program (to profile it alone).
+                       With --baseline: the control run, the raw program
+                       against a second copy of itself (lines raw-a and
+                       raw-b); its ratios show how far two identical
+                       programs differ on this machine
   -h, --help           this text
 
 Output: one line per step (system, workers, clients, round trips, average,

@@ -77,8 +77,15 @@ struct Options {
   std::string json_path;
   std::string svg_path;
   bool baseline = false;
+  // The control run (--raw-only --baseline): two identical programs
+  // measured as zbrokers and raw are, so their ratios show what this
+  // machine's noise alone does to a ratio (docs/latency.md, "The control
+  // run").  Its series are named "raw-a" and "raw-b".
+  bool IsControl() const { return raw_only && baseline; }
   // --raw-only: run only the raw libzmq program (for profiling it alone);
-  // its steps then take the place of zbrokers' in every output.
+  // its steps then take the place of zbrokers' in every output.  With
+  // --baseline too: the control run, the raw program against a second copy
+  // of itself (IsControl()).
   bool raw_only = false;
   // --timeout: how long one round trip may take; a slower one counts as a
   // failure (the glossary's `timeout`, as `zb --timeout`).

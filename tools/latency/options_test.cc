@@ -106,6 +106,17 @@ TEST(OptionsTest, RawOnly) {
   ASSERT_TRUE(o.ok()) << o.status();
   EXPECT_TRUE(o->raw_only);
   EXPECT_FALSE(o->baseline);
+  EXPECT_FALSE(o->IsControl());
+}
+
+// --raw-only --baseline is the control run: raw against raw.
+TEST(OptionsTest, RawOnlyWithBaselineIsTheControlRun) {
+  absl::StatusOr<Options> o = Parse({"--raw-only", "--baseline"});
+  ASSERT_TRUE(o.ok()) << o.status();
+  EXPECT_TRUE(o->IsControl());
+  absl::StatusOr<Options> b = Parse({"--baseline"});
+  ASSERT_TRUE(b.ok()) << b.status();
+  EXPECT_FALSE(b->IsControl());
 }
 
 TEST(OptionsTest, GrowClients) {
@@ -152,7 +163,8 @@ TEST(OptionsTest, BadOptionsHaveClearMessages) {
   EXPECT_THAT(ErrorOf({"--csv="}), HasSubstr("needs a file name"));
   EXPECT_THAT(ErrorOf({"stray"}), HasSubstr("unexpected argument"));
   EXPECT_THAT(ErrorOf({"--baseline=yes"}), HasSubstr("takes no value"));
-  EXPECT_THAT(ErrorOf({"--raw-only", "--baseline"}), HasSubstr("excludes"));
+  EXPECT_THAT(ErrorOf({"--raw-only", "--broker", "tcp://127.0.0.1:5555"}),
+              HasSubstr("excludes --broker"));
   EXPECT_THAT(ErrorOf({"--placement", "processes", "--transport", "inproc"}),
               HasSubstr("cannot cross processes"));
   EXPECT_THAT(ErrorOf({"--workers", "2"}), HasSubstr("--grow clients"));

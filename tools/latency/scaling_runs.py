@@ -4,7 +4,7 @@
 
 Usage: scaling_runs.py ZB_LATENCY OUT_DIR [--runs 3] [--rounds 1000]
            [--max-workers 256] [--step 15] [--only one-core|two-cores]
-           [--transport tcp,inproc] [--force]
+           [--transport tcp,inproc] [--control] [--force]
 
 Runs, alternating the configurations so that a change in the machine's
 load hits all of them alike, `--runs` times each:
@@ -21,6 +21,15 @@ target of issue 13:
     at most 1.10 at every worker count, and the fit through zbrokers'
     averages has r^2 >= 0.99 (median over the runs);
   - two cores: the median per-step ratios are at most 1.10.
+
+--control adds, for every configuration, the control run
+(`zb-latency --raw-only --baseline ...`, OUT_DIR/CONFIG-control-i.json):
+the raw program measured against a second copy of itself, alternated with
+the others.  Its ratios would all be 1.000 on a perfect machine; what they
+are instead is the noise floor of the same measurement, printed as the
+highest median per-step ratio and the range of the single runs' per-step
+ratios.  The verdict above does not change with it: it says how far a
+zbrokers ratio may be read (docs/latency.md, "The control run").
 
 Wall-clock numbers need a quiet machine: the script refuses to start when
 the 1-minute load average is 1.5 or more (the first field of
@@ -50,14 +59,34 @@ def load():
         return float(fh.read().split()[0])
 
 
+def step_ratios(runs, k, key):
+    return [d["steps"][k][key] / d["baseline"]["steps"][k][key]
+            for d in runs]
+
+
+def noise_floor(name, runs):
+    """Prints what the control run's ratios are; returns the highest median
+    per-step ratio."""
+    worst = 0
+    singles = []
+    for k in range(len(runs[0]["steps"])):
+        for key in ("avg_us", "p50_us"):
+            r = step_ratios(runs, k, key)
+            singles += r
+            worst = max(worst, st.median(r))
+    print(f"  {name} (raw-a/raw-b, the noise floor): highest median "
+          f"per-step ratio {worst:.3f}; single runs' per-step ratios "
+          f"{min(singles):.3f}-{max(singles):.3f}")
+    return worst
+
+
 def verdict(name, runs):
     ok = True
     steps = len(runs[0]["steps"])
     worst = (0, None)
     for k in range(steps):
         for key in ("avg_us", "p50_us"):
-            r = st.median(d["steps"][k][key] / d["baseline"]["steps"][k][key]
-                          for d in runs)
+            r = st.median(step_ratios(runs, k, key))
             if r > worst[0]:
                 worst = (r, (runs[0]["steps"][k]["workers"], key))
             if r > 1.10:
@@ -94,6 +123,7 @@ def main():
     p.add_argument("--step", type=int, default=15)
     p.add_argument("--only", choices=sorted(CPUS))
     p.add_argument("--transport", default="tcp,inproc")
+    p.add_argument("--control", action="store_true")
     p.add_argument("--force", action="store_true")
     a = p.parse_args()
     if load() >= 1.5 and not a.force:
@@ -102,13 +132,16 @@ def main():
               file=sys.stderr)
         return 2
     os.makedirs(a.out, exist_ok=True)
-    configs = [(c, t) for c in sorted(CPUS) if a.only in (None, c)
-               for t in a.transport.split(",")]
+    configs = [(c, t, control) for c in sorted(CPUS) if a.only in (None, c)
+               for t in a.transport.split(",")
+               for control in ([False, True] if a.control else [False])]
     print(f"load average {load():.2f} at the start")
     for i in range(1, a.runs + 1):
-        for cores, transport in configs:
-            path = os.path.join(a.out, f"{cores}-{transport}-{i}.json")
-            cmd = [a.exe, "--baseline", "--cpus", CPUS[cores],
+        for cores, transport, control in configs:
+            name = f"{cores}-{transport}{'-control' if control else ''}"
+            path = os.path.join(a.out, f"{name}-{i}.json")
+            cmd = [a.exe, "--baseline"] + (["--raw-only"] if control else [])
+            cmd += ["--cpus", CPUS[cores],
                    "--max-workers", str(a.max_workers), "--step", str(a.step),
                    "--rounds-per-step", str(a.rounds), "--transport",
                    transport, "--json", path]
@@ -120,8 +153,9 @@ def main():
             if r.returncode != 0:
                 return 1
     ok = True
-    for cores, transport in configs:
-        name = f"{cores}-{transport}"
+    floors = {}
+    for cores, transport, control in configs:
+        name = f"{cores}-{transport}{'-control' if control else ''}"
         paths = [os.path.join(a.out, f"{name}-{i}.json")
                  for i in range(1, a.runs + 1)]
         print(f"\n### {name} ({a.runs} runs)\n")
@@ -132,7 +166,14 @@ def main():
             with open(path) as fh:
                 runs.append(json.load(fh))
         print()
-        ok = verdict(name, runs) and ok
+        if control:
+            floors[f"{cores}-{transport}"] = noise_floor(name, runs)
+        else:
+            ok = verdict(name, runs) and ok
+    if floors:
+        print("\nnoise floor (highest median per-step ratio of the control "
+              "runs): " + ", ".join(f"{k} {v:.3f}"
+                                    for k, v in sorted(floors.items())))
     print(f"\nload average {load():.2f} at the end")
     return 0 if ok else 1
 

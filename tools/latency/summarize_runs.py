@@ -10,7 +10,9 @@ average and from the p50 of each step), the slope ratio b_zb / b_raw and
 the 1-worker ratio; then the medians of those ratios over the runs; then
 per step the medians over the runs of the latencies, of the per-run
 ratios and of the CPU time per round trip.  docs/performance.md shows the
-output.  Standard library only.
+output.  Files of the control run (`zb-latency --raw-only --baseline`: the
+raw program against itself) are labelled raw-a and raw-b instead of
+zbrokers and raw.  Standard library only.
 """
 
 import json
@@ -30,6 +32,13 @@ def fit(xs, ys):
     return a, b, (1 - sr / ss) if ss else 1.0
 
 
+def names(run):
+    """The measured system's and the baseline's labels."""
+    if run["config"].get("raw_only"):
+        return "raw-a", "raw-b"  # the control run
+    return "zbrokers", "raw"
+
+
 def main(paths):
     runs = []
     for p in paths:
@@ -40,7 +49,13 @@ def main(paths):
             print(f"{p}: needs --baseline and at least two steps",
                   file=sys.stderr)
             return 2
-    print("| run | zbrokers a + b (avg, r²) | raw a + b (avg, r²) "
+    if len({names(d) for d in runs}) != 1:
+        print("the files mix control runs (--raw-only --baseline) with "
+              "zbrokers runs", file=sys.stderr)
+        return 2
+    a, b = names(runs[0])
+    short = {"zbrokers": "zb"}.get(a, a)
+    print(f"| run | {a} a + b (avg, r²) | {b} a + b (avg, r²) "
           "| **b ratio** (avg) | b ratio (p50 fit) "
           "| **1-worker ratio** (avg) | 1-worker ratio (p50) |")
     print("|---|---|---|---:|---:|---:|---:|")
@@ -64,8 +79,9 @@ def main(paths):
     print(f"| **median** | | | **{med['ba']:.3f}** | **{med['bp']:.3f}** "
           f"| **{med['oa']:.3f}** | **{med['op']:.3f}** |")
     print()
-    print("| workers | zb avg | zb p50 | zb p99 | raw avg | raw p50 | raw p99 "
-          "| avg ratio | p50 ratio | zb CPU | raw CPU |")
+    print(f"| workers | {short} avg | {short} p50 | {short} p99 | {b} avg "
+          f"| {b} p50 | {b} p99 | avg ratio | p50 ratio | {short} CPU "
+          f"| {b} CPU |")
     print("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     for k in range(len(runs[0]["steps"])):
         def m(key, raw=False):

@@ -187,7 +187,13 @@ std::string ToSvg(const Report& r) {
   const Grow grow = r.options.grow;
   const std::string_view x_name = GrowName(grow);
   std::vector<std::pair<const Series*, Style>> series;
-  if (r.raw) series.emplace_back(&*r.raw, kRawStyle);
+  // The control run's second series is named for what it is ("raw-b"),
+  // not "raw libzmq" next to a first series that is raw libzmq too.
+  if (r.raw) {
+    series.emplace_back(&*r.raw, r.options.IsControl()
+                                     ? Style{kRawStyle.color, ""}
+                                     : kRawStyle);
+  }
   series.emplace_back(&r.zbrokers, kZbStyle);
 
   // Axis ranges: x from 0 to the largest step; y from 0 to the highest

@@ -243,7 +243,9 @@ int Run(const Options& o) {
 
   Report report;
   report.options = o;
-  if (o.baseline) report.raw = Series{"raw", {}, {}, {}};
+  if (o.baseline) {
+    report.raw = Series{o.IsControl() ? "raw-b" : "raw", {}, {}, {}};
+  }
   report.broker = o.broker.empty() ? "embedded" : o.broker;
 
   // A service name of our own, so that a shared --broker has no other
@@ -251,7 +253,7 @@ int Run(const Options& o) {
   const std::string service =
       absl::StrFormat("zb-latency.%d.%08x", ::getpid(), std::random_device{}());
   std::vector<System> systems;
-  if (o.raw_only) report.zbrokers.name = "raw";
+  if (o.raw_only) report.zbrokers.name = o.IsControl() ? "raw-a" : "raw";
   systems.push_back(
       {o.raw_only ? Impl::kRaw : Impl::kZbrokers, nullptr, &report.zbrokers});
   if (o.baseline) systems.push_back({Impl::kRaw, nullptr, &*report.raw});
@@ -292,7 +294,8 @@ int Run(const Options& o) {
   const std::string broker =
       systems[0].deployment->endpoint() +
       (o.yield_before_sleep ? ", yield before sleep on" : "") +
-      (embedded && !o.batch_scheduling ? ", batch scheduling off" : "");
+      (embedded && !o.batch_scheduling ? ", batch scheduling off" : "") +
+      (o.IsControl() ? ", control run: the raw program against itself" : "");
   // What both growth modes print after the sizes.
   const std::string setup = absl::StrFormat(
       "payload %d B, client wait %s, %s, %s, %s, broker %s", o.payload_bytes,
@@ -437,7 +440,7 @@ int Run(const Options& o) {
     }
     PrintStep(report.zbrokers.name, report.zbrokers.steps.back());
     if (report.raw) {
-      PrintStep("raw", report.raw->steps.back());
+      PrintStep(report.raw->name, report.raw->steps.back());
       PrintRatio(report.zbrokers.steps.back(), report.raw->steps.back());
     }
     std::fflush(stdout);
@@ -452,8 +455,9 @@ int Run(const Options& o) {
     const Series& raw = *report.raw;
     const double nan = std::nan("");
     std::printf(
-        "ratio zbrokers/raw: cost per added %s %s, intercept %s, first step "
+        "ratio %s/%s: cost per added %s %s, intercept %s, first step "
         "(%d %s) avg %s\n",
+        zb.name.c_str(), raw.name.c_str(),
         o.grow == Grow::kWorkers ? "worker" : "client",
         R(zb.fit.valid && raw.fit.valid ? Ratio(zb.fit.slope, raw.fit.slope)
                                         : nan)
