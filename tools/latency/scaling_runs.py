@@ -59,6 +59,11 @@ def load():
         return float(fh.read().split()[0])
 
 
+def config_name(cores, transport, control):
+    """The name of a configuration's JSON files and tables."""
+    return f"{cores}-{transport}{'-control' if control else ''}"
+
+
 def step_ratios(runs, k, key):
     return [d["steps"][k][key] / d["baseline"]["steps"][k][key]
             for d in runs]
@@ -138,13 +143,13 @@ def main():
     print(f"load average {load():.2f} at the start")
     for i in range(1, a.runs + 1):
         for cores, transport, control in configs:
-            name = f"{cores}-{transport}{'-control' if control else ''}"
+            name = config_name(cores, transport, control)
             path = os.path.join(a.out, f"{name}-{i}.json")
             cmd = [a.exe, "--baseline"] + (["--raw-only"] if control else [])
-            cmd += ["--cpus", CPUS[cores],
-                   "--max-workers", str(a.max_workers), "--step", str(a.step),
-                   "--rounds-per-step", str(a.rounds), "--transport",
-                   transport, "--json", path]
+            cmd += ["--cpus", CPUS[cores], "--max-workers",
+                    str(a.max_workers), "--step", str(a.step),
+                    "--rounds-per-step", str(a.rounds), "--transport",
+                    transport, "--json", path]
             started = time.monotonic()
             r = subprocess.run(cmd, stdout=subprocess.DEVNULL)
             print(f"{' '.join(cmd)}: exit {r.returncode}, "
@@ -155,7 +160,7 @@ def main():
     ok = True
     floors = {}
     for cores, transport, control in configs:
-        name = f"{cores}-{transport}{'-control' if control else ''}"
+        name = config_name(cores, transport, control)
         paths = [os.path.join(a.out, f"{name}-{i}.json")
                  for i in range(1, a.runs + 1)]
         print(f"\n### {name} ({a.runs} runs)\n")
@@ -167,7 +172,8 @@ def main():
                 runs.append(json.load(fh))
         print()
         if control:
-            floors[f"{cores}-{transport}"] = noise_floor(name, runs)
+            floors[config_name(cores, transport, False)] = noise_floor(
+                name, runs)
         else:
             ok = verdict(name, runs) and ok
     if floors:
