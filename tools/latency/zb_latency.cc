@@ -14,16 +14,19 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <chrono>
 #include <cmath>
 #include <csignal>
 #include <cstdio>
 #include <cstring>
 #include <memory>
+#include <optional>
 #include <random>
 #include <string>
 #include <vector>
 
 #include "absl/strings/str_format.h"
+#include "tools/latency/chunk_plan.h"
 #include "tools/latency/client_runner.h"
 #include "tools/latency/csv_output.h"
 #include "tools/latency/deployment.h"
@@ -80,9 +83,6 @@ class OutputFile {
   std::string path_;
   std::FILE* f_ = nullptr;
 };
-
-// With --baseline, round trips per chunk of a step (see Run()).
-constexpr std::int64_t kBaselineChunk = 1000;
 
 struct System {
   Impl impl;
@@ -355,56 +355,73 @@ int Run(const Options& o) {
       }
     }
     const int clients = o.grow == Grow::kWorkers ? 1 : n;
-    // With --baseline the step is measured in chunks, alternating between
-    // the systems in ABBA order, so that both see the same machine
-    // conditions (on a shared VM they change from second to second).
-    const std::int64_t chunks =
-        systems.size() > 1
-            ? std::max<std::int64_t>(
-                  1, (o.rounds_per_step + kBaselineChunk - 1) / kBaselineChunk)
-            : 1;
-    std::vector<StepSamples> acc(systems.size());
-    for (std::int64_t c = 0; c < chunks; ++c) {
-      std::vector<std::size_t> order;
-      for (std::size_t k = 0; k < systems.size(); ++k) order.push_back(k);
-      if ((i + static_cast<std::size_t>(c)) % 2 == 1) {
-        std::reverse(order.begin(), order.end());
-      }
-      for (std::size_t k : order) {
-        System& sys = systems[k];
-        StepSamples& total = acc[k];
-        StepPlan plan;
-        plan.clients = clients;
-        plan.expected_workers = sys.deployment->workers();
-        plan.register_timeout = RegistrationBound(o);
-        plan.round_trips =
-            o.rounds_per_step / chunks + (c < o.rounds_per_step % chunks);
-        // Every chunk starts fresh clients (new connections); after the
-        // step's first chunk a short warm-up is enough.
-        plan.warmup = c == 0 ? warmup : std::min<std::int64_t>(warmup, 50);
-        ProgressFn progress;
-        if (tty) {
-          progress = [&, name = std::string(ImplName(sys.impl)),
-                      before = total.round_trips](std::int64_t done,
-                                                  std::int64_t) {
-            std::printf("\r  %s: %d workers, %d clients: %lld/%lld round trips",
-                        name.c_str(), plan.expected_workers, plan.clients,
-                        static_cast<long long>(before + done),
-                        static_cast<long long>(o.rounds_per_step));
-            std::fflush(stdout);
-          };
-        }
-        absl::StatusOr<StepSamples> samples =
-            sys.deployment->RunStep(plan, progress);
-        if (tty) {
-          std::printf("\r\033[K");
+    // With --baseline the systems take turns in chunks, after settling
+    // (chunk_plan.h says why).
+    const ChunkPlan turns(i, systems.size(), o.rounds_per_step);
+    // One chunk of system k; nullopt when it failed (said on stderr).
+    auto run_chunk = [&](std::size_t k, std::int64_t round_trips,
+                         std::int64_t chunk_warmup,
+                         std::int64_t before) -> std::optional<StepSamples> {
+      System& sys = systems[k];
+      StepPlan plan;
+      plan.clients = clients;
+      plan.expected_workers = sys.deployment->workers();
+      plan.register_timeout = RegistrationBound(o);
+      plan.round_trips = round_trips;
+      plan.warmup = chunk_warmup;
+      ProgressFn progress;
+      if (tty) {
+        progress = [&, name = std::string(ImplName(sys.impl)), before](
+                       std::int64_t done, std::int64_t) {
+          std::printf("\r  %s: %d workers, %d clients: %lld/%lld round trips",
+                      name.c_str(), plan.expected_workers, plan.clients,
+                      static_cast<long long>(before + done),
+                      static_cast<long long>(o.rounds_per_step));
           std::fflush(stdout);
+        };
+      }
+      absl::StatusOr<StepSamples> samples =
+          sys.deployment->RunStep(plan, progress);
+      if (tty) {
+        std::printf("\r\033[K");
+        std::fflush(stdout);
+      }
+      if (!samples.ok()) {
+        std::fprintf(stderr, "zb-latency: %s step with %d workers failed: %s\n",
+                     std::string(ImplName(sys.impl)).c_str(),
+                     plan.expected_workers,
+                     std::string(samples.status().message()).c_str());
+        return std::nullopt;
+      }
+      return *std::move(samples);
+    };
+    if (turns.settles()) {
+      const auto settle_start = std::chrono::steady_clock::now();
+      for (std::int64_t pair = 1;; ++pair) {
+        for (std::size_t k : turns.SettleOrder(pair)) {
+          if (!run_chunk(k, turns.ChunkSize(), 0, 0)) {
+            write_outputs();
+            return 1;
+          }
         }
-        if (!samples.ok()) {
-          std::fprintf(
-              stderr, "zb-latency: %s step with %d workers failed: %s\n",
-              std::string(ImplName(sys.impl)).c_str(), plan.expected_workers,
-              std::string(samples.status().message()).c_str());
+        if (turns.SettleDone(pair,
+                             std::chrono::steady_clock::now() - settle_start)) {
+          break;
+        }
+      }
+    }
+    std::vector<StepSamples> acc(systems.size());
+    for (std::int64_t c = 0; c < turns.measured_chunks(); ++c) {
+      for (std::size_t k : turns.MeasuredOrder(c)) {
+        StepSamples& total = acc[k];
+        // Every chunk starts fresh clients (new connections); after the
+        // step's first chunk (or the settling) a short warm-up is enough.
+        std::optional<StepSamples> samples = run_chunk(
+            k, turns.MeasuredRoundTrips(c),
+            c == 0 && !turns.settles() ? warmup
+                                       : std::min<std::int64_t>(warmup, 50),
+            total.round_trips);
+        if (!samples) {
           write_outputs();
           return 1;
         }
