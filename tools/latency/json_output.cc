@@ -71,7 +71,7 @@ std::string ToJson(const Report& r) {
       JsonQuote(r.broker), o.baseline ? "true" : "false",
       o.raw_only ? "true" : "false",
       o.cpus.empty() ? std::string("null") : JsonQuote(FormatCpuList(o.cpus)),
-      o.yield_before_sleep ? "true" : "false",
+      o.YieldBeforeSleep() ? "true" : "false",
       o.batch_scheduling ? "true" : "false");
   absl::StrAppendFormat(&out, "  \"steps\": %s,\n", StepsJson(r.zbrokers));
   absl::StrAppendFormat(&out, "  \"fit\": %s,\n  \"fit_p50\": %s",

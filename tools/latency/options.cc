@@ -314,8 +314,19 @@ absl::StatusOr<Options> ParseOptions(const std::vector<std::string>& args) {
     } else if (name == "--yield-before-sleep") {
       auto v = value();
       if (!v.ok()) return v.status();
-      st = ParseEitherTo(name, *v, "on", true, "off", false,
-                         &o.yield_before_sleep);
+      if (*v == "auto") {
+        o.yield_before_sleep.reset();
+      } else {
+        bool on = false;
+        st = ParseEitherTo(name, *v, "on", true, "off", false, &on);
+        if (st.ok()) {
+          o.yield_before_sleep = on;
+        } else {
+          st = Bad(absl::StrFormat(
+              "--yield-before-sleep must be 'on', 'off' or 'auto', got '%s'",
+              *v));
+        }
+      }
     } else if (name == "--batch-scheduling") {
       auto v = value();
       if (!v.ok()) return v.status();
@@ -448,11 +459,11 @@ Usage: zb-latency [options]
                        e.g. 0, 0,1 or 0-1.  On a small VM an unpinned run
                        mostly measures cross-core wake-ups (see
                        docs/latency.md, "Noisy fits and --cpus")
-  --yield-before-sleep on|off
+  --yield-before-sleep on|off|auto
                        whether zbrokers' reactors yield the CPU once before
-                       sleeping after work (default off, as in every
-                       zbrokers reactor; docs/reactor.md, "Yield before
-                       sleep"), e.g. for inproc on one core
+                       sleeping after work (docs/reactor.md, "Yield before
+                       sleep").  auto (the default) does what that section
+                       advises: on over inproc, off over tcp and ipc
   --batch-scheduling on|off
                        whether the embedded broker's reactor thread runs as
                        a SCHED_BATCH thread, whose wake-ups do not preempt

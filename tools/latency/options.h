@@ -17,6 +17,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -82,6 +83,10 @@ struct Options {
   // machine's noise alone does to a ratio (docs/latency.md, "The control
   // run").  Its series are named "raw-a" and "raw-b".
   bool IsControl() const { return raw_only && baseline; }
+  // Whether zbrokers' reactors yield before sleeping in this run.
+  bool YieldBeforeSleep() const {
+    return yield_before_sleep.value_or(transport == Transport::kInproc);
+  }
   // --raw-only: run only the raw libzmq program (for profiling it alone);
   // its steps then take the place of zbrokers' in every output.  With
   // --baseline too: the control run, the raw program against a second copy
@@ -95,11 +100,12 @@ struct Options {
   // pinned.  `cpus_text` is the list as given, for the output.
   std::vector<int> cpus;
   std::string cpus_text;
-  // --yield-before-sleep on|off: Reactor::Options::yield_before_sleep of
-  // every zbrokers reactor of the test (broker, workers, client); off by
-  // default, as in every zbrokers reactor.  on measures with it, e.g. to
-  // compare the two in one session.
-  bool yield_before_sleep = false;
+  // --yield-before-sleep on|off|auto: Reactor::Options::yield_before_sleep
+  // of every zbrokers reactor of the test (broker, workers, client).
+  // nullopt (auto, the default): what docs/reactor.md advises, on over
+  // inproc, where the producers are threads of the same process, and off
+  // over tcp and ipc.  YieldBeforeSleep() is the value in effect.
+  std::optional<bool> yield_before_sleep;
   // --batch-scheduling on|off: Reactor::Options::batch_scheduling of the
   // embedded broker's reactor; on by default, as in zb-broker, for which
   // the embedded broker stands.  The workers and the client are the

@@ -73,18 +73,32 @@ TEST(OptionsTest, ClientWait) {
               testing::HasSubstr("--client-wait must be 'call' or 'reactor'"));
 }
 
-TEST(OptionsTest, YieldBeforeSleep) {
+TEST(OptionsTest, YieldBeforeSleepFollowsTheTransportUnlessGiven) {
+  // auto: what docs/reactor.md advises, on for inproc only.
   absl::StatusOr<Options> o = Parse({});
   ASSERT_TRUE(o.ok()) << o.status();
-  EXPECT_FALSE(o->yield_before_sleep);  // every reactor's default
+  EXPECT_FALSE(o->yield_before_sleep.has_value());
+  EXPECT_FALSE(o->YieldBeforeSleep());  // tcp
+  o = Parse({"--transport", "ipc"});
+  ASSERT_TRUE(o.ok()) << o.status();
+  EXPECT_FALSE(o->YieldBeforeSleep());
+  o = Parse({"--transport", "inproc"});
+  ASSERT_TRUE(o.ok()) << o.status();
+  EXPECT_TRUE(o->YieldBeforeSleep());
+  o = Parse({"--transport", "inproc", "--yield-before-sleep", "off"});
+  ASSERT_TRUE(o.ok()) << o.status();
+  EXPECT_FALSE(o->YieldBeforeSleep());
   o = Parse({"--yield-before-sleep", "on"});
   ASSERT_TRUE(o.ok()) << o.status();
-  EXPECT_TRUE(o->yield_before_sleep);
-  o = Parse({"--yield-before-sleep=off"});
+  EXPECT_TRUE(o->YieldBeforeSleep());
+  o = Parse({"--yield-before-sleep=on", "--yield-before-sleep=auto",
+             "--transport=inproc"});
   ASSERT_TRUE(o.ok()) << o.status();
-  EXPECT_FALSE(o->yield_before_sleep);
-  EXPECT_THAT(ErrorOf({"--yield-before-sleep", "no"}),
-              testing::HasSubstr("--yield-before-sleep must be 'on' or 'off'"));
+  EXPECT_FALSE(o->yield_before_sleep.has_value());
+  EXPECT_TRUE(o->YieldBeforeSleep());
+  EXPECT_THAT(
+      ErrorOf({"--yield-before-sleep", "no"}),
+      testing::HasSubstr("--yield-before-sleep must be 'on', 'off' or 'auto'"));
 }
 
 TEST(OptionsTest, BatchScheduling) {

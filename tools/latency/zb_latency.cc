@@ -266,7 +266,7 @@ int Run(const Options& o) {
     cfg.service = service;
     cfg.payload_bytes = o.payload_bytes;
     cfg.client_uses_reactor = o.client_wait == ClientWait::kReactor;
-    cfg.yield_before_sleep = o.yield_before_sleep;
+    cfg.yield_before_sleep = o.YieldBeforeSleep();
     cfg.batch_scheduling = o.batch_scheduling;
     cfg.timeout = o.timeout;
     // Every worker and client socket, the broker, and a margin for clients
@@ -293,7 +293,7 @@ int Run(const Options& o) {
   const bool embedded = o.broker.empty();
   const std::string broker =
       systems[0].deployment->endpoint() +
-      (o.yield_before_sleep ? ", yield before sleep on" : "") +
+      (o.YieldBeforeSleep() ? ", yield before sleep on" : "") +
       (embedded && !o.batch_scheduling ? ", batch scheduling off" : "") +
       (o.IsControl() ? ", control run: the raw program against itself" : "");
   // What both growth modes print after the sizes.
