@@ -181,7 +181,11 @@ class Clients(threading.Thread):
                     Stream("ccp", ccp, a.requests, a.window,
                            lambda body, done: ccp.request(
                                b"echo", [body], done, timeout=a.timeout,
-                               retries=a.retries))]
+                               retries=a.retries,
+                               # docs/ha.md: what a pair's consensus
+                               # clients should set, in case the broker
+                               # that takes over has expired the workers.
+                               retry_no_workers=True))]
 
                 def tick():
                     for s in self.streams:

@@ -7,8 +7,14 @@ written here from the wire protocols alone (raw pyzmq, RFC 7 and CCp100)
 hold one session per broker, so both brokers always have them.  One
 lazy-pirate client per protocol, also raw pyzmq, sends requests one at a
 time with a unique body, waits `--timeout` for the echo, and on a timeout
-closes its socket and re-sends to the next broker of its list.  During the
-run the test
+closes its socket and re-sends to the next broker of its list.  A CCp100
+`zb:no-workers` answer to its own sequence number is sent again after a
+backoff within the same timeout, as the project's clients do with
+`retry_no_workers`: the protocol answers it at once, and right after a
+fail-over the workers may still be registering with the broker that took
+over (CI once descheduled this process for longer than the workers'
+liveness, the broker expired them, and the request that made it take over
+found none).  During the run the test
 
   1. kills -9 the active primary: the backup must take over, and the time
      from the kill to the first answer from the backup is measured and
@@ -17,13 +23,20 @@ run the test
   2. restarts the primary: it must come back PASSIVE (no fail-back), by
      its log and zb_ha_state;
   3. kills -9 the backup: the primary must become ACTIVE again and serve.
+     With --pause-workers S the workers stop reading and heartbeating
+     for S seconds right after that kill, longer than their liveness, as
+     when a loaded CI machine once descheduled this process: the primary
+     expires them, answers the clients zb:no-workers (which they must
+     get, and send again) until the workers register again, and every
+     request must still end with its own echo.
 
 With --workers python the workers are the project's own instead: the
 Python package's MdpWorker and ConsensusWorker given both endpoints as a
 list (one session per broker, docs/ha.md), over the C library (--lib).
 
 Every request must end exactly once with its own answer: no lost, wrong or
-duplicated reply.  Processes are signalled only by the PID the test
+duplicated reply.  Wrong is any other answer: another request's (another
+body or, for CCp100, another sequence number) or a failure.  Processes are signalled only by the PID the test
 started; everything is killed and reaped at the end; only 127.0.0.1.
 
   ha_process_test.py --broker build/brokers/daemon/zb-broker \\
@@ -154,6 +167,9 @@ class Worker(threading.Thread):
             hb = [b"", b"CCp100", b"\x02"]
         self.sessions = [Session(ctx, ep, ready, hb) for ep in endpoints]
         self.served = 0
+        # Until then (time.monotonic()) the worker neither reads nor
+        # heartbeats (--pause-workers).
+        self.paused_until = 0.0
 
     def answer(self, s, frames):
         if self.protocol == "mdp":
@@ -182,6 +198,9 @@ class Worker(threading.Thread):
         poller = zmq.Poller()
         registered = {}
         while not self.stop.is_set():
+            if time.monotonic() < self.paused_until:
+                time.sleep(0.01)
+                continue
             for s in self.sessions:
                 if registered.get(id(s)) is not s.sock:
                     if id(s) in registered:
@@ -260,7 +279,9 @@ class Client(threading.Thread):
         self.ok = 0
         self.failed = 0        # gave up after `attempts`
         self.wrong = 0         # an answer that was not our own
+        self.wrong_answers = []  # (request body, frames), for the report
         self.timeouts = 0
+        self.no_workers = 0    # zb:no-workers answers, each sent again
         self.answers_from = []  # (monotonic time, endpoint index)
         self.client_id = 0
         self.seq = 0
@@ -293,21 +314,31 @@ class Client(threading.Thread):
             self.sock.send_multipart([b"", b"MDPC01", b"echo", body])
         else:
             self.seq += 1
-            seq = struct.pack(">III", self.seq >> 32, self.seq & 0xFFFFFFFF,
-                              self.client_id)
-            self.sock.send_multipart([b"", b"CCp100", b"\x03", b"echo", seq,
-                                      body])
+            self.sock.send_multipart([b"", b"CCp100", b"\x03", b"echo",
+                                      self.seq_frame(), body])
 
-    def answer(self, frames):
-        """The body of a success answer, or None for anything else."""
+    def seq_frame(self):
+        return struct.pack(">III", self.seq >> 32, self.seq & 0xFFFFFFFF,
+                           self.client_id)
+
+    def classify(self, frames, body):
+        """What an answer to `body` (sent as self.seq) is: "ok" (our own
+        echo), "no-workers" (CCp100 REPLY_FAILURE zb:no-workers to our own
+        sequence number, which the protocol gives at once when the service
+        has no workers at that moment; no worker has seen the request), or
+        "wrong" (anything else: another request's answer, or a failure)."""
         if self.protocol == "mdp":
             if len(frames) == 4 and frames[1] == b"MDPC01" and \
-                    frames[2] == b"echo":
-                return frames[3]
-        elif len(frames) >= 6 and frames[1] == b"CCp100" and \
-                frames[2] == b"\x04":
-            return frames[5]
-        return None
+                    frames[2] == b"echo" and frames[3] == body:
+                return "ok"
+            return "wrong"
+        if len(frames) >= 6 and frames[1] == b"CCp100" and \
+                frames[3] == b"echo" and frames[4] == self.seq_frame():
+            if frames[2] == b"\x04" and frames[5:] == [body]:
+                return "ok"
+            if frames[2] == b"\x05" and frames[5] == b"zb:no-workers":
+                return "no-workers"
+        return "wrong"
 
     def run(self):
         try:
@@ -320,15 +351,13 @@ class Client(threading.Thread):
                 body = f"{self.protocol}-{i}".encode()
                 answered = False
                 for _ in range(self.attempts):
-                    self.send(body)
-                    if self.sock.poll(int(self.timeout * 1000)):
-                        got = self.answer(self.sock.recv_multipart())
-                        if got == body:
-                            answered = True
-                            self.answers_from.append(
-                                (time.monotonic(), self.current))
-                            break
-                        self.wrong += 1
+                    verdict = self.attempt(body)
+                    if verdict == "ok":
+                        answered = True
+                        self.answers_from.append(
+                            (time.monotonic(), self.current))
+                        break
+                    if verdict == "wrong":
                         break
                     # Lazy pirate: a new socket, to the next broker.
                     self.timeouts += 1
@@ -344,6 +373,36 @@ class Client(threading.Thread):
         finally:
             if self.sock is not None:
                 self.sock.close(0)
+
+    def attempt(self, body):
+        """Sends `body` to the current broker and waits up to the timeout:
+        "ok", "wrong" (counted), or "timeout".  A zb:no-workers answer is
+        sent again after a backoff while the attempt's time lasts, as the
+        project's clients do with retry_no_workers (docs/consensus.md,
+        "Waiting for workers"): right after a fail-over the workers may
+        still be registering with the broker that took over, e.g. when
+        this process was descheduled for longer than their liveness and
+        the broker expired them."""
+        deadline = time.monotonic() + self.timeout
+        backoff = 0.01
+        while True:
+            self.send(body)
+            left = deadline - time.monotonic()
+            if left <= 0 or not self.sock.poll(max(1, int(left * 1000))):
+                return "timeout"
+            frames = self.sock.recv_multipart()
+            verdict = self.classify(frames, body)
+            if verdict == "no-workers":
+                self.no_workers += 1
+                if time.monotonic() + backoff >= deadline:
+                    return "timeout"
+                time.sleep(backoff)
+                backoff = min(2 * backoff, 0.5)
+                continue
+            if verdict == "wrong":
+                self.wrong += 1
+                self.wrong_answers.append((body, frames))
+            return verdict
 
     def first_answer_from(self, index, after):
         for t, i in self.answers_from:
@@ -442,6 +501,8 @@ def scenario(args):
                     "no requests flowing before kill 2")
         t_kill2 = time.monotonic()
         backup.kill9()
+        for w in workers:
+            w.paused_until = time.monotonic() + args.pause_workers
         for c in clients:
             c.release[2].set()
         zp.check(primary.state_line("passive", "active", timeout=20)
@@ -457,11 +518,19 @@ def scenario(args):
                   f"the primary: {(t - t_kill2) * 1000:.0f} ms", flush=True)
             print(f"{c.protocol}: {c.total} requests: {c.ok} answered with "
                   f"their own echo, {c.failed} given up, {c.wrong} wrong; "
-                  f"{c.timeouts} timed-out attempts", flush=True)
+                  f"{c.timeouts} timed-out attempts, {c.no_workers} "
+                  f"zb:no-workers answers sent again", flush=True)
             zp.check(c.done == c.total, f"{c.protocol}: {c.done} ended")
-            zp.check(c.wrong == 0, f"{c.protocol}: {c.wrong} wrong answers")
+            zp.check(c.wrong == 0, f"{c.protocol}: {c.wrong} wrong answers: "
+                     + "; ".join(f"to {b!r}: {f!r}"
+                                 for b, f in c.wrong_answers[:5]))
             zp.check(c.ok == c.total,
                      f"{c.protocol}: {c.failed} requests never answered")
+            if args.pause_workers > 2.5 and c.protocol == "ccp":
+                # The pause must have done what it is for.
+                zp.check(c.no_workers > 0,
+                         "ccp: the paused workers were never missed: no "
+                         "zb:no-workers answer")
         samples, _ = zp.parse_metrics(primary.proc.metrics().decode())
         zp.check(zp.sample(samples, "zb_ha_failovers_total") == 1,
                  "the primary's zb_ha_failovers_total is not 1")
@@ -486,11 +555,17 @@ def main():
                     help="client timeout per attempt, seconds")
     ap.add_argument("--attempts", type=int, default=20)
     ap.add_argument("--budget", type=float, default=120)
+    ap.add_argument("--pause-workers", type=float, default=0,
+                    help="seconds the (raw) workers stay silent right after "
+                    "the second kill; more than 2.5 makes the clients meet "
+                    "zb:no-workers for certain")
     ap.add_argument("--workers", choices=["raw", "python"], default="raw",
                     help="raw pyzmq workers, or the Python package's")
     ap.add_argument("--lib", help="libzbrokers.so (--workers python)")
     ap.add_argument("--pythonpath", help="bindings/python (--workers python)")
     args = ap.parse_args()
+    if args.pause_workers and args.workers != "raw":
+        ap.error("--pause-workers pauses the raw workers only")
     if args.workers == "python":
         if args.lib:
             os.environ["ZBROKERS_LIB"] = args.lib
