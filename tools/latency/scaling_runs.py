@@ -36,13 +36,12 @@ the 1-minute load average is 1.5 or more (the first field of
 /proc/loadavg), unless --force, and prints the load before and after.
 With the defaults the twelve runs took 23 minutes on the 2-vCPU
 development VM (one core: tcp 176-228 s a run, inproc 37-46 s; two cores:
-117-181 s and 25-30 s) before zb-latency settled each step; settling
-runs at least one more unmeasured pair of chunks per step, which at the
-defaults' 1,000 round trips per step is the step's length again wherever
-a step takes over 0.5 s, so expect up to twice that.  With 5,000 round
-trips and steps of 51 a run took 40-42 s (two cores, inproc), 125-128 s
-(two cores, tcp), 44-47 s (one core, inproc) and 171-174 s (one core,
-tcp).  Standard library only.
+117-181 s and 25-30 s) before zb-latency settled each step.  With the
+settling, on a later instance of that VM (about twice as fast over tcp),
+one run of each took 169 s and 43 s on one core, 123 s and 41 s on two:
+about 19 minutes for the twelve.  With 5,000 round trips and steps of 51
+a run took 171-174 s and 44-47 s on one core, 125-128 s and 40-42 s on
+two.  Standard library only.
 """
 
 import argparse
