@@ -124,12 +124,16 @@ class Child {
 
 std::string Byte(MessageType t) { return std::string(1, static_cast<char>(t)); }
 
-void Send(zmq::socket_t& s, const std::vector<std::string>& body) {
-  s.send(zmq::message_t(), zmq::send_flags::sndmore);
+// Sends [delimiter, body...]; false when the socket would not take it
+// within its ZMQ_SNDTIMEO (only the first frame can wait: libzmq takes the
+// rest of a message it has started).
+bool Send(zmq::socket_t& s, const std::vector<std::string>& body) {
+  if (!s.send(zmq::message_t(), zmq::send_flags::sndmore)) return false;
   for (std::size_t i = 0; i < body.size(); ++i) {
     s.send(zmq::buffer(body[i]), i + 1 < body.size() ? zmq::send_flags::sndmore
                                                      : zmq::send_flags::none);
   }
+  return true;
 }
 
 // The next non-HEARTBEAT body, as strings; empty on timeout.
@@ -299,6 +303,11 @@ TEST(ZbBrokerTest, SecondSignalAtRandomMomentsOfADrainWithLateReplies) {
     zmq::socket_t client(ctx, zmq::socket_type::dealer);
     worker.set(zmq::sockopt::linger, 0);
     client.set(zmq::sockopt::linger, 0);
+    // The worker answers late, also after the broker has exited: a DEALER
+    // whose only peer is gone blocks in send, and the test hung there
+    // (under load, once in a few runs) until its meson timeout.
+    worker.set(zmq::sockopt::sndtimeo, 100);
+    client.set(zmq::sockopt::sndtimeo, 100);
     worker.connect(endpoint);
     client.connect(endpoint);
     const std::string tag(ccp::kTag);
@@ -345,6 +354,7 @@ TEST(ZbBrokerTest, SecondSignalAtRandomMomentsOfADrainWithLateReplies) {
                std::chrono::steady_clock::now() - held.front().arrived >=
                    kLate) {
           const Held& h = held.front();
+          // Not taken once the broker has exited; nobody to answer then.
           Send(worker, {tag, Byte(MessageType::kReplySuccess), h.body[2],
                         h.body[3], "late"});
           held.pop_front();
