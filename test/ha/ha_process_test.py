@@ -36,7 +36,8 @@ list (one session per broker, docs/ha.md), over the C library (--lib).
 
 Every request must end exactly once with its own answer: no lost, wrong or
 duplicated reply.  Wrong is any other answer: another request's (another
-body or, for CCp100, another sequence number) or a failure.  Processes are signalled only by the PID the test
+body or, for CCp100, another sequence number) or a failure.  Processes
+are signalled only by the PID the test
 started; everything is killed and reaped at the end; only 127.0.0.1.
 
   ha_process_test.py --broker build/brokers/daemon/zb-broker \\
@@ -278,8 +279,7 @@ class Client(threading.Thread):
         self.done = 0          # requests ended (answered or given up)
         self.ok = 0
         self.failed = 0        # gave up after `attempts`
-        self.wrong = 0         # an answer that was not our own
-        self.wrong_answers = []  # (request body, frames), for the report
+        self.wrong_answers = []  # (request body, frames) not our own
         self.timeouts = 0
         self.no_workers = 0    # zb:no-workers answers, each sent again
         self.answers_from = []  # (monotonic time, endpoint index)
@@ -374,15 +374,15 @@ class Client(threading.Thread):
             if self.sock is not None:
                 self.sock.close(0)
 
+    @property
+    def wrong(self):
+        return len(self.wrong_answers)
+
     def attempt(self, body):
         """Sends `body` to the current broker and waits up to the timeout:
-        "ok", "wrong" (counted), or "timeout".  A zb:no-workers answer is
-        sent again after a backoff while the attempt's time lasts, as the
-        project's clients do with retry_no_workers (docs/consensus.md,
-        "Waiting for workers"): right after a fail-over the workers may
-        still be registering with the broker that took over, e.g. when
-        this process was descheduled for longer than their liveness and
-        the broker expired them."""
+        "ok", "wrong" (recorded), or "timeout".  A zb:no-workers answer is
+        sent again after a backoff while the attempt's time lasts (the
+        module's docstring says why)."""
         deadline = time.monotonic() + self.timeout
         backoff = 0.01
         while True:
@@ -400,7 +400,6 @@ class Client(threading.Thread):
                 backoff = min(2 * backoff, 0.5)
                 continue
             if verdict == "wrong":
-                self.wrong += 1
                 self.wrong_answers.append((body, frames))
             return verdict
 
@@ -501,8 +500,9 @@ def scenario(args):
                     "no requests flowing before kill 2")
         t_kill2 = time.monotonic()
         backup.kill9()
-        for w in workers:
-            w.paused_until = time.monotonic() + args.pause_workers
+        if args.pause_workers:
+            for w in workers:
+                w.paused_until = time.monotonic() + args.pause_workers
         for c in clients:
             c.release[2].set()
         zp.check(primary.state_line("passive", "active", timeout=20)
