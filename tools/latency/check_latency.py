@@ -20,6 +20,9 @@ CASE is one of:
              regular file, and /dev/full (exit 1, the reason said)
   cpus       --cpus pins every thread of the test and of its child
              processes (read back from /proc); bad lists exit 2
+  roles      --cpus A,B --pin-roles: each role's threads (threads) or each
+             role process (processes) on its own CPU, read back from
+             /proc; --pin-roles without --cpus exits 2
   many       256 workers with --baseline over tcp, started with the soft
              open-file limit at 1024 (zb-latency raises it), and a hard
              limit too low for them (exit 2, the reason said)
@@ -394,6 +397,130 @@ def check_cpus(exe, tmp):
         print(f"ok: {' '.join(args)} -> exit 2: {r.stderr.strip()}")
 
 
+def cpu_set(allowed_list):
+    """The CPUs of a Cpus_allowed_list such as '0-1' or '0,2'."""
+    cpus = set()
+    for part in allowed_list.split(","):
+        lo, _, hi = part.partition("-")
+        cpus.update(range(int(lo), int(hi or lo) + 1))
+    return cpus
+
+
+def thread_names(pid):
+    names = {}
+    for tid in os.listdir(f"/proc/{pid}/task"):
+        try:
+            with open(f"/proc/{pid}/task/{tid}/comm") as fh:
+                names[int(tid)] = fh.read().strip()
+        except FileNotFoundError:
+            pass
+    return names
+
+
+def role_of(pid):
+    """The --role=... a child of zb-latency was started with, or None."""
+    try:
+        with open(f"/proc/{pid}/cmdline") as fh:
+            argv = fh.read().split("\0")
+    except FileNotFoundError:
+        return None
+    for arg in argv:
+        if arg.startswith("--role="):
+            return arg[len("--role="):]
+    return None
+
+
+def watch_threads(p, pids_of):
+    """({(pid, tid): (comm, cpus)}, {pid: role}) seen at the header, after
+    the column names and after the first step's lines, so that threads made
+    on the way (the clients' during a step) are seen too."""
+    seen, roles = {}, {}
+    for _ in range(3):
+        for pid in pids_of(p.pid):
+            roles[pid] = role_of(pid)
+            names = thread_names(pid)
+            for tid, cpus in allowed_cpus(pid).items():
+                seen[(pid, tid)] = (names.get(tid, "?"), cpu_set(cpus))
+        p.stdout.readline()
+    return seen, roles
+
+
+def check_roles(exe, tmp):
+    allowed = sorted(os.sched_getaffinity(0))
+    check(len(allowed) >= 2, "--pin-roles needs two CPUs to be checked, this "
+                             f"process may use {allowed}")
+    a, b = allowed[0], allowed[1]
+    roles = {"broker": {a}, "workers": {b}, "client": {a}}
+    common = ["--cpus", f"{a},{b}", "--pin-roles", "--baseline",
+              "--max-workers", "2", "--rounds-per-step", "3000"]
+
+    # Threads: libzmq's threads go with the broker, on A; every thread of
+    # ours other than the main thread is on one CPU, the workers' on B.
+    json_path = os.path.join(tmp, "roles.json")
+    p = subprocess.Popen([exe] + common + ["--transport", "inproc", "--json",
+                                           json_path],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                         text=True)
+    try:
+        header = p.stdout.readline()
+        want = f"(pinned; broker {a}, workers {b}, clients {a})"
+        check(want in header, f"header {header!r} lacks {want!r}")
+        seen, _ = watch_threads(p, lambda pid: [pid])
+        out, err = p.communicate(timeout=300)
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+    check(p.returncode == 0, f"--pin-roles (threads): exit {p.returncode}: "
+                             f"{err}")
+    libzmq = {k: v for k, v in seen.items() if v[0].startswith("ZMQbg")}
+    ours = {k: v for k, v in seen.items()
+            if k not in libzmq and k[1] != k[0]}
+    check(libzmq, "no libzmq thread (ZMQbg/...) seen")
+    wrong = {k: v for k, v in libzmq.items() if v[1] != {a}}
+    check(not wrong, f"libzmq threads not on the broker's CPU {a}: {wrong}")
+    wrong = {k: v for k, v in ours.items() if len(v[1]) != 1}
+    check(not wrong, f"role threads not pinned to one CPU: {wrong}")
+    on_a = sum(1 for v in ours.values() if v[1] == {a})
+    on_b = sum(1 for v in ours.values() if v[1] == {b})
+    # Two systems: two brokers (and clients) on A, two worker threads on B.
+    check(on_a >= 2 and on_b == 2,
+          f"expected >= 2 threads on CPU {a} and 2 on CPU {b}, saw {ours}")
+    with open(json_path) as fh:
+        got = json.load(fh)["config"]["role_cpus"]
+    check(got == {"broker": a, "workers": b, "clients": a},
+          f"JSON role_cpus {got}")
+    print(f"ok: --pin-roles, threads: {on_a} role threads on CPU {a}, "
+          f"{on_b} on CPU {b}, {len(libzmq)} libzmq threads on CPU {a}")
+
+    # Processes: every thread of each role process on its role's CPU.
+    p = subprocess.Popen([exe] + common + ["--placement", "processes"],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                         text=True)
+    try:
+        p.stdout.readline()
+        seen, role_of = watch_threads(p, children)
+        out, err = p.communicate(timeout=300)
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+    check(p.returncode == 0, f"--pin-roles (processes): exit {p.returncode}: "
+                             f"{err}")
+    check(sorted(role_of.values()) == sorted(list(roles) * 2),
+          f"role processes seen: {role_of}")
+    wrong = {k: v for k, v in seen.items()
+             if k[0] in role_of and v[1] != roles[role_of[k[0]]]}
+    check(not wrong, f"threads of role processes off their CPU: {wrong}")
+    print(f"ok: --pin-roles, processes: {len(seen)} threads of "
+          f"{len(role_of)} role processes, each on its role's CPU")
+
+    r = run(exe, ["--pin-roles", "--max-workers", "1"], timeout=30)
+    check(r.returncode == 2 and "give --cpus too" in r.stderr,
+          f"--pin-roles alone: exit {r.returncode}, stderr {r.stderr!r}")
+    print(f"ok: --pin-roles alone -> exit 2: {r.stderr.strip()}")
+
+
 def check_many_workers(exe, tmp):
     """256 workers in bounded time; the open-file limit handled."""
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
@@ -515,6 +642,8 @@ def main():
                 check_outputs(exe, tmp)
             elif case == "cpus":
                 check_cpus(exe, tmp)
+            elif case == "roles":
+                check_roles(exe, tmp)
             elif case == "many":
                 check_many_workers(exe, tmp)
             elif case == "broker" and len(sys.argv) == 4:

@@ -16,6 +16,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
+#include "tools/latency/cpu_pin.h"
 #include "tools/latency/subprocess.h"
 #include "zbrokers/reactor/batch_scheduling.h"
 
@@ -55,21 +56,44 @@ class ThreadDeployment : public Deployment {
   static absl::StatusOr<std::unique_ptr<Deployment>> Start(
       const DeployConfig& cfg) {
     std::unique_ptr<ThreadDeployment> d(new ThreadDeployment(cfg));
+    // Each role's threads are started pinned to its CPU (cpu_pin.h).
+    // libzmq's I/O and reaper threads carry every tcp and ipc message to
+    // and from the broker, so they go with the broker: left to the
+    // scheduler, each system's I/O thread would land on either CPU, and
+    // the two systems would again be placed differently.  As zb-broker
+    // does, they are started before the broker's batch thread exists, so
+    // they are not its children (batch_scheduling.h).
+    if (absl::Status st = RunOnCpu(cfg.role_cpus.broker,
+                                   [&] {
+                                     StartContextThreads(d->context_);
+                                     return absl::OkStatus();
+                                   });
+        !st.ok()) {
+      return st;
+    }
     if (cfg.external_broker.empty()) {
-      auto b = StartBroker(
-          cfg.impl, d->context_, BindEndpoint(cfg.transport, cfg.impl),
-          cfg.timeout,
-          ReactorOptions(cfg.yield_before_sleep, cfg.batch_scheduling));
-      if (!b.ok()) return b.status();
-      d->broker_ = std::move(*b);
+      absl::Status st = RunOnCpu(cfg.role_cpus.broker, [&] {
+        auto b = StartBroker(
+            cfg.impl, d->context_, BindEndpoint(cfg.transport, cfg.impl),
+            cfg.timeout,
+            ReactorOptions(cfg.yield_before_sleep, cfg.batch_scheduling));
+        if (!b.ok()) return b.status();
+        d->broker_ = std::move(*b);
+        return absl::OkStatus();
+      });
+      if (!st.ok()) return st;
       d->endpoint_ = d->broker_->endpoint();
     } else {
       d->endpoint_ = cfg.external_broker;
     }
-    auto w = StartWorkers(cfg.impl, d->context_, d->endpoint_, cfg.service,
-                          ReactorOptions(cfg.yield_before_sleep));
-    if (!w.ok()) return w.status();
-    d->workers_ = std::move(*w);
+    absl::Status st = RunOnCpu(cfg.role_cpus.workers, [&] {
+      auto w = StartWorkers(cfg.impl, d->context_, d->endpoint_, cfg.service,
+                            ReactorOptions(cfg.yield_before_sleep));
+      if (!w.ok()) return w.status();
+      d->workers_ = std::move(*w);
+      return absl::OkStatus();
+    });
+    if (!st.ok()) return st;
     return d;
   }
 
@@ -88,14 +112,22 @@ class ThreadDeployment : public Deployment {
 
   absl::StatusOr<StepSamples> RunStep(const StepPlan& plan,
                                       const ProgressFn& progress) override {
-    return RunClients(
-        [this] {
-          return MakeClient(cfg_.impl, context_, endpoint_, cfg_.service,
-                            cfg_.payload_bytes, cfg_.client_uses_reactor,
-                            cfg_.timeout,
-                            ReactorOptions(cfg_.yield_before_sleep));
-        },
-        plan, progress);
+    // The client threads start (and run) on the clients' CPU; so does this
+    // thread meanwhile, which only waits for them.
+    absl::StatusOr<StepSamples> samples;
+    absl::Status st = RunOnCpu(cfg_.role_cpus.clients, [&] {
+      samples = RunClients(
+          [this] {
+            return MakeClient(cfg_.impl, context_, endpoint_, cfg_.service,
+                              cfg_.payload_bytes, cfg_.client_uses_reactor,
+                              cfg_.timeout,
+                              ReactorOptions(cfg_.yield_before_sleep));
+          },
+          plan, progress);
+      return absl::OkStatus();
+    });
+    if (!st.ok()) return st;
+    return samples;
   }
 
  private:
@@ -103,9 +135,6 @@ class ThreadDeployment : public Deployment {
     if (cfg.max_sockets > 0) {
       context_.set(zmq::ctxopt::max_sockets, cfg.max_sockets);
     }
-    // As zb-broker does: libzmq's threads are not the broker's batch thread's
-    // children (batch_scheduling.h).
-    StartContextThreads(context_);
   }
 
   const DeployConfig cfg_;
@@ -145,9 +174,11 @@ class ProcessDeployment : public Deployment {
     const std::string impl = absl::StrFormat("--impl=%s", ImplName(cfg.impl));
     const std::string sockets =
         absl::StrFormat("--max-sockets=%d", cfg.max_sockets);
+    // Each role process pins itself first thing (RunRole).
+    const auto cpu = [](int c) { return absl::StrFormat("--cpu=%d", c); };
     if (cfg.external_broker.empty()) {
       auto b = Subprocess::Start(
-          {exe, "--role=broker", impl, sockets,
+          {exe, "--role=broker", impl, sockets, cpu(cfg.role_cpus.broker),
            YieldArg(cfg.yield_before_sleep),
            cfg.batch_scheduling ? "--batch-scheduling=on"
                                 : "--batch-scheduling=off",
@@ -163,14 +194,14 @@ class ProcessDeployment : public Deployment {
     }
     const std::string connect = "--connect=" + d->endpoint_;
     const std::string service = "--service=" + cfg.service;
-    auto w =
-        Subprocess::Start({exe, "--role=workers", impl, sockets,
-                           YieldArg(cfg.yield_before_sleep), connect, service});
+    auto w = Subprocess::Start(
+        {exe, "--role=workers", impl, sockets, cpu(cfg.role_cpus.workers),
+         YieldArg(cfg.yield_before_sleep), connect, service});
     if (!w.ok()) return w.status();
     d->workers_ = std::move(*w);
     auto c = Subprocess::Start(
-        {exe, "--role=client", impl, sockets, YieldArg(cfg.yield_before_sleep),
-         connect, service,
+        {exe, "--role=client", impl, sockets, cpu(cfg.role_cpus.clients),
+         YieldArg(cfg.yield_before_sleep), connect, service,
          absl::StrFormat("--payload-bytes=%d", cfg.payload_bytes),
          cfg.client_uses_reactor ? "--client-wait=reactor"
                                  : "--client-wait=call",
@@ -334,6 +365,12 @@ int RunRole(const std::vector<std::string>& args) {
     }
   }
   const std::string role = kv["role"];
+  // Before the context starts libzmq's threads, so that they inherit it.
+  if (int cpu = -1; absl::SimpleAtoi(kv["cpu"], &cpu) && cpu >= 0) {
+    if (absl::Status st = PinCallingThread(cpu); !st.ok()) {
+      return RoleError(role + ": " + std::string(st.message()));
+    }
+  }
   const Impl impl = kv["impl"] == "raw" ? Impl::kRaw : Impl::kZbrokers;
   // Only a broker process takes --batch-scheduling (DeployConfig).
   const Reactor::Options reactor =

@@ -57,6 +57,10 @@ struct DeployConfig {
   // ZMQ_MAX_SOCKETS of every context the deployment makes (libzmq's default
   // of 1023 is too few for a thousand workers); 0 keeps the default.
   int max_sockets = 0;
+  // The CPU each role's threads (or, with processes, each role process)
+  // are pinned to (--pin-roles); -1: not pinned apart from the process.
+  // With threads, libzmq's I/O and reaper threads go with the broker.
+  Options::RoleCpus role_cpus;
 };
 
 class Deployment {

@@ -49,6 +49,14 @@ std::string FitJson(const LinearFit& f, Grow grow) {
       Number(f.valid ? f.slope : nan), Number(f.valid ? f.r2 : nan));
 }
 
+// null without --pin-roles; else the CPU of each role.
+std::string RoleCpusJson(const Options& o) {
+  if (!o.pin_roles) return "null";
+  const Options::RoleCpus r = o.PinnedRoleCpus();
+  return absl::StrFormat("{\"broker\": %d, \"workers\": %d, \"clients\": %d}",
+                         r.broker, r.workers, r.clients);
+}
+
 }  // namespace
 
 std::string ToJson(const Report& r) {
@@ -62,7 +70,8 @@ std::string ToJson(const Report& r) {
       "\"transport\": %s, \"placement\": %s, \"payload_bytes\": %d, "
       "\"client_wait\": %s, \"timeout_ms\": %d, \"broker\": %s, "
       "\"baseline\": %s, \"raw_only\": %s, \"cpus\": %s, "
-      "\"yield_before_sleep\": %s, \"batch_scheduling\": %s},\n",
+      "\"role_cpus\": %s, \"yield_before_sleep\": %s, "
+      "\"batch_scheduling\": %s},\n",
       o.rounds_per_step, o.EffectiveWarmup(), o.max_workers, o.step,
       JsonQuote(GrowName(grow)), o.workers, o.max_clients,
       JsonQuote(TransportName(o.transport)),
@@ -71,7 +80,7 @@ std::string ToJson(const Report& r) {
       JsonQuote(r.broker), o.baseline ? "true" : "false",
       o.raw_only ? "true" : "false",
       o.cpus.empty() ? std::string("null") : JsonQuote(FormatCpuList(o.cpus)),
-      o.YieldBeforeSleep() ? "true" : "false",
+      RoleCpusJson(o), o.YieldBeforeSleep() ? "true" : "false",
       o.batch_scheduling ? "true" : "false");
   absl::StrAppendFormat(&out, "  \"steps\": %s,\n", StepsJson(r.zbrokers));
   absl::StrAppendFormat(&out, "  \"fit\": %s,\n  \"fit_p50\": %s",

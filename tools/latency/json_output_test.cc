@@ -49,7 +49,8 @@ TEST(JsonOutputTest, KeysToolsRead) {
   }
   EXPECT_THAT(j, Not(HasSubstr("\"baseline\": {")));
   EXPECT_THAT(j, Not(HasSubstr("\"ratio\"")));
-  EXPECT_THAT(j, HasSubstr("\"cpus\": null, \"yield_before_sleep\": false, "
+  EXPECT_THAT(j, HasSubstr("\"cpus\": null, \"role_cpus\": null, "
+                           "\"yield_before_sleep\": false, "
                            "\"batch_scheduling\": true}"));
   EXPECT_THAT(j, HasSubstr("\"warnings\": []\n}"));
 }
@@ -76,7 +77,11 @@ TEST(JsonOutputTest, CpusAndWarnings) {
   r.zbrokers.Refit(Grow::kWorkers);
   const std::string j = ToJson(r);
   EXPECT_TRUE(Balanced(j)) << j;
-  EXPECT_THAT(j, HasSubstr("\"cpus\": \"0-1\", "));
+  EXPECT_THAT(j, HasSubstr("\"cpus\": \"0-1\", \"role_cpus\": null, "));
+  r.options.pin_roles = true;
+  EXPECT_THAT(ToJson(r),
+              HasSubstr("\"cpus\": \"0-1\", \"role_cpus\": {\"broker\": 0, "
+                        "\"workers\": 1, \"clients\": 0}, "));
   EXPECT_THAT(j, HasSubstr("\"yield_before_sleep\": true, "
                            "\"batch_scheduling\": false}"));
   EXPECT_THAT(j, HasSubstr("\"warnings\": [\"zbrokers average fit has r^2 = "));

@@ -216,12 +216,14 @@ absl::StatusOr<Options> ParseOptions(const std::vector<std::string>& args) {
       name = arg.substr(0, eq);
       inline_value = arg.substr(eq + 1);
     }
-    if (name == "--baseline" || name == "--raw-only") {
+    if (name == "--baseline" || name == "--raw-only" || name == "--pin-roles") {
       if (inline_value) {
         return Bad(
             absl::StrFormat("%s takes no value (write just %s)", name, name));
       }
-      (name == "--baseline" ? o.baseline : o.raw_only) = true;
+      (name == "--baseline"   ? o.baseline
+       : name == "--raw-only" ? o.raw_only
+                              : o.pin_roles) = true;
       continue;
     }
     // Every other option takes a value, inline or as the next argument.
@@ -390,6 +392,11 @@ absl::StatusOr<Options> ParseOptions(const std::vector<std::string>& args) {
         "--transport inproc cannot cross processes; use tcp or ipc with "
         "--placement processes");
   }
+  if (o.pin_roles && o.cpus.empty()) {
+    return Bad(
+        "--pin-roles places the roles on the CPUs of --cpus; give --cpus "
+        "too (e.g. --cpus 0-1 --pin-roles)");
+  }
   if (o.raw_only && !o.broker.empty()) {
     return Bad(
         "--raw-only runs the raw program and its own broker: it excludes "
@@ -459,6 +466,12 @@ Usage: zb-latency [options]
                        e.g. 0, 0,1 or 0-1.  On a small VM an unpinned run
                        mostly measures cross-core wake-ups (see
                        docs/latency.md, "Noisy fits and --cpus")
+  --pin-roles          with --cpus: pin each role's threads to one of
+                       those CPUs, the broker to the first, the workers to
+                       the next, the clients to the one after, wrapping
+                       around (--cpus 0-1: broker 0, workers 1, clients 0),
+                       so that both systems get the same placement
+                       (docs/latency.md, "Pinning each role")
   --yield-before-sleep on|off|auto
                        whether zbrokers' reactors yield the CPU once before
                        sleeping after work (docs/reactor.md, "Yield before
@@ -493,6 +506,16 @@ throughput, CPU microseconds per round trip), then the fit.  Failures must
 be 0; the exit code is 1 when they are not, 2 for a bad option.
 )",
       kDefaultMaxWorkers);
+}
+
+Options::RoleCpus Options::PinnedRoleCpus() const {
+  RoleCpus r;
+  if (!pin_roles || cpus.empty()) return r;
+  const auto nth = [this](std::size_t i) { return cpus[i % cpus.size()]; };
+  r.broker = nth(0);
+  r.workers = nth(1);
+  r.clients = nth(2);
+  return r;
 }
 
 std::chrono::milliseconds RegistrationBound(const Options& o) {

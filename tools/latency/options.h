@@ -100,6 +100,11 @@ struct Options {
   // pinned.  `cpus_text` is the list as given, for the output.
   std::vector<int> cpus;
   std::string cpus_text;
+  // --pin-roles: each role's threads on one CPU of `cpus` (RoleCpus()),
+  // so that both systems of a --baseline run get the same placement
+  // instead of whatever the scheduler picks for each (docs/latency.md,
+  // "Pinning each role").
+  bool pin_roles = false;
   // --yield-before-sleep on|off|auto: Reactor::Options::yield_before_sleep
   // of every zbrokers reactor of the test (broker, workers, client).
   // nullopt (auto, the default): what docs/reactor.md advises, on over
@@ -118,6 +123,16 @@ struct Options {
   // the caller to print as warnings; the run goes on.
   std::vector<std::string> warnings;
 
+  // The CPU of each role under --pin-roles: the broker on the first CPU
+  // of `cpus`, the workers on the next, the clients on the one after,
+  // wrapping around (0,1: broker 0, workers 1, clients 0).  All -1 (not
+  // pinned apart from `cpus`) without --pin-roles.
+  struct RoleCpus {
+    int broker = -1;
+    int workers = -1;
+    int clients = -1;
+  };
+  RoleCpus PinnedRoleCpus() const;
   // The largest worker and client counts of the run.
   int MostWorkers() const;
   int MostClients() const;

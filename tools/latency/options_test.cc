@@ -232,6 +232,27 @@ TEST(OptionsTest, CpuLists) {
   EXPECT_THAT(ErrorOf({"--cpus=x"}), HasSubstr("'x' is not a CPU number"));
 }
 
+// --pin-roles spreads the roles over --cpus in the order broker, workers,
+// clients, wrapping around; without it no role is pinned apart.
+TEST(OptionsTest, PinRolesSpreadsTheRolesOverTheCpus) {
+  const auto roles = [](std::vector<std::string> args) {
+    absl::StatusOr<Options> o = Parse(std::move(args));
+    EXPECT_TRUE(o.ok()) << o.status();
+    const Options::RoleCpus r =
+        o.ok() ? o->PinnedRoleCpus() : Options::RoleCpus{-2, -2, -2};
+    return std::vector<int>{r.broker, r.workers, r.clients};
+  };
+  EXPECT_THAT(roles({"--cpus", "0-1", "--pin-roles"}), ElementsAre(0, 1, 0));
+  EXPECT_THAT(roles({"--pin-roles", "--cpus=3"}), ElementsAre(3, 3, 3));
+  EXPECT_THAT(roles({"--cpus", "1,4-7", "--pin-roles"}), ElementsAre(1, 4, 5));
+  EXPECT_THAT(roles({"--cpus", "0-1"}), ElementsAre(-1, -1, -1));
+  EXPECT_THAT(roles({}), ElementsAre(-1, -1, -1));
+  EXPECT_FALSE(Parse({}).value().pin_roles);
+  EXPECT_THAT(ErrorOf({"--pin-roles"}), HasSubstr("give --cpus too"));
+  EXPECT_THAT(ErrorOf({"--cpus", "0", "--pin-roles=on"}),
+              HasSubstr("takes no value"));
+}
+
 TEST(OptionsTest, RegistrationBoundFollowsTheRequestTimeout) {
   // Below 10 s the bound stays 10 s; a longer --timeout raises it, so
   // that one slow probe (valgrind, a loaded machine) cannot end the wait.

@@ -4,7 +4,7 @@
 
 Usage: scaling_runs.py ZB_LATENCY OUT_DIR [--runs 3] [--rounds 1000]
            [--max-workers 256] [--step 15] [--only one-core|two-cores]
-           [--transport tcp,inproc] [--control] [--force]
+           [--transport tcp,inproc] [--control] [--pin-roles] [--force]
 
 Runs, alternating the configurations so that a change in the machine's
 load hits all of them alike, `--runs` times each:
@@ -30,6 +30,13 @@ are instead is the noise floor of the same measurement, printed as the
 highest median per-step ratio and the range of the single runs' per-step
 ratios.  The verdict above does not change with it: it says how far a
 zbrokers ratio may be read (docs/latency.md, "The control run").
+
+--pin-roles adds zb-latency's --pin-roles to every run: on two cores the
+broker of each system on CPU 0, its workers on CPU 1, its client on CPU 0,
+the same placement for both systems (on one core it changes nothing).
+Without it the scheduler places each system's threads as it likes, and on
+this VM a 1-worker step then measures which system got the faster
+placement (docs/latency.md, "Pinning each role").
 
 Wall-clock numbers need a quiet machine: the script refuses to start when
 the 1-minute load average is 1.5 or more (the first field of
@@ -134,6 +141,7 @@ def main():
     p.add_argument("--only", choices=sorted(CPUS))
     p.add_argument("--transport", default="tcp,inproc")
     p.add_argument("--control", action="store_true")
+    p.add_argument("--pin-roles", action="store_true")
     p.add_argument("--force", action="store_true")
     a = p.parse_args()
     if load() >= 1.5 and not a.force:
@@ -155,6 +163,7 @@ def main():
                     str(a.max_workers), "--step", str(a.step),
                     "--rounds-per-step", str(a.rounds), "--transport",
                     transport, "--json", path]
+            cmd += ["--pin-roles"] if a.pin_roles else []
             started = time.monotonic()
             r = subprocess.run(cmd, stdout=subprocess.DEVNULL)
             print(f"{' '.join(cmd)}: exit {r.returncode}, "

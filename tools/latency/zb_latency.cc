@@ -269,6 +269,7 @@ int Run(const Options& o) {
     cfg.yield_before_sleep = o.YieldBeforeSleep();
     cfg.batch_scheduling = o.batch_scheduling;
     cfg.timeout = o.timeout;
+    cfg.role_cpus = o.PinnedRoleCpus();
     // Every worker and client socket, the broker, and a margin for clients
     // being replaced between chunks.
     cfg.max_sockets = o.MostWorkers() + 2 * o.MostClients() + 16;
@@ -285,9 +286,13 @@ int Run(const Options& o) {
   const std::vector<int> sizes = o.StepSizes();
   const std::int64_t warmup = o.EffectiveWarmup();
   const std::string cpus =
-      o.cpus.empty()
-          ? absl::StrFormat("cpus %s (not pinned)",
-                            FormatCpuList(AllowedCpus()))
+      o.cpus.empty() ? absl::StrFormat("cpus %s (not pinned)",
+                                       FormatCpuList(AllowedCpus()))
+      : o.pin_roles
+          ? absl::StrFormat(
+                "cpus %s (pinned; broker %d, workers %d, clients %d)",
+                FormatCpuList(o.cpus), o.PinnedRoleCpus().broker,
+                o.PinnedRoleCpus().workers, o.PinnedRoleCpus().clients)
           : absl::StrFormat("cpus %s (pinned)", FormatCpuList(o.cpus));
   // Said only when not the default (zb-broker's defaults).
   const bool embedded = o.broker.empty();
