@@ -348,37 +348,19 @@ def check_cpus(exe, tmp):
     json_path = os.path.join(tmp, "cpus.json")
     # Processes: the children must be pinned too.  Long enough steps to look
     # at /proc while they measure.
-    p = subprocess.Popen(
-        [exe, "--cpus", str(cpu), "--placement", "processes", "--baseline",
-         "--max-workers", "2", "--rounds-per-step", "3000", "--json",
-         json_path], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-        text=True)
-    try:
-        header = p.stdout.readline()
-        check(f"cpus {cpu} (pinned)" in header, f"header {header!r}")
-        # Look when the deployments are up (the header names the broker's
-        # endpoint) and again while the steps measure (after the column
-        # names, and after the first step's lines), so that threads made
-        # on the way are seen too.
-        seen = {}
-        for _ in range(3):
-            for pid in [p.pid] + children(p.pid):
-                for tid, cpus in allowed_cpus(pid).items():
-                    seen[(pid, tid)] = cpus
-            p.stdout.readline()
-        out, err = p.communicate(timeout=300)
-    finally:
-        if p.poll() is None:
-            p.kill()
-            p.wait()
-    check(p.returncode == 0, f"--cpus {cpu}: exit {p.returncode}: {err}")
+    header, seen, _, code, err = run_watching_threads(
+        exe, ["--cpus", str(cpu), "--placement", "processes", "--baseline",
+              "--max-workers", "2", "--rounds-per-step", "3000", "--json",
+              json_path], lambda pid: [pid] + children(pid))
+    check(f"cpus {cpu} (pinned)" in header, f"header {header!r}")
+    check(code == 0, f"--cpus {cpu}: exit {code}: {err}")
     pids = {pid for pid, _ in seen}
     # zb-latency and six children (broker, workers, client for each system).
     check(len(pids) == 7, f"expected 7 processes, saw {sorted(pids)}")
     # Each child has at least its main thread, a reactor or worker thread
     # or libzmq's I/O and reaper threads.
     check(len(seen) >= 1 + 6 * 2, f"only {len(seen)} threads seen")
-    wrong = {k: v for k, v in seen.items() if v != str(cpu)}
+    wrong = {k: v for k, v in seen.items() if v[1] != {cpu}}
     check(not wrong, f"threads not pinned to {cpu}: {wrong}")
     with open(json_path) as fh:
         check(json.load(fh)["config"]["cpus"] == str(cpu), "JSON cpus")
@@ -430,19 +412,31 @@ def role_of(pid):
     return None
 
 
-def watch_threads(p, pids_of):
-    """({(pid, tid): (comm, cpus)}, {pid: role}) seen at the header, after
+def run_watching_threads(exe, args, pids_of):
+    """Runs zb-latency with `args` and looks at /proc while it runs: when
+    the deployments are up (the header names the broker's endpoint), after
     the column names and after the first step's lines, so that threads made
-    on the way (the clients' during a step) are seen too."""
+    on the way (the clients' during a step) are seen too.  `pids_of(pid)`
+    says which processes to look at.  Returns (header, {(pid, tid): (comm,
+    cpus)}, {pid: role}, exit code, stderr)."""
+    p = subprocess.Popen([exe] + args, stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True)
     seen, roles = {}, {}
-    for _ in range(3):
-        for pid in pids_of(p.pid):
-            roles[pid] = role_of(pid)
-            names = thread_names(pid)
-            for tid, cpus in allowed_cpus(pid).items():
-                seen[(pid, tid)] = (names.get(tid, "?"), cpu_set(cpus))
-        p.stdout.readline()
-    return seen, roles
+    try:
+        header = p.stdout.readline()
+        for _ in range(3):
+            for pid in pids_of(p.pid):
+                roles[pid] = role_of(pid)
+                names = thread_names(pid)
+                for tid, cpus in allowed_cpus(pid).items():
+                    seen[(pid, tid)] = (names.get(tid, "?"), cpu_set(cpus))
+            p.stdout.readline()
+        _, err = p.communicate(timeout=300)
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+    return header, seen, roles, p.returncode, err
 
 
 def check_roles(exe, tmp):
@@ -457,22 +451,12 @@ def check_roles(exe, tmp):
     # Threads: libzmq's threads go with the broker, on A; every thread of
     # ours other than the main thread is on one CPU, the workers' on B.
     json_path = os.path.join(tmp, "roles.json")
-    p = subprocess.Popen([exe] + common + ["--transport", "inproc", "--json",
-                                           json_path],
-                         stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                         text=True)
-    try:
-        header = p.stdout.readline()
-        want = f"(pinned; broker {a}, workers {b}, clients {a})"
-        check(want in header, f"header {header!r} lacks {want!r}")
-        seen, _ = watch_threads(p, lambda pid: [pid])
-        out, err = p.communicate(timeout=300)
-    finally:
-        if p.poll() is None:
-            p.kill()
-            p.wait()
-    check(p.returncode == 0, f"--pin-roles (threads): exit {p.returncode}: "
-                             f"{err}")
+    header, seen, _, code, err = run_watching_threads(
+        exe, common + ["--transport", "inproc", "--json", json_path],
+        lambda pid: [pid])
+    want = f"(pinned; broker {a}, workers {b}, clients {a})"
+    check(want in header, f"header {header!r} lacks {want!r}")
+    check(code == 0, f"--pin-roles (threads): exit {code}: {err}")
     libzmq = {k: v for k, v in seen.items() if v[0].startswith("ZMQbg")}
     ours = {k: v for k, v in seen.items()
             if k not in libzmq and k[1] != k[0]}
@@ -494,19 +478,9 @@ def check_roles(exe, tmp):
           f"{on_b} on CPU {b}, {len(libzmq)} libzmq threads on CPU {a}")
 
     # Processes: every thread of each role process on its role's CPU.
-    p = subprocess.Popen([exe] + common + ["--placement", "processes"],
-                         stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                         text=True)
-    try:
-        p.stdout.readline()
-        seen, role_of = watch_threads(p, children)
-        out, err = p.communicate(timeout=300)
-    finally:
-        if p.poll() is None:
-            p.kill()
-            p.wait()
-    check(p.returncode == 0, f"--pin-roles (processes): exit {p.returncode}: "
-                             f"{err}")
+    _, seen, role_of, code, err = run_watching_threads(
+        exe, common + ["--placement", "processes"], children)
+    check(code == 0, f"--pin-roles (processes): exit {code}: {err}")
     check(sorted(role_of.values()) == sorted(list(roles) * 2),
           f"role processes seen: {role_of}")
     wrong = {k: v for k, v in seen.items()

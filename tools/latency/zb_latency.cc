@@ -285,14 +285,15 @@ int Run(const Options& o) {
 
   const std::vector<int> sizes = o.StepSizes();
   const std::int64_t warmup = o.EffectiveWarmup();
+  const Options::RoleCpus roles = o.PinnedRoleCpus();
   const std::string cpus =
       o.cpus.empty() ? absl::StrFormat("cpus %s (not pinned)",
                                        FormatCpuList(AllowedCpus()))
       : o.pin_roles
           ? absl::StrFormat(
                 "cpus %s (pinned; broker %d, workers %d, clients %d)",
-                FormatCpuList(o.cpus), o.PinnedRoleCpus().broker,
-                o.PinnedRoleCpus().workers, o.PinnedRoleCpus().clients)
+                FormatCpuList(o.cpus), roles.broker, roles.workers,
+                roles.clients)
           : absl::StrFormat("cpus %s (pinned)", FormatCpuList(o.cpus));
   // Said only when not the default (zb-broker's defaults).
   const bool embedded = o.broker.empty();
