@@ -14,7 +14,11 @@ backoff within the same timeout, as the project's clients do with
 fail-over the workers may still be registering with the broker that took
 over (CI once descheduled this process for longer than the workers'
 liveness, the broker expired them, and the request that made it take over
-found none).  During the run the test
+found none).  A `zb:worker-left` answer to its own sequence number is sent
+again the same way: the broker expired the workers the request had been
+given to (the paused workers below, once in CI); the echo is idempotent,
+as the lazy-pirate resend after a timeout already assumes.  During the run
+the test
 
   1. kills -9 the active primary: the backup must take over, and the time
      from the kill to the first answer from the backup is measured and
@@ -282,6 +286,7 @@ class Client(threading.Thread):
         self.wrong_answers = []  # (request body, frames) not our own
         self.timeouts = 0
         self.no_workers = 0    # zb:no-workers answers, each sent again
+        self.worker_left = 0   # zb:worker-left answers, each sent again
         self.answers_from = []  # (monotonic time, endpoint index)
         self.client_id = 0
         self.seq = 0
@@ -325,8 +330,11 @@ class Client(threading.Thread):
         """What an answer to `body` (sent as self.seq) is: "ok" (our own
         echo), "no-workers" (CCp100 REPLY_FAILURE zb:no-workers to our own
         sequence number, which the protocol gives at once when the service
-        has no workers at that moment; no worker has seen the request), or
-        "wrong" (anything else: another request's answer, or a failure)."""
+        has no workers at that moment; no worker has seen the request),
+        "worker-left" (REPLY_FAILURE zb:worker-left to our own sequence
+        number: the broker expired the workers it had given the request
+        to), or "wrong" (anything else: another request's answer, or
+        another failure)."""
         if self.protocol == "mdp":
             if len(frames) == 4 and frames[1] == b"MDPC01" and \
                     frames[2] == b"echo" and frames[3] == body:
@@ -338,6 +346,8 @@ class Client(threading.Thread):
                 return "ok"
             if frames[2] == b"\x05" and frames[5] == b"zb:no-workers":
                 return "no-workers"
+            if frames[2] == b"\x05" and frames[5] == b"zb:worker-left":
+                return "worker-left"
         return "wrong"
 
     def run(self):
@@ -380,8 +390,8 @@ class Client(threading.Thread):
 
     def attempt(self, body):
         """Sends `body` to the current broker and waits up to the timeout:
-        "ok", "wrong" (recorded), or "timeout".  A zb:no-workers answer is
-        sent again after a backoff while the attempt's time lasts (the
+        "ok", "wrong" (recorded), or "timeout".  A zb:no-workers or
+        zb:worker-left answer is sent again after a backoff while the attempt's time lasts (the
         module's docstring says why)."""
         deadline = time.monotonic() + self.timeout
         backoff = 0.01
@@ -392,8 +402,11 @@ class Client(threading.Thread):
                 return "timeout"
             frames = self.sock.recv_multipart()
             verdict = self.classify(frames, body)
-            if verdict == "no-workers":
-                self.no_workers += 1
+            if verdict in ("no-workers", "worker-left"):
+                if verdict == "no-workers":
+                    self.no_workers += 1
+                else:
+                    self.worker_left += 1
                 if time.monotonic() + backoff >= deadline:
                     return "timeout"
                 time.sleep(backoff)
@@ -519,7 +532,8 @@ def scenario(args):
             print(f"{c.protocol}: {c.total} requests: {c.ok} answered with "
                   f"their own echo, {c.failed} given up, {c.wrong} wrong; "
                   f"{c.timeouts} timed-out attempts, {c.no_workers} "
-                  f"zb:no-workers answers sent again", flush=True)
+                  f"zb:no-workers and {c.worker_left} zb:worker-left "
+                  f"answers sent again", flush=True)
             zp.check(c.done == c.total, f"{c.protocol}: {c.done} ended")
             zp.check(c.wrong == 0, f"{c.protocol}: {c.wrong} wrong answers: "
                      + "; ".join(f"to {b!r}: {f!r}"
