@@ -233,6 +233,9 @@ void BinaryStarNode::Report(const BinaryStar::Outcome& o) {
                          : "the primary stays active, the backup steps down"));
   }
   if (!o.changed()) return;
+  // The hook first: whoever reads the log line and then what the hook
+  // published (the daemon's zb_ha_state gauge) must find the new state.
+  if (state_hook_) state_hook_(o.before, o.after);
   std::string why;
   if (o.failover) {
     why = " (fail-over: took over from the peer)";
@@ -240,7 +243,6 @@ void BinaryStarNode::Report(const BinaryStar::Outcome& o) {
   Log(LogLevel::kInfo,
       absl::StrCat("state ", std::string(HaStateName(o.before)), " -> ",
                    std::string(HaStateName(o.after)), why));
-  if (state_hook_) state_hook_(o.before, o.after);
   Publish();
 }
 

@@ -148,6 +148,33 @@ TEST_F(BinaryStarNodeTest, ARestartedPrimaryComesBackPassive) {
   EXPECT_EQ(primary->state(), HaState::kActive);
 }
 
+// A watcher that sees the log line of a change and then reads what the
+// state hook publishes (the daemon's zb_ha_state gauge) must find the new
+// state: the hook runs before the line is logged.  CI once read the gauge
+// between the two and found the old state.
+TEST_F(BinaryStarNodeTest, TheStateHookRunsBeforeTheChangeIsLogged) {
+  // What each node did, in order: "hook" for a state hook call, "log" for
+  // a state change's log line.
+  std::vector<std::string> pseen, bseen;
+  auto primary = Make(HaRole::kPrimary, "inproc://p", "inproc://b");
+  auto backup = Make(HaRole::kBackup, "inproc://b", "inproc://p");
+  ASSERT_TRUE(primary && backup);
+  for (auto [node, seen] :
+       {std::pair{primary.get(), &pseen}, std::pair{backup.get(), &bseen}}) {
+    node->set_log_hook([seen](LogLevel, std::string_view line) {
+      if (line.find("->") != std::string_view::npos) seen->push_back("log");
+    });
+    node->set_state_hook([seen](HaState, HaState) { seen->push_back("hook"); });
+  }
+  ASSERT_TRUE(RunUntil(reactor_, [&] {
+    return primary->state() == HaState::kActive &&
+           backup->state() == HaState::kPassive;
+  }));
+  const std::vector<std::string> one_change = {"hook", "log"};
+  EXPECT_EQ(pseen, one_change);  // primary -> active
+  EXPECT_EQ(bseen, one_change);  // backup -> passive
+}
+
 TEST_F(BinaryStarNodeTest, PublishesTheDocumentedWireToARawSubscriber) {
   auto primary = Make(HaRole::kPrimary, "inproc://p", "inproc://nobody");
   zmq::socket_t sub(context_, zmq::socket_type::sub);

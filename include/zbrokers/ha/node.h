@@ -34,11 +34,13 @@
 // from an expired peer), false when the broker must drop it unanswered.
 // While the node is active it reads one atomic and takes no lock.
 //
-// Reports.  Every state change is logged (LogLevel::kInfo; a split brain
-// or two brokers of the same role at kError, rate-limited) and handed to
-// the state hook, on the node's reactor thread, whichever thread caused it
-// (a change made inside AllowClientRequest() travels there through a
-// zb::ReplyChannel and is dropped if the node is gone by then).
+// Reports.  Every state change is handed to the state hook and then
+// logged (LogLevel::kInfo; a split brain or two brokers of the same role
+// at kError, rate-limited), so that what the hook publishes is current
+// once the line is seen; both on the node's reactor thread, whichever
+// thread caused it (a change made inside AllowClientRequest() travels
+// there through a zb::ReplyChannel and is dropped if the node is gone by
+// then).
 //
 // Threading.  Create(), the hooks' setters and the destructor on the
 // reactor's thread; AllowClientRequest(), state() and stats() on any
@@ -131,7 +133,7 @@ class BinaryStarNode {
 
   void OnPeerMessage(std::span<zmq::message_t> frames);
   void Publish();
-  // Logs, calls the state hook and publishes after a change (reactor
+  // Calls the state hook, logs and publishes after a change (reactor
   // thread).
   void Report(const BinaryStar::Outcome& o);
   void Log(LogLevel level, std::string_view line);
