@@ -15,10 +15,13 @@
 //                      loop over the same poll set (the wake-up eventfd and
 //                      the ROUTER) that drains the ROUTER into reused
 //                      messages until EAGAIN and sends each one back.
-//   PingPongSameThread/*  the same echo with both sockets on this thread:
+//   PingPongSameThread/*/N  the same echo with both sockets on this thread:
 //                      send, one poll iteration (Reactor::RunOnce(0) or
 //                      zmq_poll(..., 0) plus draining), receive.  Without
 //                      cross-thread wake-ups the loop's own overhead shows.
+//                      N more sockets are registered and never ready (a
+//                      worker thread holding many sessions, one of them
+//                      busy): what the poll set's size costs each iteration.
 //
 // The Reactor/HandWritten pairs are meant to be compared as a ratio of
 // medians over alternating repetitions; bench/ratio.py runs that.
@@ -347,11 +350,33 @@ struct SameThreadPair {
   zmq::socket_t dealer;
 };
 
+// `count` sockets that never have anything to read: DEALERs connected to
+// nobody.
+std::vector<zmq::socket_t> IdleSockets(std::int64_t count) {
+  std::vector<zmq::socket_t> idle;
+  for (std::int64_t i = 0; i < count; ++i) {
+    idle.emplace_back(Context(), zmq::socket_type::dealer);
+    idle.back().set(zmq::sockopt::linger, 0);
+  }
+  return idle;
+}
+
 void BM_PingPongSameThread_Reactor(benchmark::State& state) {
   SameThreadPair p;
   Reactor reactor;
   std::int64_t send_errors = 0;
   zmq::socket_t& router = p.router;
+  std::vector<zmq::socket_t> idle = IdleSockets(state.range(0));
+  std::vector<Reactor::SocketWatch> idle_watches;
+  for (zmq::socket_t& s : idle) {
+    absl::StatusOr<Reactor::SocketWatch> w =
+        reactor.Add(s, [](std::span<zmq::message_t>) {});
+    if (!w.ok()) {
+      state.SkipWithError("Add failed");
+      return;
+    }
+    idle_watches.push_back(*std::move(w));
+  }
   absl::StatusOr<Reactor::SocketWatch> watch =
       reactor.Add(router, [&router, &send_errors](std::span<zmq::message_t> m) {
         if (!SendFrames(router, m).ok()) ++send_errors;
@@ -370,6 +395,7 @@ void BM_PingPongSameThread_Reactor(benchmark::State& state) {
     }
   }
   watch->Reset();
+  idle_watches.clear();
   if (send_errors) state.SkipWithError("echo send failed");
 }
 
@@ -377,12 +403,19 @@ void BM_PingPongSameThread_HandWritten(benchmark::State& state) {
   SameThreadPair p;
   EventFd wake;  // polled like the reactor's, never signalled
   HandWrittenEcho echo(p.router);
-  zmq_pollitem_t items[2] = {{nullptr, wake.fd(), ZMQ_POLLIN, 0},
-                             {p.router.handle(), -1, ZMQ_POLLIN, 0}};
+  std::vector<zmq::socket_t> idle = IdleSockets(state.range(0));
+  // The same order as the reactor's: the eventfd, the idle sockets, the
+  // ROUTER last.
+  std::vector<zmq_pollitem_t> items = {{nullptr, wake.fd(), ZMQ_POLLIN, 0}};
+  for (zmq::socket_t& s : idle) {
+    items.push_back({s.handle(), -1, ZMQ_POLLIN, 0});
+  }
+  items.push_back({p.router.handle(), -1, ZMQ_POLLIN, 0});
+  const int n = static_cast<int>(items.size());
   zmq::message_t reply;
   for (auto _ : state) {
     p.dealer.send(zmq::str_buffer("ping"), zmq::send_flags::none);
-    if (zmq_poll(items, 2, 0) > 0 && items[1].revents) echo.Drain();
+    if (zmq_poll(items.data(), n, 0) > 0 && items[n - 1].revents) echo.Drain();
     if (!p.dealer.recv(reply, zmq::recv_flags::dontwait)) {
       state.SkipWithError("no echo");
       break;
@@ -391,8 +424,8 @@ void BM_PingPongSameThread_HandWritten(benchmark::State& state) {
   if (echo.send_errors()) state.SkipWithError("echo send failed");
 }
 
-BENCHMARK(BM_PingPongSameThread_Reactor);
-BENCHMARK(BM_PingPongSameThread_HandWritten);
+BENCHMARK(BM_PingPongSameThread_Reactor)->Arg(0)->Arg(64)->Arg(256);
+BENCHMARK(BM_PingPongSameThread_HandWritten)->Arg(0)->Arg(64)->Arg(256);
 
 }  // namespace
 }  // namespace zb

@@ -254,6 +254,7 @@ void Reactor::RebuildPollItems() {
   std::erase_if(watches_, [](const auto& w) { return w->removed; });
   pollfds_.clear();
   poll_owners_.clear();
+  polled_sockets_.clear();
   has_raw_fds_ = false;
   pollfds_.push_back(pollfd{wake_fd_, POLLIN, 0});
   for (auto& w : watches_) {
@@ -269,6 +270,8 @@ void Reactor::RebuildPollItems() {
     }
     pollfds_.push_back(pollfd{w->fd, events, 0});
     poll_owners_.push_back(w.get());
+    polled_sockets_.push_back(
+        PolledSocket{w->socket, static_cast<bool>(w->on_writable)});
   }
   ready_.assign(poll_owners_.size(), 0);
   poll_items_dirty_ = false;
@@ -579,9 +582,10 @@ absl::StatusOr<int> Reactor::iterate(Clock::duration max_wait) {
   // Handlers may add or remove watches; poll_owners_ is only rebuilt at the
   // start of the next round, and `removed` guards every call.
   for (std::size_t i = 0; i < n; ++i) {
+    const short fired = polled ? pollfds_[i + 1].revents : 0;
+    if (ready_[i] == 0 && fired == 0) continue;  // nothing for this watch
     Watch& w = *poll_owners_[i];
     if (w.removed) continue;
-    const short fired = polled ? pollfds_[i + 1].revents : 0;
     if (w.socket) {
       int revents = ready_[i];
       if (fired != 0 && revents == 0) {
@@ -603,7 +607,6 @@ absl::StatusOr<int> Reactor::iterate(Clock::duration max_wait) {
       }
       continue;
     }
-    if (fired == 0) continue;
     // A raw fd's hang-up or error (POLLHUP/POLLERR/POLLNVAL) goes to the
     // readable handler (or the writable one of a write-only registration),
     // whose read() or write() then sees the EOF or the error.  Nobody would
@@ -638,15 +641,15 @@ absl::StatusOr<int> Reactor::iterate(Clock::duration max_wait) {
 }
 
 absl::StatusOr<int> Reactor::CheckSockets() {
-  const std::size_t n = poll_owners_.size();
+  const std::size_t n = polled_sockets_.size();
   int ready = 0;
   for (std::size_t i = 0; i < n; ++i) {
-    const Watch& w = *poll_owners_[i];
-    if (w.socket == nullptr) {
+    const PolledSocket& p = polled_sockets_[i];
+    if (p.socket == nullptr) {
       ready_[i] = 0;
       continue;
     }
-    const int ev = SocketEvents(w.socket, static_cast<bool>(w.on_writable));
+    const int ev = SocketEvents(p.socket, p.wants_out);
     if (ev < 0) {
       return absl::InternalError(
           absl::StrFormat("polling a socket failed: %s", zmq_strerror(errno)));

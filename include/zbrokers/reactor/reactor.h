@@ -382,6 +382,17 @@ class Reactor {
   std::uint64_t next_watch_id_ = 1;  // SocketWatch identities; 0 is none
   std::vector<pollfd> pollfds_;      // [0] is the wake-up eventfd
   std::vector<Watch*> poll_owners_;  // parallel to pollfds_[1..]
+  // What CheckSockets() reads of each watch, parallel to poll_owners_ and
+  // packed four to a cache line: it runs over every socket before each
+  // sleep, and a Watch of its own is only touched once its socket or fd
+  // has something for it.  With hundreds of sockets on one reactor the
+  // scattered Watch objects would otherwise crowd the caches
+  // (docs/performance.md, "What bends the one-core tcp curve").
+  struct PolledSocket {
+    void* socket;  // null for a raw fd
+    bool wants_out;
+  };
+  std::vector<PolledSocket> polled_sockets_;
   std::vector<short> ready_;  // per poll_owners_: ZMQ_EVENTS before polling
   bool has_raw_fds_ = false;
   bool running_ = false;  // Run() or RunOnce() is on the stack
