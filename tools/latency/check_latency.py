@@ -23,6 +23,8 @@ CASE is one of:
   roles      --cpus A,B --pin-roles: each role's threads (threads) or each
              role process (processes) on its own CPU, read back from
              /proc; --pin-roles without --cpus exits 2
+  evict      --evict-cache 1M with threads and with processes: said in
+             the header and the JSON config, the runs measure as usual
   many       256 workers with --baseline over tcp, started with the soft
              open-file limit at 1024 (zb-latency raises it), and a hard
              limit too low for them (exit 2, the reason said)
@@ -93,7 +95,8 @@ def parse_step_lines(stdout):
 def check_measured(exe, args, expected, x_name, baseline, tmp,
                    names=("zbrokers", "raw")):
     """`expected` lists the (workers, clients) of every step; `names` are
-    the measured system's and the baseline's."""
+    the measured system's and the baseline's.  Returns the console output
+    and the parsed JSON."""
     paths = {ext: os.path.join(tmp, "out." + ext)
              for ext in ("csv", "json", "svg")}
     full = ["--rounds-per-step", str(ROUNDS)] + args + [
@@ -218,6 +221,7 @@ def check_measured(exe, args, expected, x_name, baseline, tmp,
     else:
         print("note: rsvg-convert is not installed (librsvg2-bin); the SVG "
               "was parsed but not rendered")
+    return r.stdout, doc
 
 
 def check_options(exe):
@@ -610,6 +614,29 @@ def main():
                 check_measured(exe, ["--max-workers", "2", "--placement",
                                      "processes", "--baseline"],
                                [(1, 1), (2, 1)], "workers", True, tmp)
+            elif case == "evict":
+                # --evict-cache reaches every client: threads, and the
+                # client process of --placement processes (through its
+                # "run" command, whose extra field an old parser refuses).
+                for placement in ("threads", "processes"):
+                    out, doc = check_measured(
+                        exe, ["--max-workers", "2", "--placement", placement,
+                              "--evict-cache", "1M", "--baseline"],
+                        [(1, 1), (2, 1)], "workers", True, tmp)
+                    check("caches evicted before each round trip "
+                          "(1048576 B)" in out.splitlines()[0],
+                          f"{placement}: the header does not say the caches "
+                          f"are evicted: {out.splitlines()[0]!r}")
+                    check(doc["config"].get("evict_cache_bytes") == 1048576,
+                          f"{placement}: JSON config evict_cache_bytes "
+                          f"{doc['config'].get('evict_cache_bytes')!r}")
+                out, doc = check_measured(exe, ["--max-workers", "2"],
+                                          [(1, 1), (2, 1)], "workers", False,
+                                          tmp)
+                check("evicted" not in out.splitlines()[0],
+                      "the header mentions eviction without --evict-cache")
+                check(doc["config"].get("evict_cache_bytes") == 0,
+                      "JSON config evict_cache_bytes without --evict-cache")
             elif case == "options":
                 check_options(exe)
             elif case == "outputs":

@@ -11,6 +11,7 @@
 #include <thread>
 
 #include "absl/strings/str_format.h"
+#include "tools/latency/cache_evictor.h"
 
 // Under valgrind --tool=callgrind, the measured part of every step is dumped
 // on its own (instructions of every thread, zeroed when the measurement
@@ -146,7 +147,9 @@ absl::StatusOr<StepSamples> RunClients(const ClientFactory& factory,
         ClientEndpoint& client = **made;
         std::int64_t* out = lane.latencies.data();
         std::int64_t n = 0;
+        CacheEvictor evictor(static_cast<std::size_t>(plan.evict_cache_bytes));
         for (std::int64_t k = 0; k < lane.quota; ++k) {
+          evictor.Evict();  // not timed; nothing without --evict-cache
           const Clock::time_point t0 = Clock::now();
           const bool ok = client.RoundTrip(plan.expected_workers);
           const Clock::time_point t1 = Clock::now();

@@ -39,6 +39,10 @@ struct StepPlan {
   // How long a client may probe without one more of the expected workers
   // answering (the broker registers them asynchronously).
   std::chrono::milliseconds register_timeout{10000};
+  // --evict-cache: each client writes a buffer of this many bytes before
+  // each measured round trip, outside the timed part (cache_evictor.h);
+  // 0: not.
+  std::int64_t evict_cache_bytes = 0;
 };
 
 struct StepSamples {

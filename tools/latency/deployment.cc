@@ -243,9 +243,10 @@ class ProcessDeployment : public Deployment {
 
   absl::StatusOr<StepSamples> RunStep(const StepPlan& plan,
                                       const ProgressFn& progress) override {
-    absl::Status st = client_->WriteLine(absl::StrFormat(
-        "run %d %d %d %d %d", plan.clients, plan.round_trips, plan.warmup,
-        plan.expected_workers, plan.register_timeout.count()));
+    absl::Status st = client_->WriteLine(
+        absl::StrFormat("run %d %d %d %d %d %d", plan.clients, plan.round_trips,
+                        plan.warmup, plan.expected_workers,
+                        plan.register_timeout.count(), plan.evict_cache_bytes));
     if (!st.ok()) return st;
     // The child reports progress every ~100 ms while it measures, so a long
     // silence means it is stuck; the bound is generous anyway.
@@ -428,12 +429,13 @@ int RunRole(const std::vector<std::string>& args) {
       std::vector<absl::string_view> f = absl::StrSplit(line, ' ');
       StepPlan plan;
       std::int64_t register_ms = 0;
-      if (f.size() != 6 || f[0] != "run" ||
+      if (f.size() != 7 || f[0] != "run" ||
           !absl::SimpleAtoi(f[1], &plan.clients) ||
           !absl::SimpleAtoi(f[2], &plan.round_trips) ||
           !absl::SimpleAtoi(f[3], &plan.warmup) ||
           !absl::SimpleAtoi(f[4], &plan.expected_workers) ||
-          !absl::SimpleAtoi(f[5], &register_ms)) {
+          !absl::SimpleAtoi(f[5], &register_ms) ||
+          !absl::SimpleAtoi(f[6], &plan.evict_cache_bytes)) {
         Say("error unknown command: " + line);
         continue;
       }

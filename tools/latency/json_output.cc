@@ -68,6 +68,7 @@ std::string ToJson(const Report& r) {
       "\"rounds_per_step\": %d, \"warmup\": %d, \"max_workers\": %d, "
       "\"step\": %d, \"grow\": %s, \"workers\": %d, \"max_clients\": %d, "
       "\"transport\": %s, \"placement\": %s, \"payload_bytes\": %d, "
+      "\"evict_cache_bytes\": %d, "
       "\"client_wait\": %s, \"timeout_ms\": %d, \"broker\": %s, "
       "\"baseline\": %s, \"raw_only\": %s, \"cpus\": %s, "
       "\"role_cpus\": %s, \"yield_before_sleep\": %s, "
@@ -76,8 +77,8 @@ std::string ToJson(const Report& r) {
       JsonQuote(GrowName(grow)), o.workers, o.max_clients,
       JsonQuote(TransportName(o.transport)),
       JsonQuote(PlacementName(o.placement)), o.payload_bytes,
-      JsonQuote(ClientWaitName(o.client_wait)), o.timeout.count(),
-      JsonQuote(r.broker), o.baseline ? "true" : "false",
+      o.evict_cache_bytes, JsonQuote(ClientWaitName(o.client_wait)),
+      o.timeout.count(), JsonQuote(r.broker), o.baseline ? "true" : "false",
       o.raw_only ? "true" : "false",
       o.cpus.empty() ? std::string("null") : JsonQuote(FormatCpuList(o.cpus)),
       RoleCpusJson(o), o.YieldBeforeSleep() ? "true" : "false",

@@ -38,13 +38,26 @@ TEST(JsonOutputTest, KeysToolsRead) {
   const std::string j = ToJson(SampleReport(false));
   EXPECT_TRUE(Balanced(j)) << j;
   for (const char* key :
-       {"\"config\"", "\"steps\"", "\"workers\": 1", "\"clients\": 1",
-        "\"round_trips\": 300", "\"avg_us\": 40", "\"p50_us\": 39",
-        "\"p99_us\": 60", "\"max_us\": 140", "\"elapsed_s\": 0.012",
-        "\"failures\": 0", "\"fit\"", "\"intercept_us\": 30",
-        "\"slope_us_per_worker\": 10", "\"r2\": 1", "\"transport\": \"tcp\"",
+       {"\"config\"",
+        "\"steps\"",
+        "\"workers\": 1",
+        "\"clients\": 1",
+        "\"round_trips\": 300",
+        "\"avg_us\": 40",
+        "\"p50_us\": 39",
+        "\"p99_us\": 60",
+        "\"max_us\": 140",
+        "\"elapsed_s\": 0.012",
+        "\"failures\": 0",
+        "\"fit\"",
+        "\"intercept_us\": 30",
+        "\"slope_us_per_worker\": 10",
+        "\"r2\": 1",
+        "\"transport\": \"tcp\"",
         "\"fit_p50\": {\"x\": \"workers\", \"intercept_us\": 29,",
-        "\"rounds_per_step\": 300", "\"broker\": \"embedded\""}) {
+        "\"rounds_per_step\": 300",
+        "\"broker\": \"embedded\"",
+        "\"payload_bytes\": 16, \"evict_cache_bytes\": 0, "}) {
     EXPECT_THAT(j, HasSubstr(key));
   }
   EXPECT_THAT(j, Not(HasSubstr("\"baseline\": {")));
@@ -73,11 +86,13 @@ TEST(JsonOutputTest, CpusAndWarnings) {
   r.options.cpus = {0, 1};
   r.options.yield_before_sleep = true;
   r.options.batch_scheduling = false;
+  r.options.evict_cache_bytes = 8 << 20;
   r.zbrokers.steps[1].latency.avg_us = 500;  // a poor fit
   r.zbrokers.Refit(Grow::kWorkers);
   const std::string j = ToJson(r);
   EXPECT_TRUE(Balanced(j)) << j;
   EXPECT_THAT(j, HasSubstr("\"cpus\": \"0-1\", \"role_cpus\": null, "));
+  EXPECT_THAT(j, HasSubstr("\"evict_cache_bytes\": 8388608, "));
   r.options.pin_roles = true;
   EXPECT_THAT(ToJson(r),
               HasSubstr("\"cpus\": \"0-1\", \"role_cpus\": {\"broker\": 0, "

@@ -91,6 +91,47 @@ absl::Status ParseIntTo(std::string_view flag, std::string_view text,
   return absl::OkStatus();
 }
 
+// A size in bytes: a whole number, or one with a K, M or G suffix (KiB,
+// MiB, GiB: "8M" is 8,388,608), in [0, hi].
+absl::Status ParseBytesTo(std::string_view flag, std::string_view text,
+                          std::int64_t hi, std::int64_t* out) {
+  std::int64_t unit = 1;
+  std::string_view digits = text;
+  if (!text.empty()) {
+    switch (text.back()) {
+      case 'K':
+      case 'k':
+        unit = std::int64_t{1} << 10;
+        break;
+      case 'M':
+      case 'm':
+        unit = std::int64_t{1} << 20;
+        break;
+      case 'G':
+      case 'g':
+        unit = std::int64_t{1} << 30;
+        break;
+      default:
+        break;
+    }
+    if (unit != 1) digits.remove_suffix(1);
+  }
+  std::int64_t v = 0;
+  const char* end = digits.data() + digits.size();
+  auto [ptr, ec] = std::from_chars(digits.data(), end, v);
+  if (digits.empty() || ec != std::errc() || ptr != end || v < 0) {
+    return Bad(absl::StrFormat(
+        "%s needs a size in bytes such as 8388608 or 8M, got '%s'", flag,
+        text));
+  }
+  if (v > hi / unit) {
+    return Bad(absl::StrFormat("%s must be at most %d bytes, got '%s'", flag,
+                               hi, text));
+  }
+  *out = v * unit;
+  return absl::OkStatus();
+}
+
 // A duration with a unit, as zb and zb-broker take them ("250ms", "5s",
 // "1m30s"), of at least 1 ms.  A bare number is refused: it is most likely
 // the milliseconds of the old --timeout-ms, and guessing its unit would
@@ -296,6 +337,10 @@ absl::StatusOr<Options> ParseOptions(const std::vector<std::string>& args) {
       auto v = value();
       if (!v.ok()) return v.status();
       st = ParseIntTo(name, *v, 0, 64 * 1024 * 1024, &o.payload_bytes);
+    } else if (name == "--evict-cache") {
+      auto v = value();
+      if (!v.ok()) return v.status();
+      st = ParseBytesTo(name, *v, std::int64_t{1} << 30, &o.evict_cache_bytes);
     } else if (name == "--timeout") {
       auto v = value();
       if (!v.ok()) return v.status();
@@ -451,6 +496,13 @@ Usage: zb-latency [options]
                        separate process started by the test (not inproc)
   --payload-bytes N    request payload size; every worker echoes it
                        (default 16)
+  --evict-cache SIZE   each client writes a buffer of SIZE bytes (e.g. 8M,
+                       larger than the CPU's caches) before each round
+                       trip, outside the timed part, so that every worker
+                       count is measured with cold caches and the curve
+                       does not bend where the working set stops fitting
+                       in them (docs/latency.md, "Cold caches").  Default
+                       0: off
   --client-wait call|reactor
                        how the zbrokers client waits for each reply.  call
                        (default): ConsensusClient::Call(), a blocking

@@ -71,6 +71,9 @@ struct Options {
   bool transport_given = false;
   Placement placement = Placement::kThreads;
   int payload_bytes = 16;
+  // --evict-cache: the bytes each client writes before each measured round
+  // trip to evict the CPU caches (cache_evictor.h); 0: off.
+  std::int64_t evict_cache_bytes = 0;
   ClientWait client_wait = ClientWait::kCall;
   // A running zb-broker to use instead of the embedded one; empty: embedded.
   std::string broker;

@@ -61,6 +61,34 @@ TEST(OptionsTest, BothValueForms) {
   EXPECT_EQ(o->EffectiveWarmup(), 50);
 }
 
+TEST(OptionsTest, EvictCacheTakesBytesOrAUnit) {
+  absl::StatusOr<Options> o = Parse({});
+  ASSERT_TRUE(o.ok()) << o.status();
+  EXPECT_EQ(o->evict_cache_bytes, 0);
+  for (const auto& [text, bytes] :
+       std::vector<std::pair<std::string, std::int64_t>>{
+           {"0", 0},
+           {"4096", 4096},
+           {"64k", 64 << 10},
+           {"8M", 8 << 20},
+           {"1G", std::int64_t{1} << 30}}) {
+    o = Parse({"--evict-cache", text.c_str()});
+    ASSERT_TRUE(o.ok()) << text << ": " << o.status();
+    EXPECT_EQ(o->evict_cache_bytes, bytes) << text;
+  }
+  o = Parse({"--evict-cache=2m"});
+  ASSERT_TRUE(o.ok()) << o.status();
+  EXPECT_EQ(o->evict_cache_bytes, 2 << 20);
+  EXPECT_THAT(ErrorOf({"--evict-cache", "8MB"}),
+              HasSubstr("--evict-cache needs a size in bytes such as 8388608 "
+                        "or 8M, got '8MB'"));
+  EXPECT_THAT(ErrorOf({"--evict-cache", "-1"}), HasSubstr("size in bytes"));
+  EXPECT_THAT(ErrorOf({"--evict-cache", "M"}), HasSubstr("size in bytes"));
+  EXPECT_THAT(ErrorOf({"--evict-cache", "2G"}),
+              HasSubstr("--evict-cache must be at most 1073741824 bytes"));
+  EXPECT_THAT(HelpText(), HasSubstr("--evict-cache SIZE"));
+}
+
 TEST(OptionsTest, ClientWait) {
   absl::StatusOr<Options> o = Parse({"--client-wait", "reactor"});
   ASSERT_TRUE(o.ok()) << o.status();

@@ -303,9 +303,14 @@ int Run(const Options& o) {
       (embedded && !o.batch_scheduling ? ", batch scheduling off" : "") +
       (o.IsControl() ? ", control run: the raw program against itself" : "");
   // What both growth modes print after the sizes.
+  const std::string evict =
+      o.evict_cache_bytes > 0
+          ? absl::StrFormat(", caches evicted before each round trip (%d B)",
+                            o.evict_cache_bytes)
+          : "";
   const std::string setup = absl::StrFormat(
-      "payload %d B, client wait %s, %s, %s, %s, broker %s", o.payload_bytes,
-      ClientWaitName(o.client_wait), TransportName(o.transport),
+      "payload %d B%s, client wait %s, %s, %s, %s, broker %s", o.payload_bytes,
+      evict, ClientWaitName(o.client_wait), TransportName(o.transport),
       PlacementName(o.placement), cpus, broker);
   if (o.grow == Grow::kWorkers) {
     std::printf(
@@ -375,6 +380,7 @@ int Run(const Options& o) {
       plan.register_timeout = RegistrationBound(o);
       plan.round_trips = round_trips;
       plan.warmup = chunk_warmup;
+      plan.evict_cache_bytes = o.evict_cache_bytes;
       ProgressFn progress;
       if (tty) {
         progress = [&, name = std::string(ImplName(sys.impl)), before](
