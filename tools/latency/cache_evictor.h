@@ -5,13 +5,13 @@
 // On one core the latency test's working set (every worker's sockets,
 // libzmq pipes and engines, kernel socket buffers and the brokers' own
 // records) stays in the core's caches between round trips while it is
-// small, and stops fitting as workers are added: the cost per added worker
-// then rises from the cache-hit price to the cache-miss price part-way
-// through the run, and the latency curve bends whoever brokers
+// small, and stops fitting as workers are added: the first steps run
+// warm, the last ones cold, and the latency curve bends whoever brokers
 // (docs/performance.md, "What bends the one-core tcp curve").  Writing a
 // buffer larger than the caches before each round trip starts every round
-// trip with caches that hold none of that working set, so every worker
-// count is measured in the same, cold, state.
+// trip with caches that hold none of that working set.  (What a round
+// trip touches twice, on the way out and back, still misses only once
+// its working set outgrows the caches: that part of the bend stays.)
 //
 //   CacheEvictor evictor(8 << 20);
 //   for (...) { evictor.Evict(); const auto t0 = Clock::now(); ... }

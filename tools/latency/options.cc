@@ -498,10 +498,9 @@ Usage: zb-latency [options]
                        (default 16)
   --evict-cache SIZE   each client writes a buffer of SIZE bytes (e.g. 8M,
                        larger than the CPU's caches) before each round
-                       trip, outside the timed part, so that every worker
-                       count is measured with cold caches and the curve
-                       does not bend where the working set stops fitting
-                       in them (docs/latency.md, "Cold caches").  Default
+                       trip, outside the timed part, so that no step
+                       starts with the last round trip's state in the
+                       caches (docs/latency.md, "Cold caches").  Default
                        0: off
   --client-wait call|reactor
                        how the zbrokers client waits for each reply.  call
