@@ -25,6 +25,8 @@ CASE is one of:
              /proc; --pin-roles without --cpus exits 2
   evict      --evict-cache 1M with threads and with processes: said in
              the header and the JSON config, the runs measure as usual
+  scaling    scaling_runs.py, one tiny run with --control and
+             --evict-cache: the runs' JSON files and the verdict
   many       256 workers with --baseline over tcp, started with the soft
              open-file limit at 1024 (zb-latency raises it), and a hard
              limit too low for them (exit 2, the reason said)
@@ -566,6 +568,38 @@ def check_external_broker(exe, broker_exe, tmp):
           f"zb-broker exit code {broker.returncode} after SIGTERM")
 
 
+def check_scaling_runs(exe, tmp):
+    """scaling_runs.py end to end, tiny: one one-core inproc run of two
+    steps with --control and --evict-cache passed on; every run's JSON is
+    written with the options given, and the verdict is printed (PASS or
+    FAIL: two short steps decide nothing about the target)."""
+    tool = os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                        "scaling_runs.py")
+    out = os.path.join(tmp, "scaling")
+    r = subprocess.run([sys.executable, tool, exe, out, "--runs", "1",
+                        "--rounds", "200", "--max-workers", "2", "--step",
+                        "1", "--only", "one-core", "--transport", "inproc",
+                        "--control", "--evict-cache", "64K", "--force"],
+                       capture_output=True, text=True, timeout=300)
+    sys.stdout.write(r.stdout)
+    sys.stderr.write(r.stderr)
+    check(r.returncode in (0, 1), f"scaling_runs.py exit {r.returncode}")
+    for name, raw_only in (("one-core-inproc", False),
+                           ("one-core-inproc-control", True)):
+        path = os.path.join(out, f"{name}-1.json")
+        check(os.path.exists(path), f"no {path}")
+        with open(path) as fh:
+            cfg = json.load(fh)["config"]
+        check(cfg["evict_cache_bytes"] == 65536,
+              f"{name}: evict_cache_bytes {cfg['evict_cache_bytes']!r}")
+        check(cfg["raw_only"] == raw_only and cfg["baseline"],
+              f"{name}: raw_only/baseline {cfg['raw_only']!r}")
+        check(cfg["cpus"] == "0", f"{name}: cpus {cfg['cpus']!r}")
+    check(re.search(r"^  (PASS|FAIL): one-core-inproc$", r.stdout, re.M),
+          "no verdict line")
+    check("noise floor" in r.stdout, "no noise floor line (--control)")
+
+
 def main():
     if len(sys.argv) not in (3, 4):
         print(__doc__, file=sys.stderr)
@@ -637,6 +671,8 @@ def main():
                       "the header mentions eviction without --evict-cache")
                 check(doc["config"].get("evict_cache_bytes") == 0,
                       "JSON config evict_cache_bytes without --evict-cache")
+            elif case == "scaling":
+                check_scaling_runs(exe, tmp)
             elif case == "options":
                 check_options(exe)
             elif case == "outputs":

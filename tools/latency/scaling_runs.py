@@ -4,7 +4,8 @@
 
 Usage: scaling_runs.py ZB_LATENCY OUT_DIR [--runs 3] [--rounds 1000]
            [--max-workers 256] [--step 15] [--only one-core|two-cores]
-           [--transport tcp,inproc] [--control] [--pin-roles] [--force]
+           [--transport tcp,inproc] [--control] [--pin-roles]
+           [--evict-cache SIZE] [--force]
 
 Runs, alternating the configurations so that a change in the machine's
 load hits all of them alike, `--runs` times each:
@@ -37,6 +38,11 @@ the same placement for both systems (on one core it changes nothing).
 Without it the scheduler places each system's threads as it likes, and on
 this VM a 1-worker step then measures which system got the faster
 placement (docs/latency.md, "Pinning each role").
+
+--evict-cache SIZE adds zb-latency's --evict-cache SIZE to every run: each
+client writes SIZE bytes before each round trip, so that no step starts
+with the last round trip's state in the caches (docs/latency.md, "Cold
+caches"); e.g. 8M on the development VM, whose L2 is 2 MiB.
 
 Wall-clock numbers need a quiet machine: the script refuses to start when
 the 1-minute load average is 1.5 or more (the first field of
@@ -142,6 +148,7 @@ def main():
     p.add_argument("--transport", default="tcp,inproc")
     p.add_argument("--control", action="store_true")
     p.add_argument("--pin-roles", action="store_true")
+    p.add_argument("--evict-cache", metavar="SIZE")
     p.add_argument("--force", action="store_true")
     a = p.parse_args()
     if load() >= 1.5 and not a.force:
@@ -164,6 +171,7 @@ def main():
                     "--rounds-per-step", str(a.rounds), "--transport",
                     transport, "--json", path]
             cmd += ["--pin-roles"] if a.pin_roles else []
+            cmd += ["--evict-cache", a.evict_cache] if a.evict_cache else []
             started = time.monotonic()
             r = subprocess.run(cmd, stdout=subprocess.DEVNULL)
             print(f"{' '.join(cmd)}: exit {r.returncode}, "
