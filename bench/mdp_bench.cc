@@ -35,7 +35,6 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
-#include <cstring>
 #include <deque>
 #include <memory>
 #include <new>
@@ -45,6 +44,7 @@
 #include <zmq.hpp>
 #include <zmq_addon.hpp>
 
+#include "bench/flags.h"
 #include "zbrokers/frames/frames.h"
 #include "zbrokers/majordomo/broker.h"
 #include "zbrokers/majordomo/codec.h"
@@ -375,30 +375,18 @@ Result Measure(Middle middle, Mode mode, int n) {
   return result;
 }
 
-double Median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const std::size_t n = v.size();
-  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
-
-int IntFlag(int argc, char** argv, const char* name, int fallback) {
-  for (int i = 1; i + 1 < argc; ++i) {
-    if (std::strcmp(argv[i], name) == 0) return std::atoi(argv[i + 1]);
-  }
-  return fallback;
-}
-
 }  // namespace
 }  // namespace zb
 
 int main(int argc, char** argv) {
   using zb::Middle;
   using zb::Mode;
-  const int rounds = zb::IntFlag(argc, argv, "--rounds", 5);
-  zb::g_prefetch = zb::IntFlag(argc, argv, "--prefetch", 1);
-  for (int i = 1; i + 1 < argc; ++i) {
-    if (std::strcmp(argv[i], "--transport") == 0) zb::g_transport = argv[i + 1];
-  }
+  using zb::bench::IntFlag;
+  using zb::bench::Median;
+  using zb::bench::StringFlag;
+  const int rounds = IntFlag(argc, argv, "--rounds", 5);
+  zb::g_prefetch = IntFlag(argc, argv, "--prefetch", 1);
+  zb::g_transport = StringFlag(argc, argv, "--transport", "tcp");
   if (zb::g_transport != "tcp" && zb::g_transport != "ipc" &&
       zb::g_transport != "inproc") {
     std::fprintf(stderr, "--transport must be tcp, ipc or inproc\n");
@@ -410,9 +398,9 @@ int main(int argc, char** argv) {
                  zb::MajordomoBroker::kMaxWorkerPrefetch);
     return 2;
   }
-  const int rt_n = zb::IntFlag(argc, argv, "--rt", 3000);
-  const int sync_n = zb::IntFlag(argc, argv, "--sync", 1000);
-  const int async_n = zb::IntFlag(argc, argv, "--async", 3000);
+  const int rt_n = IntFlag(argc, argv, "--rt", 3000);
+  const int sync_n = IntFlag(argc, argv, "--sync", 1000);
+  const int async_n = IntFlag(argc, argv, "--async", 3000);
   struct Row {
     const char* name;
     Mode mode;
@@ -442,16 +430,13 @@ int main(int argc, char** argv) {
        {}},
   };
   // --only rt|sync|async runs one scenario.
-  const char* only = nullptr;
-  for (int i = 1; i + 1 < argc; ++i) {
-    if (std::strcmp(argv[i], "--only") == 0) only = argv[i + 1];
-  }
+  const std::string only = StringFlag(argc, argv, "--only", "");
   auto selected = [&](const Row& row) {
-    if (only == nullptr) return true;
+    if (only.empty()) return true;
     const char* key = row.mode == Mode::kRoundTrip ? "rt"
                       : row.mode == Mode::kSync    ? "sync"
                                                    : "async";
-    return std::strcmp(only, key) == 0;
+    return only == key;
   };
   for (int r = 0; r < rounds; ++r) {
     for (Row& row : rows) {
@@ -478,7 +463,7 @@ int main(int argc, char** argv) {
               zb::g_transport.c_str(), zb::g_prefetch);
   for (const Row& row : rows) {
     if (!selected(row)) continue;
-    const double b = zb::Median(row.broker), p = zb::Median(row.proxy);
+    const double b = Median(row.broker), p = Median(row.proxy);
     // Each round measures both sides back to back, so the per-round ratio
     // cancels slow drifts in machine load better than the ratio of medians.
     std::vector<double> ratios;
@@ -489,7 +474,7 @@ int main(int argc, char** argv) {
         "%-66s broker %9.1f %-5s proxy %9.1f %-5s ratio %.3f "
         "(median per-round ratio %.3f)  broker-thread allocations/request "
         "<= %.4f\n",
-        row.name, b, row.unit, p, row.unit, b / p, zb::Median(ratios),
+        row.name, b, row.unit, p, row.unit, b / p, Median(ratios),
         row.allocations);
   }
   return 0;
