@@ -1164,10 +1164,10 @@ class MajordomoBroker::Impl {
   }
 
   // Both ROUTERs: a peer that is gone is an error (ZMQ_ROUTER_MANDATORY),
-  // nothing lingers, frames are bounded.
+  // what is queued lingers for Options::linger, frames are bounded.
   void SetRouterOptions(zmq::socket_t& s) {
     s.set(zmq::sockopt::router_mandatory, 1);
-    s.set(zmq::sockopt::linger, 0);
+    s.set(zmq::sockopt::linger, static_cast<int>(options_.linger.count()));
     s.set(zmq::sockopt::maxmsgsize,
           options_.max_message_size > 0 ? options_.max_message_size : -1);
   }
@@ -1305,6 +1305,11 @@ absl::StatusOr<std::unique_ptr<MajordomoBroker>> MajordomoBroker::Create(
     return absl::InvalidArgumentError(absl::StrFormat(
         "MajordomoBroker: worker_prefetch must be between 1 and %d, not %d",
         kMaxWorkerPrefetch, options.worker_prefetch));
+  }
+  if (options.linger < std::chrono::milliseconds(0)) {
+    return absl::InvalidArgumentError(
+        absl::StrFormat("MajordomoBroker: linger must be >= 0 ms, not %d ms",
+                        options.linger.count()));
   }
   auto impl = std::make_unique<Impl>(reactor, context, options);
   if (absl::Status s = impl->Register(); !s.ok()) return s;

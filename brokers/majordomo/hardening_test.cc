@@ -174,6 +174,48 @@ TEST_F(MdpHardeningTest, RepliesDroppedAtAFullPipeAreNotUnroutable) {
   EXPECT_GT(s.replies, 0u);
 }
 
+// A broker closed while a worker that stopped reading drops its connection
+// must finish, not take the process down.  libzmq 4.3 aborts in
+// session_base_t::clean_pipes() ("Resource temporarily unavailable") when a
+// socket closed with linger 0 sees the connection of a peer fail while a
+// multipart message to that peer is half written; Options::linger (100 ms
+// by default) makes the pipe wait for its delimiter, and the rest of the
+// message is still read.  A race, so many rounds.
+TEST_F(MdpHardeningTest, ClosingWhileAStalledWorkerDisconnectsFinishes) {
+  const std::string mib(1 << 20, 'x');
+  auto options = FastBroker();
+  options.worker_prefetch = 20;  // every request goes out to the worker
+  for (int round = 0; round < 100; ++round) {
+    SCOPED_TRACE(round);
+    StartBroker(options);
+    // The worker in a context of its own, so that its close and the
+    // broker's run on different I/O threads at the same time.
+    zmq::context_t worker_ctx;
+    auto stuck = std::make_unique<RawPeer>(worker_ctx, endpoint_);
+    stuck->Send({"", "MDPW01", kReady, "svc"});
+    ASSERT_TRUE(WaitFor([&] { return Workers("svc") == 1; }));
+    RawPeer client(ctx_, endpoint_);
+    // A large frame that is not the last one ends the engine's write batch
+    // inside the message; more than the connection holds, so the broker's
+    // side stalls there.
+    for (int i = 0; i < 20; ++i) client.Send({"", "MDPC01", "svc", mib, "end"});
+    ASSERT_TRUE(WaitFor([&] {
+      const MajordomoBroker::Stats s = Stats();
+      const auto it = s.services.find("svc");
+      return s.requests == 20 && it != s.services.end() &&
+             it->second.queued == 0;
+    }));
+    std::thread closer([&] {
+      stuck.reset();
+      worker_ctx.close();
+    });
+    // The two closes meet at varying points.
+    std::this_thread::sleep_for(std::chrono::microseconds(250 * (round % 5)));
+    StopBroker();
+    closer.join();
+  }
+}
+
 // Issue 11 item 2 (Majordomo): max_services counts what it drops in its
 // own counter and logs it rate-limited; a READY for a new service beyond
 // it is refused.  Before the fix the dropped requests were counted as

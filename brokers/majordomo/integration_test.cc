@@ -620,6 +620,19 @@ TEST_F(PrefetchTest, InvalidPrefetchFailsCreate) {
   StartBroker(Prefetch(MajordomoBroker::kMaxWorkerPrefetch));  // the bound
 }
 
+// A negative linger (libzmq's "for ever") would let a broker block its
+// context's termination for good; it is refused like worker_prefetch.
+TEST_F(PrefetchTest, NegativeLingerFailsCreate) {
+  auto o = FastBroker();
+  o.linger = std::chrono::milliseconds(-1);
+  absl::Status st = broker_thread_.Invoke(
+      [&](Reactor& r) { return MajordomoBroker::Create(r, ctx_, o).status(); });
+  EXPECT_EQ(st.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(st.message()), ::testing::HasSubstr("linger"));
+  o.linger = std::chrono::milliseconds(0);  // allowed, as before
+  StartBroker(o);
+}
+
 TEST_F(PrefetchTest, DefaultGivesABusyWorkerNoSecondRequest) {
   StartBroker(Prefetch(1));
   auto w = RawWorker("svc");

@@ -185,6 +185,16 @@ class MajordomoBroker {
     // limit.  16 MiB by default: far above what a request broker carries,
     // far below what lets one peer balloon the broker's memory.
     std::int64_t max_message_size = kDefaultMaxMessageSize;
+    // ZMQ_LINGER of the ROUTER sockets: how long the replies and commands
+    // already queued may still go out after the broker is destroyed.  Not
+    // 0: libzmq 4.3 aborts the process (an assertion in
+    // session_base_t::clean_pipes()) when a socket closed with linger 0
+    // sees the connection of a peer fail while a multipart message to that
+    // peer is half written, as to a worker that stopped reading; with a
+    // linger it finishes.  >= 0 (a broker never blocks its context's
+    // termination for ever): Create() fails with InvalidArgument otherwise.
+    // The same option, with the same default, as ConsensusBroker's.
+    std::chrono::milliseconds linger{100};
   };
   static constexpr int kMaxWorkerPrefetch = 1000;
 
@@ -272,13 +282,15 @@ class MajordomoBroker {
   // Checks `options`, opens the ROUTER socket and registers it and the
   // sweep timer with `reactor`; binds nothing yet (Bind()).  Fails with
   // InvalidArgument naming the option when one is out of range
-  // (worker_prefetch outside 1..kMaxWorkerPrefetch), or with the reactor's
+  // (worker_prefetch outside 1..kMaxWorkerPrefetch, a negative linger), or
+  // with the reactor's
   // error when the registration fails; nothing is left registered then.
   // Out-of-range timings are not errors: a heartbeat_interval <= 0 counts
   // as 1 ms, a heartbeat_liveness < 1 as 1, a max_redispatch < 0 as 0.
   static absl::StatusOr<std::unique_ptr<MajordomoBroker>> Create(
       Reactor& reactor, zmq::context_t& context, Options options);
-  // Sends nothing; unregisters and closes the socket (linger 0).
+  // Sends nothing more; unregisters and closes the sockets (with
+  // Options::linger for what is already queued).
   ~MajordomoBroker();
 
   MajordomoBroker(const MajordomoBroker&) = delete;
