@@ -190,10 +190,13 @@ class MajordomoBroker {
     // 0: libzmq 4.3 aborts the process (an assertion in
     // session_base_t::clean_pipes()) when a socket closed with linger 0
     // sees the connection of a peer fail while a multipart message to that
-    // peer is half written, as to a worker that stopped reading; with a
-    // linger it finishes.  >= 0 (a broker never blocks its context's
-    // termination for ever): Create() fails with InvalidArgument otherwise.
-    // The same option, with the same default, as ConsensusBroker's.
+    // peer is half written, as to a worker that stopped reading.  While a
+    // linger runs the pipe waits for its delimiter and the rest of the
+    // message can still be read, so only a connection that fails at the
+    // instant the linger runs out is left to that race.  >= 0 (a broker
+    // never blocks its context's termination for ever): Create() fails with
+    // InvalidArgument otherwise.  The same option, with the same default,
+    // as ConsensusBroker's.
     std::chrono::milliseconds linger{100};
   };
   static constexpr int kMaxWorkerPrefetch = 1000;
