@@ -21,6 +21,7 @@
 #include <zmq.hpp>
 #include <zmq_addon.hpp>
 
+#include "test/testing/wait.h"
 #include "zbrokers/consensus/codec.h"
 #include "zbrokers/reactor/reactor_thread.h"
 
@@ -1218,14 +1219,13 @@ TEST_F(ConsensusBrokerTest, ClosingWhileAStalledWorkerDisconnectsFinishes) {
     // stalls in the middle of a message (a large frame that is not the
     // last one ends the engine's write batch inside the message).
     ASSERT_TRUE(WaitFor([&] { return Stats().requests == 20; }));
-    std::thread closer([&] {
-      stuck.reset();
-      worker_ctx.close();
-    });
-    // The two closes meet at varying points.
-    std::this_thread::sleep_for(std::chrono::microseconds(250 * (round % 5)));
-    StopBroker();
-    closer.join();
+    test::RunBothAtOnce(
+        round,
+        [&] {
+          stuck.reset();
+          worker_ctx.close();
+        },
+        [&] { StopBroker(); });
   }
 }
 

@@ -205,14 +205,13 @@ TEST_F(MdpHardeningTest, ClosingWhileAStalledWorkerDisconnectsFinishes) {
       return s.requests == 20 && it != s.services.end() &&
              it->second.queued == 0;
     }));
-    std::thread closer([&] {
-      stuck.reset();
-      worker_ctx.close();
-    });
-    // The two closes meet at varying points.
-    std::this_thread::sleep_for(std::chrono::microseconds(250 * (round % 5)));
-    StopBroker();
-    closer.join();
+    test::RunBothAtOnce(
+        round,
+        [&] {
+          stuck.reset();
+          worker_ctx.close();
+        },
+        [&] { StopBroker(); });
   }
 }
 

@@ -27,6 +27,14 @@ void RunFor(Reactor& reactor, std::chrono::milliseconds d) {
   }
 }
 
+void RunBothAtOnce(int round, const std::function<void()>& first,
+                   const std::function<void()>& second) {
+  std::thread other(first);
+  std::this_thread::sleep_for(std::chrono::microseconds(250 * (round % 5)));
+  second();
+  other.join();
+}
+
 bool WaitFor(const std::function<bool()>& pred,
              std::chrono::milliseconds limit) {
   const auto end = Clock::now() + limit;

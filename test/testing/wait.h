@@ -29,6 +29,12 @@ void RunFor(Reactor& reactor, std::chrono::milliseconds d);
 bool WaitFor(const std::function<bool()>& pred,
              std::chrono::milliseconds limit = std::chrono::seconds(10));
 
+// For races: runs first() on a thread of its own and, after a pause that
+// varies with `round` (0, 250, 500, 750 or 1000 µs), second() on the
+// calling thread; returns when both have returned.
+void RunBothAtOnce(int round, const std::function<void()>& first,
+                   const std::function<void()>& second);
+
 }  // namespace zb::test
 
 #endif  // TEST_TESTING_WAIT_H_
